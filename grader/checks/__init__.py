@@ -1,0 +1,2 @@
+"""One module per check. Each exposes `check(spec, ...) -> CheckResult` and
+decides from evidence the parent process gathered."""

@@ -1,0 +1,21 @@
+"""User-facing errors of the grader itself (never a learner's mistake: those are
+data in the result). Exit codes follow the CLI contract: 2 for usage, exercise
+or environment problems."""
+
+import click
+
+
+class GraderError(click.ClickException):
+    exit_code = 2
+
+
+class ExerciseError(GraderError):
+    """An exercise file is malformed or inconsistent."""
+
+
+class ExerciseNotFound(GraderError):
+    pass
+
+
+class EnvironmentProblem(GraderError):
+    """The machine cannot grade as asked (no CUDA, no sandbox, broken baseline)."""

@@ -1,0 +1,72 @@
+"""Peak memory of training steps, measured the same way for the baseline and
+the submission. CUDA: the caching allocator's `max_memory_allocated` after a
+reset. CPU: the allocator events seen by the PyTorch profiler, replayed to
+find the peak of live bytes, which is deterministic (unlike RSS)."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import torch
+
+
+def resident_bytes(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> int:
+    """Bytes held between steps by parameters, gradients and optimizer state."""
+    seen, total = set(), 0
+
+    def add(t):
+        nonlocal total
+        if isinstance(t, torch.Tensor) and t.device.type == "cpu":
+            storage = t.untyped_storage()
+            if storage.data_ptr() not in seen:
+                seen.add(storage.data_ptr())
+                total += storage.nbytes()
+
+    for p in model.parameters():
+        add(p)
+        add(p.grad)
+    for state in optimizer.state.values():
+        for value in state.values():
+            add(value)
+    return total
+
+
+@contextmanager
+def cpu_peak(result: dict, model, optimizer):
+    from torch._C._profiler import _EventType
+    from torch.profiler import ProfilerActivity, profile
+
+    start = resident_bytes(model, optimizer)
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        yield
+    deltas = []
+
+    def walk(node):
+        if node.tag == _EventType.Allocation:
+            deltas.append((node.start_time_ns, node.extra_fields.alloc_size))
+        for child in node.children:
+            walk(child)
+
+    for root in prof.profiler.kineto_results.experimental_event_tree():
+        walk(root)
+    live = peak = 0
+    for _, size in sorted(deltas):
+        live += size
+        peak = max(peak, live)
+    result["peak_bytes"] = start + peak
+    result["resident_bytes"] = start
+
+
+@contextmanager
+def cuda_peak(result: dict, device: torch.device):
+    torch.cuda.synchronize(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    yield
+    torch.cuda.synchronize(device)
+    result["peak_bytes"] = int(torch.cuda.max_memory_allocated(device))
+
+
+def measure(result: dict, device: torch.device, model, optimizer):
+    if device.type == "cuda":
+        return cuda_peak(result, device)
+    return cpu_peak(result, model, optimizer)

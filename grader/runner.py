@@ -1,0 +1,315 @@
+"""`run()`: grade one submission of one exercise. The grading process starts a
+worker for the learner's code and one for the public FP32 baseline (which never
+sees learner code), drives them step by step, times them itself, loads their
+parameters as plain tensors and decides every check here."""
+
+from __future__ import annotations
+
+import io
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+from grader import static
+from grader.checks import call_order, coverage, memory, parity, speedup
+from grader.errors import EnvironmentProblem
+from grader.launcher import LocalLauncher, WorkerFailure, WorkerProcess, WorkerSpec
+from grader.results import ERROR, CheckResult, GradingResult, SubmissionError
+from grader.schema import Exercise
+from grader.timing import TimingPlan, TimingResult, estimate
+
+Progress = Callable[..., None]
+TRACED_STEPS = 2
+MEMORY_STEPS = (2, 3)
+
+
+def resolve_device(device: str = "auto") -> str:
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise EnvironmentProblem("--device cuda was asked for, but PyTorch sees no CUDA device here "
+                                 f"(torch {torch.__version__}, CUDA build: {torch.version.cuda or 'no'})")
+    if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
+        raise EnvironmentProblem(f"unknown device {device!r}: use auto, cpu or cuda")
+    return device
+
+
+def amp_dtype_for(exercise: Exercise, device: str) -> str:
+    amp = exercise.workload.amp
+    return amp.cuda_dtype if device.startswith("cuda") else amp.cpu_dtype
+
+
+@dataclass
+class RunData:
+    """What a worker produced over the compared steps."""
+
+    losses: list[float] = field(default_factory=list)
+    scales: list[float] = field(default_factory=list)
+    traces: list[dict] = field(default_factory=list)
+    coverage: dict | None = None
+    memory: int | None = None
+    params: dict | None = None
+    modules: dict = field(default_factory=dict)
+
+
+def load_params(worker: WorkerProcess, name: str) -> dict:
+    reply = _ok(worker.request({"cmd": "save", "name": name}))
+    with open(reply["path"], "rb") as fh:
+        data = fh.read()
+    params = torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
+    if not isinstance(params, dict) or not all(isinstance(v, torch.Tensor) for v in params.values()):
+        raise WorkerFailure({"kind": "protocol", "message": "the saved parameters are not a dict of tensors"})
+    return params
+
+
+class StepFailure(Exception):
+    def __init__(self, payload: dict):
+        super().__init__(payload.get("message"))
+        self.payload = payload
+
+
+def _ok(reply: dict) -> dict:
+    if not reply.get("ok"):
+        raise StepFailure(reply.get("error") or {"kind": "protocol", "message": "malformed reply"})
+    return reply
+
+
+def _merge_coverage(total: dict | None, new: dict | None) -> dict | None:
+    if new is None:
+        return total
+    if total is None:
+        return new
+    for dtype, flops in new["flops"].items():
+        total["flops"][dtype] = total["flops"].get(dtype, 0) + flops
+    for mod, by_dtype in new["by_module"].items():
+        slot = total["by_module"].setdefault(mod, {})
+        for dtype, flops in by_dtype.items():
+            slot[dtype] = slot.get(dtype, 0) + flops
+    return total
+
+
+def drive(worker: WorkerProcess, steps: int, *, trace: bool, measure_memory: bool, data: RunData):
+    """Runs the compared steps one request at a time, collecting evidence."""
+    for step in range(steps):
+        traced = trace and step < TRACED_STEPS
+        reply = _ok(worker.request({"cmd": "steps", "start": step, "count": 1, "trace": traced,
+                                    "coverage": traced, "memory": measure_memory and step in MEMORY_STEPS}))
+        data.losses += reply["losses"]
+        data.scales += reply["scales"]
+        data.traces += reply.get("traces", [])
+        data.coverage = _merge_coverage(data.coverage, reply.get("coverage"))
+        if "memory" in reply:
+            data.memory = max(reply["memory"], data.memory or 0)
+
+
+_BASELINE_CACHE: dict[tuple, RunData] = {}
+
+
+def _baseline_key(exercise: Exercise, device: str) -> tuple:
+    return (exercise.model_dump_json(include={"workload", "baseline", "entrypoint"}), device, torch.__version__)
+
+
+def start_worker(launcher, exercise: Exercise, code: str, filename: str, device: str, trace: bool) -> WorkerProcess:
+    worker = launcher.start(WorkerSpec(code, filename, exercise.public(), device, trace=trace))
+    try:
+        reply = worker.request({"cmd": "init"}, timeout=launcher.limits.init_timeout_s)
+    except BaseException:
+        worker.close()
+        raise
+    if not reply.get("ok"):
+        worker.close()
+        raise StepFailure(reply["error"])
+    worker.modules = reply.get("modules", {})
+    return worker
+
+
+def baseline_data(launcher, exercise: Exercise, device: str, worker: WorkerProcess | None = None) -> RunData:
+    key = _baseline_key(exercise, device)
+    if worker is None and key in _BASELINE_CACHE:
+        return _BASELINE_CACHE[key]
+    own = worker is None
+    try:
+        worker = worker or start_worker(launcher, exercise, exercise.baseline, "baseline.py", device, trace=False)
+        data = RunData()
+        drive(worker, exercise.workload.steps, trace=False, measure_memory=exercise.check("memory") is not None,
+              data=data)
+        data.params = load_params(worker, "baseline_params.pt")
+    except (StepFailure, WorkerFailure) as exc:
+        raise EnvironmentProblem(f"the FP32 baseline of {exercise.id!r} failed on {device}: {exc.payload['message']}"
+                                 f"\n{exc.payload.get('traceback', '')}") from None
+    finally:
+        if own and worker is not None:
+            worker.close()
+    _BASELINE_CACHE[key] = data
+    return data
+
+
+def time_interleaved(base: WorkerProcess, sub: WorkerProcess, first_step: int, plan: TimingPlan,
+                     progress: Progress) -> tuple[TimingResult, int]:
+    """Warm-up, then rounds of one block each, order alternating, the idle worker frozen."""
+
+    def timed(worker, other, start, count):
+        other.freeze()
+        try:
+            t0 = time.perf_counter()
+            _ok(worker.request({"cmd": "steps", "start": start, "count": count}))
+            return time.perf_counter() - t0
+        finally:
+            other.thaw()
+
+    step = first_step
+    warm = [timed(base, sub, step, plan.warmup_steps), timed(sub, base, step, plan.warmup_steps)]
+    step += plan.warmup_steps
+    k = plan.block_steps(min(warm) / plan.warmup_steps)
+    result = TimingResult(steps_per_block=k)
+    started = time.perf_counter()
+    while True:
+        order = [(base, sub), (sub, base)] if len(result.baseline_s) % 2 == 0 else [(sub, base), (base, sub)]
+        for worker, other in order:
+            elapsed = timed(worker, other, step, k)
+            (result.baseline_s if worker is base else result.submission_s).append(elapsed)
+        step += k
+        result.estimate = estimate(result.baseline_s, result.submission_s)
+        result.elapsed_s = time.perf_counter() - started
+        progress("timing", rounds=result.estimate.rounds, speedup=result.estimate.ratio)
+        if plan.done(result.estimate, result.elapsed_s):
+            return result, step
+
+
+def submission_error(payload: dict) -> SubmissionError:
+    message = payload.get("message", "unknown error")
+    line = payload.get("line")
+    if line and payload.get("kind") not in ("timeout",):
+        message = f"line {line}: {message}"
+    return SubmissionError(payload.get("kind", "error"), message, line, payload.get("source_line"), payload.get("step"))
+
+
+def _noop(*_args, **_kwargs):
+    pass
+
+
+def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None, progress: Progress | None = None,
+        timing_plan: TimingPlan | None = None) -> GradingResult:
+    """Grades `source`; a learner's failure is data in the result, never an exception."""
+    started = time.perf_counter()
+    progress = progress or _noop
+    launcher = launcher or LocalLauncher()
+    device = resolve_device(device)
+    kind = "cuda" if device.startswith("cuda") else "cpu"
+    result = GradingResult(exercise.id, device, amp_dtype_for(exercise, device), sandbox=launcher.name)
+    progress("static")
+    syntax = static.syntax_error(source)
+    if syntax:
+        message, line, text = syntax
+        result.error = SubmissionError("syntax", f"line {line}: {message}", line, text)
+        return _finish(result, exercise, started, progress)
+    static_findings = static.analyse(source)
+    speed_spec = exercise.check("speedup")
+    needs_timing = speed_spec is not None and kind in speed_spec.min_speedup
+    sub_data, traces, base_worker, sub_worker, timing = RunData(), [], None, None, None
+    try:
+        progress("baseline")
+        if needs_timing:
+            base_worker = start_worker(launcher, exercise, exercise.baseline, "baseline.py", device, trace=False)
+        base = baseline_data(launcher, exercise, device, base_worker)
+        progress("starting")
+        sub_worker = start_worker(launcher, exercise, source, "submission.py", device, trace=True)
+        sub_data.modules = sub_worker.modules
+        progress("steps", total=exercise.workload.steps)
+        drive(sub_worker, exercise.workload.steps, trace=True,
+              measure_memory=exercise.check("memory") is not None, data=sub_data)
+        sub_data.params = load_params(sub_worker, "submission_params.pt")
+        if needs_timing:
+            progress("timing", rounds=0)
+            plan = timing_plan or TimingPlan(budget_s=speed_spec.budget_s)
+            timing, _ = time_interleaved(base_worker, sub_worker, exercise.workload.steps, plan, progress)
+            timing.after_params = (load_params(sub_worker, "sub_after.pt"), load_params(base_worker, "base_after.pt"))
+    except (StepFailure, WorkerFailure) as exc:
+        if exc.payload.get("kind") == "internal":
+            raise EnvironmentProblem(f"{exc.payload['message']}\n{exc.payload.get('traceback', '')}") from None
+        result.error = submission_error(exc.payload)
+        traces = sub_data.traces + ([{"step": exc.payload.get("step"), "events": exc.payload["events"],
+                                      "param_dtypes": []}] if exc.payload.get("events") else [])
+    finally:
+        for w in (sub_worker, base_worker):
+            if w is not None:
+                result.output += w.output() if w is sub_worker else ""
+                w.close()
+    if result.error is None:
+        traces = sub_data.traces
+        result.checks = evaluate(exercise, kind, result.amp_dtype, static_findings, sub_data, base, timing)
+        result.plots = plots(sub_data, base, timing)
+    else:
+        result.checks = error_checks(exercise, kind, result, traces, static_findings)
+    result.notes = [f for c in result.checks for f in c.findings if f.severity == "info"]
+    return _finish(result, exercise, started, progress)
+
+
+def _finish(result: GradingResult, exercise: Exercise, started: float, progress: Progress) -> GradingResult:
+    result.duration_s = round(time.perf_counter() - started, 3)
+    progress("done", status=result.status)
+    return result
+
+
+def _ctx(exercise: Exercise, kind: str, amp_dtype: str) -> dict:
+    return {"device_type": kind, "amp_dtype": amp_dtype, "micro_batches": exercise.workload.data.micro_batches}
+
+
+def evaluate(exercise, kind, amp_dtype, static_findings, sub: RunData, base: RunData, timing) -> list[CheckResult]:
+    describe = lambda name: sub.modules.get(name, f"module {name}")  # noqa: E731
+    out = []
+    for spec in exercise.checks:
+        if spec.id == "call_order":
+            out.append(call_order.check(spec, sub.traces, _ctx(exercise, kind, amp_dtype), static_findings))
+        elif spec.id == "parity":
+            out.append(parity.check(spec, amp_dtype, sub.losses, base.losses, sub.params, base.params))
+        elif spec.id == "coverage":
+            out.append(coverage.check(spec, sub.coverage, describe))
+        elif spec.id == "memory":
+            out.append(memory.check(spec, kind, sub.memory, base.memory))
+        elif spec.id == "speedup":
+            out.append(speedup_check(spec, exercise, kind, amp_dtype, timing, out))
+    return out
+
+
+def speedup_check(spec, exercise, kind, amp_dtype, timing, earlier: list[CheckResult]) -> CheckResult:
+    if kind not in spec.min_speedup or timing is None:
+        return speedup.not_applicable(spec, kind)
+    par = exercise.check("parity")
+    sub_after, base_after = timing.after_params
+    if par is not None and par.tolerances.get(amp_dtype):
+        dev, name = parity.param_deviation(sub_after, base_after)
+        if not dev <= 3 * par.tolerances[amp_dtype].param_rtol:
+            return CheckResult("speedup", ERROR, "the timed steps did not train the model the way the baseline's "
+                               f"did (parameter {name!r} off by {dev:.1%} afterwards): timed steps must do the real "
+                               "work", {"max_param_rel_diff": dev}, weight=spec.weight)
+    cov = next((c for c in earlier if c.id == "coverage" and c.status != "pass"), None)
+    return speedup.check(spec, kind, timing, cov.message if cov else None)
+
+
+def error_checks(exercise, kind, result, traces, static_findings) -> list[CheckResult]:
+    """When the code failed, still say what the trace shows (e.g. unscale_ twice), and mark the rest not run."""
+    out = []
+    for spec in exercise.checks:
+        if spec.id == "call_order":
+            ctx = _ctx(exercise, kind, result.amp_dtype)
+            found = call_order.check(spec, traces, ctx, static_findings)
+            if any(f.severity == "error" for f in found.findings):
+                out.append(found)
+                continue
+        out.append(CheckResult(spec.id, ERROR, f"not run: {result.error.message}", weight=spec.weight))
+    return out
+
+
+def plots(sub: RunData, base: RunData, timing) -> dict:
+    data = {"loss": {"submission": sub.losses, "baseline": base.losses}}
+    if sub.scales:
+        data["scale"] = sub.scales
+    if sub.memory and base.memory:
+        data["memory"] = {"submission_bytes": sub.memory, "baseline_bytes": base.memory}
+    if timing is not None:
+        data["timing"] = {"baseline_s": timing.baseline_s, "submission_s": timing.submission_s,
+                          "steps_per_block": timing.steps_per_block}
+    return data

@@ -1,0 +1,180 @@
+"""The lesson format, as code. Every YAML file under exercises/ must validate
+against `Exercise`; `extra="forbid"` everywhere so a typo in a field name is an
+error with its line, not a silently ignored key."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+LANGUAGES = ("en", "it", "id")
+DEVICE_KINDS = ("cpu", "cuda")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# A text is either one string (English) or a map of language code to string.
+Text = Union[str, dict[Literal["en", "it", "id"], str]]
+
+
+def localize(text: Text, lang: str = "en") -> str:
+    """Pick `lang`, falling back to English so a partial translation still shows."""
+    if isinstance(text, str):
+        return text
+    return text.get(lang) or text["en"]
+
+
+def _require_english(value):
+    if isinstance(value, dict) and "en" not in value:
+        raise ValueError("a translated text must include 'en'")
+    return value
+
+
+class QuizQuestion(Strict):
+    question: Text
+    choices: list[Text] = Field(min_length=2)
+    answer: int = Field(ge=0, description="index of the right choice")
+    explanation: Text
+
+    _en_q = field_validator("question", "explanation")(_require_english)
+
+    @model_validator(mode="after")
+    def _answer_in_range(self):
+        if self.answer >= len(self.choices):
+            raise ValueError(f"answer {self.answer} is not an index of choices (0..{len(self.choices) - 1})")
+        return self
+
+
+class Entrypoint(Strict):
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    params: list[str] = Field(min_length=1, description="positional parameters, in order")
+    returns: str = "the loss of the step (a tensor or float)"
+
+
+class ModelSpec(Strict):
+    kind: Literal["mlp"] = "mlp"
+    in_features: int = Field(gt=0)
+    hidden: list[int] = Field(min_length=1)
+    out_features: int = Field(gt=0)
+    activation: Literal["relu", "gelu"] = "gelu"
+    sequential_blocks: bool = Field(
+        True, description="build the model as nn.Sequential of blocks (needed for checkpoint_sequential)")
+
+
+class OptimizerSpec(Strict):
+    kind: Literal["sgd", "adamw"] = "sgd"
+    lr: float = Field(gt=0)
+    momentum: float = Field(0.0, ge=0)
+    weight_decay: float = Field(0.0, ge=0)
+
+
+class DataSpec(Strict):
+    batch_size: int = Field(gt=0)
+    micro_batches: int = Field(1, ge=1, description="micro-batches per step (gradient accumulation)")
+
+    @model_validator(mode="after")
+    def _divisible(self):
+        if self.batch_size % self.micro_batches:
+            raise ValueError("batch_size must be a multiple of micro_batches")
+        return self
+
+
+class AmpSpec(Strict):
+    cuda_dtype: Literal["float16", "bfloat16"] = "float16"
+    cpu_dtype: Literal["bfloat16", "float16"] = "bfloat16"
+    scaler: bool = Field(False, description="the grader passes a torch.amp.GradScaler to the entrypoint")
+
+
+class Workload(Strict):
+    seed: int = 0
+    steps: int = Field(8, ge=2, le=200, description="training steps compared with the FP32 baseline")
+    model: ModelSpec
+    optimizer: OptimizerSpec
+    data: DataSpec
+    amp: AmpSpec = AmpSpec()
+
+
+class Tolerance(Strict):
+    loss_rtol: float = Field(gt=0, description="largest allowed |loss - loss_fp32| / |loss_fp32| at any step")
+    param_rtol: float = Field(gt=0, description="largest allowed ||p - p_fp32|| / ||p_fp32|| over parameters")
+
+
+class CallOrderCheck(Strict):
+    id: Literal["call_order"]
+    autocast: bool = True
+    scaler: bool = False
+    weight: float = Field(1.0, gt=0)
+
+
+class ParityCheck(Strict):
+    id: Literal["parity"]
+    tolerances: dict[Literal["float16", "bfloat16"], Tolerance]
+    weight: float = Field(1.0, gt=0)
+
+
+class CoverageCheck(Strict):
+    id: Literal["coverage"]
+    min_fraction: float = Field(gt=0, le=1, description="share of matmul/conv FLOPs that must run in 16-bit")
+    weight: float = Field(1.0, gt=0)
+
+
+class SpeedupCheck(Strict):
+    id: Literal["speedup"]
+    min_speedup: dict[Literal["cpu", "cuda"], float] = Field(
+        description="lower bound of baseline/submission step time that must be cleared, per device kind")
+    budget_s: float = Field(30.0, gt=0, description="time spent on timing rounds at most")
+    weight: float = Field(1.0, gt=0)
+
+
+class MemoryCheck(Strict):
+    id: Literal["memory"]
+    max_ratio: dict[Literal["cpu", "cuda"], float] = Field(
+        description="submission peak / baseline peak must not exceed this, per device kind")
+    weight: float = Field(1.0, gt=0)
+
+
+CheckSpec = Annotated[
+    Union[CallOrderCheck, ParityCheck, CoverageCheck, SpeedupCheck, MemoryCheck],
+    Field(discriminator="id"),
+]
+
+
+class Exercise(Strict):
+    id: str = Field(pattern=r"^[a-z][a-z0-9_-]*$")
+    order: int = 0
+    title: Text
+    summary: Text
+    lesson: Text
+    task: Text
+    entrypoint: Entrypoint
+    starter: str
+    reference: str
+    baseline: str
+    hints: list[Text] = Field(min_length=1)
+    quiz: list[QuizQuestion] = Field(min_length=1)
+    workload: Workload
+    checks: list[CheckSpec] = Field(min_length=1)
+
+    _en = field_validator("title", "summary", "lesson", "task")(_require_english)
+
+    @model_validator(mode="after")
+    def _unique_checks(self):
+        ids = [c.id for c in self.checks]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise ValueError(f"each check may appear once; repeated: {', '.join(dupes)}")
+        return self
+
+    def check(self, check_id: str):
+        return next((c for c in self.checks if c.id == check_id), None)
+
+    def public(self) -> dict:
+        """What a submission's process may see: never the reference solution."""
+        return {
+            "id": self.id,
+            "entrypoint": self.entrypoint.model_dump(),
+            "workload": self.workload.model_dump(),
+        }

@@ -1,0 +1,280 @@
+"""Records the AMP-relevant calls a training step really makes, inside the
+submission's process. Installed before the learner's module is imported, so
+`from torch.nn.utils import clip_grad_norm_` and friends get the wrapped
+functions. What it records is evidence for the parent, which decides.
+
+Each event carries the learner's line number (the innermost frame in the
+submission file), so diagnostics can point at the line to change."""
+
+from __future__ import annotations
+
+import functools
+import sys
+import weakref
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.flop_counter import flop_registry
+
+LOSS_OPS = {
+    "nll_loss_forward", "nll_loss2d_forward", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy_loss",
+}
+
+
+class Recorder:
+    def __init__(self, submission_path: str, device_type: str):
+        self.path = submission_path
+        self.device_type = device_type
+        self.events: list[dict] = []
+        self.active = False
+        self._scaled = weakref.WeakSet()
+        self._depth = 0  # nesting of wrapped calls, so inner library calls are not double counted
+        self._in_scaler_step = False
+        self._in_backward = False
+        self._autocast_stack: list[tuple[str, bool]] = []
+
+    # -- helpers -------------------------------------------------------------
+    def line(self) -> int | None:
+        frame = sys._getframe(1)
+        while frame is not None:
+            if frame.f_code.co_filename == self.path:
+                return frame.f_lineno
+            frame = frame.f_back
+        return None
+
+    def autocast_on(self) -> bool:
+        # is_autocast_enabled() reads False below the autocast dispatch key (in a
+        # dispatch mode), so the recorder also keeps its own stack of regions.
+        return torch.is_autocast_enabled(self.device_type) or any(
+            enabled and device == self.device_type for device, enabled in self._autocast_stack)
+
+    def emit(self, kind: str, **fields):
+        if self.active:
+            self.events.append({"ev": kind, "line": self.line(), **fields})
+
+    # -- installation ----------------------------------------------------------
+    def install(self):
+        self._wrap_autocast()
+        self._wrap_backward()
+        self._wrap_scaler()
+        self._wrap_zero_grad()
+        self._wrap_clipping()
+        self._wrap_model_casts()
+        from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+        register_optimizer_step_pre_hook(self._on_optimizer_step)
+
+    def watch_model(self, model: torch.nn.Module):
+        def pre(module, args):
+            self._forward_autocast = self.autocast_on()
+
+        def post(module, args, output):
+            dtype = str(output.dtype).replace("torch.", "") if isinstance(output, torch.Tensor) else None
+            self.emit("forward", autocast=self._forward_autocast, dtype=dtype)
+
+        model.register_forward_pre_hook(pre)
+        model.register_forward_hook(post)
+
+    def _wrap_autocast(self):
+        cls = torch.amp.autocast_mode.autocast
+        enter, exit_ = cls.__enter__, cls.__exit__
+        rec = self
+
+        @functools.wraps(enter)
+        def __enter__(self_):
+            result = enter(self_)
+            rec._autocast_stack.append((self_.device, bool(self_._enabled)))
+            rec.emit("autocast_enter", device_type=self_.device, dtype=str(self_.fast_dtype).replace("torch.", ""),
+                     enabled=bool(self_._enabled), deprecated=type(self_).__module__.startswith("torch.cuda")
+                     or type(self_).__module__.startswith("torch.cpu"))
+            return result
+
+        @functools.wraps(exit_)
+        def __exit__(self_, *exc):
+            rec.emit("autocast_exit", device_type=self_.device)
+            if rec._autocast_stack:
+                rec._autocast_stack.pop()
+            return exit_(self_, *exc)
+
+        cls.__enter__, cls.__exit__ = __enter__, __exit__
+
+    def _wrap_backward(self):
+        rec = self
+        tensor_backward = torch.Tensor.backward
+        autograd_backward = torch.autograd.backward
+
+        def record(tensors):
+            first = tensors[0] if isinstance(tensors, (list, tuple)) else tensors
+            if isinstance(first, torch.Tensor):
+                value = float(first.detach().float().sum()) if first.numel() else None
+                rec.emit("backward", scaled=first in rec._scaled, autocast=rec.autocast_on(), value=value)
+
+        @functools.wraps(tensor_backward)
+        def backward(self_, *args, **kwargs):
+            if rec._in_backward:
+                return tensor_backward(self_, *args, **kwargs)
+            record(self_)
+            rec._in_backward = True
+            try:
+                return tensor_backward(self_, *args, **kwargs)
+            finally:
+                rec._in_backward = False
+
+        @functools.wraps(autograd_backward)
+        def autograd_bw(tensors, *args, **kwargs):
+            if rec._in_backward:
+                return autograd_backward(tensors, *args, **kwargs)
+            record(tensors)
+            rec._in_backward = True
+            try:
+                return autograd_backward(tensors, *args, **kwargs)
+            finally:
+                rec._in_backward = False
+
+        torch.Tensor.backward = backward
+        torch.autograd.backward = autograd_bw
+
+    def _wrap_scaler(self):
+        cls = torch.amp.GradScaler
+        rec = self
+        scale, unscale_, step, update = cls.scale, cls.unscale_, cls.step, cls.update
+
+        @functools.wraps(scale)
+        def scale_w(self_, outputs):
+            result = scale(self_, outputs)
+            if isinstance(outputs, torch.Tensor):
+                value = float(outputs.detach().float().sum()) if outputs.numel() else None
+                rec.emit("scale", value=value)
+                rec._scaled.add(result)
+            return result
+
+        @functools.wraps(unscale_)
+        def unscale_w(self_, optimizer):
+            rec.emit("unscale_")
+            return unscale_(self_, optimizer)
+
+        @functools.wraps(step)
+        def step_w(self_, optimizer, *args, **kwargs):
+            rec.emit("scaler_step")
+            rec._in_scaler_step = True
+            try:
+                return step(self_, optimizer, *args, **kwargs)
+            finally:
+                rec._in_scaler_step = False
+
+        @functools.wraps(update)
+        def update_w(self_, *args, **kwargs):
+            rec.emit("update")
+            return update(self_, *args, **kwargs)
+
+        cls.scale, cls.unscale_, cls.step, cls.update = scale_w, unscale_w, step_w, update_w
+
+    def _on_optimizer_step(self, optimizer, args, kwargs):
+        self.emit("optimizer_step", via_scaler=self._in_scaler_step)
+
+    def _wrap_zero_grad(self):
+        rec = self
+        for cls in (torch.optim.Optimizer, torch.nn.Module):
+            original = cls.zero_grad
+
+            def make(original, owner):
+                @functools.wraps(original)
+                def zero_grad(self_, set_to_none: bool = True):
+                    rec.emit("zero_grad", owner=owner, set_to_none=bool(set_to_none))
+                    return original(self_, set_to_none)
+                return zero_grad
+
+            cls.zero_grad = make(original, cls.__name__)
+
+    def _wrap_model_casts(self):
+        """Notes where a module is cast to 16-bit (master weights must stay float32)."""
+        rec = self
+        low = (torch.float16, torch.bfloat16)
+        for name in ("half", "bfloat16", "to"):
+            original = getattr(torch.nn.Module, name)
+
+            def make(original, name):
+                @functools.wraps(original)
+                def cast(self_, *args, **kwargs):
+                    values = list(args) + list(kwargs.values())
+                    if name != "to" or any(v in low for v in values if isinstance(v, torch.dtype)):
+                        rec.emit("cast_model", to=name)
+                    return original(self_, *args, **kwargs)
+                return cast
+
+            setattr(torch.nn.Module, name, make(original, name))
+
+    def _wrap_clipping(self):
+        import torch.nn.utils as utils
+        import torch.nn.utils.clip_grad as clip_grad
+        rec = self
+        for name in ("clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"):
+            original = getattr(clip_grad, name, None)
+            if original is None:
+                continue
+
+            def make(original, name):
+                @functools.wraps(original)
+                def clip(*args, **kwargs):
+                    rec.emit("clip", fn=name)
+                    return original(*args, **kwargs)
+                return clip
+
+            wrapped = make(original, name)
+            setattr(clip_grad, name, wrapped)
+            if hasattr(utils, name):
+                setattr(utils, name, wrapped)
+
+
+class PrecisionMode(TorchDispatchMode):
+    """Counts matmul/conv FLOPs by dtype and by the module that ran them, and
+    notes loss ops with the autocast state they ran under. Ops arrive here
+    after autocast has cast their inputs, so the dtype is what really ran."""
+
+    def __init__(self, recorder: Recorder, module_names: dict[int, str]):
+        super().__init__()
+        self.recorder = recorder
+        self.flops: dict[str, int] = {}
+        self.by_module: dict[str, dict[str, int]] = {}
+        self.loss_values: list[float] = []
+        self._stack: list[str] = []
+        self._names = module_names
+        self._handles = []
+
+    def attach(self, model: torch.nn.Module):
+        for module in model.modules():
+            self._handles.append(module.register_forward_pre_hook(self._push))
+            self._handles.append(module.register_forward_hook(self._pop))
+
+    def detach(self):
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+
+    def _push(self, module, args):
+        self._stack.append(self._names.get(id(module), type(module).__name__))
+
+    def _pop(self, module, args, output):
+        if self._stack:
+            self._stack.pop()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        packet = func._overloadpacket
+        if packet in flop_registry:
+            flops = int(flop_registry[packet](*args, **kwargs, out_val=out))
+            tensor = next((a for a in args if isinstance(a, torch.Tensor)), None)
+            dtype = str(tensor.dtype).replace("torch.", "") if tensor is not None else "unknown"
+            self.flops[dtype] = self.flops.get(dtype, 0) + flops
+            where = self._stack[-1] if self._stack else "(backward or outside the model)"
+            mod = self.by_module.setdefault(where, {})
+            mod[dtype] = mod.get(dtype, 0) + flops
+        name = packet.__name__
+        if name in LOSS_OPS:
+            value = out[0] if isinstance(out, tuple) else out
+            if isinstance(value, torch.Tensor) and value.numel() == 1:
+                self.recorder.emit("loss_op", op=name, autocast=self.recorder.autocast_on(),
+                                   value=float(value.detach().float()))
+        return out

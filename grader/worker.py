@@ -1,0 +1,275 @@
+"""The child process that runs one piece of training code: the learner's
+submission, the public FP32 baseline or the hidden reference, never two of
+them. It answers the parent's JSON-line commands on private copies of its
+original stdin/stdout; whatever the code prints goes to stderr, which the
+parent only ever shows as text. It reports measurements; it decides nothing.
+
+Run as `python -m grader.worker SPEC.json`."""
+
+from __future__ import annotations
+
+import faulthandler
+import importlib.util
+import inspect
+import json
+import math
+import os
+import signal
+import sys
+import traceback
+
+
+class Channel:
+    def __init__(self):
+        self.inp = os.fdopen(os.dup(0), "r", encoding="utf-8")
+        self.out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(2, 1)  # the code's prints land on stderr, never on the protocol
+        sys.stdout = sys.stderr
+
+    def read(self) -> dict | None:
+        line = self.inp.readline()
+        return json.loads(line) if line else None
+
+    def write(self, message: dict):
+        self.out.write(json.dumps(message) + "\n")
+        self.out.flush()
+
+
+class StepError(Exception):
+    def __init__(self, kind: str, message: str, line: int | None = None, source: str | None = None, tb: str = ""):
+        super().__init__(message)
+        self.payload = {"kind": kind, "message": message, "line": line, "source_line": source, "traceback": tb}
+
+
+def learner_frame(exc: BaseException, path: str):
+    """The innermost traceback frame in the learner's file, if any."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == path]
+    return frames[-1] if frames else None
+
+
+def describe_exception(exc: BaseException, path: str, kind: str = "exception") -> StepError:
+    import torch
+
+    frame = learner_frame(exc, path)
+    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    if isinstance(exc, (MemoryError, torch.OutOfMemoryError)):
+        kind = "oom"
+    message = f"{type(exc).__name__}: {exc}".strip()
+    return StepError(kind, message, frame.lineno if frame else None, frame.line if frame else None, tb[-4000:])
+
+
+class Worker:
+    def __init__(self, spec: dict):
+        import torch
+
+        self.spec = spec
+        self.path = os.path.abspath(spec["code_path"])
+        self.device = torch.device(spec["device"])
+        self.device_type = self.device.type
+        workload = spec["exercise"]["workload"]
+        dtype_name = workload["amp"]["cuda_dtype"] if self.device_type == "cuda" else workload["amp"]["cpu_dtype"]
+        from grader.workload import DTYPES
+
+        self.amp_dtype = DTYPES[dtype_name]
+        self.recorder = None
+        self.fn = None
+
+    def _backend_flags(self):
+        import torch
+
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cudnn.benchmark = False
+
+    def init(self, _msg) -> dict:
+        import torch
+
+        from grader import tracing, workload
+
+        try:
+            torch.set_num_threads(self.spec.get("threads", 1))
+            self._backend_flags()
+            if self.spec.get("trace"):
+                self.recorder = tracing.Recorder(self.path, self.device_type)
+                self.recorder.install()
+        except Exception as exc:  # the grader's own fault, not the learner's
+            raise StepError("internal", f"the grader could not prepare the worker: {exc!r}",
+                            tb=traceback.format_exc()) from None
+        module = self._load()
+        self.fn = self._entrypoint(module)
+        w = self.spec["exercise"]["workload"]
+        self.model = workload.build_model(w["model"], w["seed"]).to(self.device)
+        self.optimizer = workload.build_optimizer(w["optimizer"], self.model.parameters())
+        self.scaler = torch.amp.GradScaler(self.device_type) if w["amp"]["scaler"] else None
+        self.batches = workload.Batches(w, self.device)
+        self.module_names = {id(m): (name or "model") for name, m in self.model.named_modules()}
+        if self.recorder:
+            self.recorder.watch_model(self.model)
+        return {"params": sum(p.numel() for p in self.model.parameters()), "modules": describe_modules(self.model)}
+
+    def _load(self):
+        try:
+            source = open(self.path, encoding="utf-8").read()
+            compile(source, self.path, "exec")
+        except SyntaxError as exc:
+            raise StepError("syntax", f"SyntaxError: {exc.msg}", exc.lineno, (exc.text or "").rstrip() or None)
+        spec = importlib.util.spec_from_file_location("submission", self.path)
+        module = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(module)
+        except BaseException as exc:  # noqa: BLE001 - a learner's import-time failure is data
+            if isinstance(exc, SystemExit):
+                raise StepError("exit", "the code called sys.exit() while being imported")
+            raise describe_exception(exc, self.path, kind="import") from None
+        return module
+
+    def _entrypoint(self, module):
+        ep = self.spec["exercise"]["entrypoint"]
+        fn = getattr(module, ep["name"], None)
+        expected = f"def {ep['name']}({', '.join(ep['params'])})"
+        if fn is None or not callable(fn):
+            raise StepError("entrypoint", f"no function named {ep['name']!r} was found; define `{expected}:`")
+        try:
+            inspect.signature(fn).bind(*ep["params"])
+        except TypeError:
+            line = getattr(getattr(fn, "__code__", None), "co_firstlineno", None)
+            raise StepError("signature", f"{ep['name']} must accept {len(ep['params'])} positional arguments: "
+                                         f"`{expected}`", line) from None
+        except ValueError:
+            pass
+        return fn
+
+    def steps(self, msg: dict) -> dict:
+        import torch
+
+        from grader import memory, tracing, workload
+
+        self._backend_flags()
+        losses, scales, reply = [], [], {}
+        rec = self.recorder
+        for step in range(msg["start"], msg["start"] + msg["count"]):
+            args = workload.step_arguments(
+                self.spec["exercise"]["entrypoint"]["params"], model=self.model, optimizer=self.optimizer,
+                scaler=self.scaler, batches=self.batches, step=step, device_type=self.device_type,
+                amp_dtype=self.amp_dtype)
+            precision = None
+            if rec and msg.get("trace"):
+                rec.events, rec.active = [], True
+            if msg.get("coverage"):
+                precision = tracing.PrecisionMode(rec, self.module_names)
+                precision.attach(self.model)
+            mem: dict = {}
+            try:
+                with (memory.measure(mem, self.device, self.model, self.optimizer)
+                      if msg.get("memory") else _null()):
+                    if precision is not None:
+                        with precision:
+                            loss = self.fn(*args)
+                    else:
+                        loss = self.fn(*args)
+            except BaseException as exc:  # noqa: BLE001
+                if isinstance(exc, SystemExit):
+                    err = StepError("exit", "the code called sys.exit() during the training step")
+                else:
+                    err = describe_exception(exc, self.path)
+                err.payload["step"] = step
+                if rec and rec.active:
+                    err.payload["events"] = rec.events
+                raise err from None
+            finally:
+                if precision is not None:
+                    precision.detach()
+                if rec:
+                    rec.active = False
+            losses.append(self._loss_value(loss, step))
+            if self.scaler is not None:
+                scales.append(float(self.scaler.get_scale()))
+            if rec and msg.get("trace"):
+                dtypes = sorted({str(p.dtype).replace("torch.", "") for p in self.model.parameters()})
+                reply.setdefault("traces", []).append({"step": step, "events": rec.events, "param_dtypes": dtypes})
+            if precision is not None:
+                reply["coverage"] = {"flops": precision.flops, "by_module": precision.by_module}
+            if mem:
+                reply["memory"] = max(mem["peak_bytes"], reply.get("memory", 0))
+        if self.device_type == "cuda":
+            torch.cuda.synchronize(self.device)
+        reply.update(losses=losses, scales=scales)
+        return reply
+
+    def _loss_value(self, loss, step: int) -> float:
+        import torch
+
+        if isinstance(loss, torch.Tensor) and loss.numel() == 1:
+            value = float(loss.detach().float())
+        elif isinstance(loss, (int, float)) and not isinstance(loss, bool):
+            value = float(loss)
+        else:
+            name = self.spec["exercise"]["entrypoint"]["name"]
+            raise StepError("return", f"{name} must return the loss of the step (a one-element tensor or a float), "
+                                      f"got {type(loss).__name__}")
+        if not math.isfinite(value):
+            raise StepError("nonfinite", f"the loss became {value} at step {step}")
+        return value
+
+    def save(self, msg: dict) -> dict:
+        import torch
+
+        state = {k: v.detach().to("cpu", torch.float32).clone() for k, v in self.model.state_dict().items()}
+        path = os.path.join(self.spec["workdir"], msg["name"])
+        torch.save(state, path)
+        return {"path": path}
+
+
+ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"]
+
+
+def describe_modules(model) -> dict[str, str]:
+    """Names a learner recognises: 'the second Linear layer (model.1.0, 512->512)'."""
+    out, counts = {}, {}
+    for name, module in model.named_modules():
+        kind = type(module).__name__
+        counts[kind] = counts.get(kind, 0) + 1
+        if hasattr(module, "in_features"):
+            nth = ORDINALS[counts[kind] - 1] if counts[kind] <= len(ORDINALS) else f"#{counts[kind]}"
+            out[name or "model"] = (f"the {nth} {kind} layer (model.{name}, "
+                                    f"{module.in_features}->{module.out_features})")
+    return out
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def main(argv=None):
+    argv = argv if argv is not None else sys.argv[1:]
+    channel = Channel()
+    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
+    spec = json.load(open(argv[0], encoding="utf-8"))
+    worker = None
+    while True:
+        msg = channel.read()
+        if msg is None or msg.get("cmd") == "exit":
+            break
+        try:
+            if msg["cmd"] == "init":
+                worker = Worker(spec)
+                reply = worker.init(msg)
+            else:
+                reply = getattr(worker, msg["cmd"])(msg)
+            channel.write({"ok": True, **reply})
+        except StepError as err:
+            channel.write({"ok": False, "error": err.payload})
+        except BaseException as exc:  # noqa: BLE001 - report, never crash silently
+            channel.write({"ok": False, "error": describe_exception(exc, spec["code_path"]).payload})
+    channel.out.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
