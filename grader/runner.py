@@ -42,6 +42,11 @@ def amp_dtype_for(exercise: Exercise, device: str) -> str:
 
 
 @dataclass
+class Timing(TimingResult):
+    after_params: tuple = ()
+
+
+@dataclass
 class RunData:
     """What a worker produced over the compared steps."""
 
@@ -163,7 +168,7 @@ def time_interleaved(base: WorkerProcess, sub: WorkerProcess, first_step: int, p
     warm = [timed(base, sub, step, plan.warmup_steps), timed(sub, base, step, plan.warmup_steps)]
     step += plan.warmup_steps
     k = plan.block_steps(min(warm) / plan.warmup_steps)
-    result = TimingResult(steps_per_block=k)
+    result = Timing(steps_per_block=k)
     started = time.perf_counter()
     while True:
         order = [(base, sub), (sub, base)] if len(result.baseline_s) % 2 == 0 else [(sub, base), (base, sub)]
@@ -231,7 +236,7 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
             raise EnvironmentProblem(f"{exc.payload['message']}\n{exc.payload.get('traceback', '')}") from None
         result.error = submission_error(exc.payload)
         traces = sub_data.traces + ([{"step": exc.payload.get("step"), "events": exc.payload["events"],
-                                      "param_dtypes": []}] if exc.payload.get("events") else [])
+                                      "param_dtypes": [], "partial": True}] if exc.payload.get("events") else [])
     finally:
         for w in (sub_worker, base_worker):
             if w is not None:
@@ -293,6 +298,12 @@ def error_checks(exercise, kind, result, traces, static_findings) -> list[CheckR
     """When the code failed, still say what the trace shows (e.g. unscale_ twice), and mark the rest not run."""
     out = []
     for spec in exercise.checks:
+        if spec.id == "speedup" and kind not in spec.min_speedup:
+            out.append(speedup.not_applicable(spec, kind))
+            continue
+        if spec.id == "memory" and kind not in spec.max_ratio:
+            out.append(memory.check(spec, kind, None, None))
+            continue
         if spec.id == "call_order":
             ctx = _ctx(exercise, kind, result.amp_dtype)
             found = call_order.check(spec, traces, ctx, static_findings)

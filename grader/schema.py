@@ -48,9 +48,13 @@ class QuizQuestion(Strict):
         return self
 
 
+ENTRYPOINT_PARAMS = ("model", "optimizer", "scaler", "inputs", "targets", "micro_batches", "device_type", "amp_dtype")
+
+
 class Entrypoint(Strict):
     name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
-    params: list[str] = Field(min_length=1, description="positional parameters, in order")
+    params: list[Literal[ENTRYPOINT_PARAMS]] = Field(  # type: ignore[valid-type]
+        min_length=1, description="positional parameters, in order, chosen from the names the grader can pass")
     returns: str = "the loss of the step (a tensor or float)"
 
 
@@ -159,6 +163,14 @@ class Exercise(Strict):
     checks: list[CheckSpec] = Field(min_length=1)
 
     _en = field_validator("title", "summary", "lesson", "task")(_require_english)
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        if self.check("memory") and self.workload.steps < 4:
+            raise ValueError("the memory check measures steps 2 and 3: set workload.steps to 4 or more")
+        if "scaler" in self.entrypoint.params and not self.workload.amp.scaler:
+            raise ValueError("the entrypoint takes a scaler: set workload.amp.scaler to true")
+        return self
 
     @model_validator(mode="after")
     def _unique_checks(self):

@@ -54,9 +54,10 @@ def describe_exception(exc: BaseException, path: str, kind: str = "exception") -
 
     frame = learner_frame(exc, path)
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    if isinstance(exc, (MemoryError, torch.OutOfMemoryError)):
-        kind = "oom"
     message = f"{type(exc).__name__}: {exc}".strip()
+    if isinstance(exc, (MemoryError, torch.OutOfMemoryError)) or "can't allocate memory" in str(exc):
+        kind = "oom"
+        message = f"out of memory: the code tried to use more memory than the grader allows ({message[:200]})"
     return StepError(kind, message, frame.lineno if frame else None, frame.line if frame else None, tb[-4000:])
 
 

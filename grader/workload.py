@@ -69,5 +69,3 @@ def step_arguments(params: list[str], *, model, optimizer, scaler, batches: Batc
         available["inputs"], available["targets"] = (lambda: x), (lambda: y)
     return [available[name]() for name in params]
 
-
-ENTRYPOINT_PARAMS = ("model", "optimizer", "scaler", "inputs", "targets", "micro_batches", "device_type", "amp_dtype")

@@ -104,7 +104,7 @@ def scaler_usage(events, ctx) -> list[Finding]:
         out.append(Finding(
             "update_missing", "scaler.update() was never called, so the scale never adapts (and unscale_ "
             "bookkeeping is never reset)", "call scaler.update() once after scaler.step(optimizer)", steps[-1]["line"]))
-    elif updates and (not steps or events.index(updates[0]) < events.index(steps[0])):
+    elif updates and steps and events.index(updates[0]) < events.index(steps[0]):
         out.append(Finding(
             "update_before_step", "scaler.update() was called before scaler.step(optimizer)",
             "call scaler.step(optimizer) first, then scaler.update()", updates[0]["line"]))
@@ -194,7 +194,7 @@ def deprecated_spelling(events, ctx) -> list[Finding]:
 
 
 def missing_step(events, ctx) -> list[Finding]:
-    if _all(events, "optimizer_step") or _all(events, "scaler_step"):
+    if ctx.get("partial") or _all(events, "optimizer_step") or _all(events, "scaler_step"):
         return []
     if ctx["scaler"]:
         return [Finding("scaler_step_missing", "the optimizer never stepped during the training step",
@@ -208,6 +208,7 @@ def diagnose(traces: list[dict], ctx: dict) -> list[Finding]:
     found: dict[str, Finding] = {}
     for trace in traces:
         events = trace["events"]
+        ctx = {**ctx, "partial": trace.get("partial", False)}
         rules = [missing_step, deprecated_spelling, accumulation]
         if ctx["autocast"]:
             rules += [autocast_usage]

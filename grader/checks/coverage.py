@@ -30,6 +30,12 @@ def check(spec, coverage: dict | None, describe_module) -> CheckResult:
     if fraction >= spec.min_fraction:
         return CheckResult("coverage", PASS, f"{fraction:.0%} of the matmul FLOPs ran in 16-bit", measured, threshold,
                            weight=spec.weight)
+    if low == 0:
+        return CheckResult("coverage", FAIL, "every matmul ran in float32: nothing ran under autocast with a "
+                           "16-bit dtype", measured, threshold, [Finding(
+                               "no_16bit_matmul", "no matmul or convolution ran in 16-bit",
+                               "run the forward pass inside torch.autocast(device_type=..., dtype=amp_dtype)")],
+                           weight=spec.weight)
     culprits = fp32_modules(coverage["by_module"], total)
     findings = [Finding("fp32_layer", f"{describe_module(name)} ran in float32 ({share:.0%} of the matmul FLOPs)",
                         "run it inside the autocast block (and do not cast its input back to float32)")

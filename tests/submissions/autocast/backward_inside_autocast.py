@@ -1,3 +1,5 @@
+# expect-status: fail
+# expect-finding: backward_inside_autocast
 import torch
 import torch.nn.functional as F
 

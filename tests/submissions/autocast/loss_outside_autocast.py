@@ -1,3 +1,5 @@
+# expect-status: fail
+# expect-finding: loss_outside_autocast
 import torch
 import torch.nn.functional as F
 

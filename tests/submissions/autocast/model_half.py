@@ -1,3 +1,5 @@
+# expect-status: fail
+# expect-finding: master_weights_16bit
 import torch
 import torch.nn.functional as F
 

@@ -1,3 +1,6 @@
+# expect-status: fail
+# expect-check: coverage=fail
+# expect-message: the second Linear layer
 import torch
 import torch.nn.functional as F
 

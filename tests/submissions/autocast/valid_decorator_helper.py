@@ -1,3 +1,4 @@
+# expect-status: pass
 import torch
 import torch.nn.functional as F
 

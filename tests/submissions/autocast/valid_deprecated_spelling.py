@@ -1,3 +1,5 @@
+# expect-status: pass
+# expect-finding: deprecated_api
 import torch
 import torch.nn.functional as F
 

@@ -1,3 +1,6 @@
+# expect-status: fail
+# expect-finding: autocast_wrong_device
+# expect-check: coverage=fail
 import torch
 import torch.nn.functional as F
 

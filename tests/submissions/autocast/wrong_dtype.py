@@ -1,3 +1,5 @@
+# expect-status: fail
+# expect-finding: autocast_wrong_dtype
 import torch
 import torch.nn.functional as F
 

@@ -1,0 +1,193 @@
+"""The `grader` command: a thin layer over `runner.run()` and `validate`.
+Exit codes: 0 pass, 1 fail (the learner's code), 2 usage/exercise/environment."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from grader import formats, runner
+from grader.errors import GraderError
+from grader.loader import load_all, load_exercise
+from grader.results import FAIL, NOT_APPLICABLE, PASS, GradingResult
+from grader.schema import LANGUAGES, Exercise, localize
+
+STATUS_MARK = {PASS: "PASS", FAIL: "FAIL", "error": "ERROR", NOT_APPLICABLE: "n/a"}
+DEVICE = click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda")
+LANG = click.option("--lang", type=click.Choice(LANGUAGES), default="en", show_default=True)
+
+
+@click.group()
+@click.version_option(package_name="amp-dojo")
+def main():
+    """AMP Dojo's grader: learn mixed precision by writing code a machine checks."""
+
+
+@main.command("list")
+@LANG
+def list_(lang):
+    """List the exercises."""
+    for ex in load_all().values():
+        click.echo(f"{ex.id:<20} {localize(ex.title, lang)}")
+        click.echo(f"{'':<20} {localize(ex.summary, lang)}")
+
+
+@main.command()
+@click.argument("exercise_id")
+@LANG
+def show(exercise_id, lang):
+    """Show a lesson, its task and the function to write."""
+    ex = load_exercise(exercise_id)
+    click.echo(click.style(localize(ex.title, lang), bold=True) + "\n")
+    click.echo(localize(ex.lesson, lang))
+    click.echo(click.style("Task", bold=True))
+    click.echo(localize(ex.task, lang))
+    click.echo(f"Write: def {ex.entrypoint.name}({', '.join(ex.entrypoint.params)})  ->  {ex.entrypoint.returns}")
+    click.echo(f"\nStart with: grader start {ex.id}   Check with: grader check {ex.id} {ex.id}.py")
+
+
+@main.command()
+@click.argument("exercise_id")
+@click.argument("path", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--force", is_flag=True, help="overwrite an existing file")
+def start(exercise_id, path, force):
+    """Write the starter code of an exercise to PATH (default: ID.py)."""
+    ex = load_exercise(exercise_id)
+    path = path or Path(f"{ex.id}.py")
+    if path.exists() and not force:
+        raise GraderError(f"{path} exists; use --force to overwrite it")
+    path.write_text(ex.starter, encoding="utf-8")
+    click.echo(f"wrote {path}; edit it, then run: grader check {ex.id} {path}")
+
+
+def _progress(stage, **info):
+    text = {"static": "reading your code", "baseline": "running the FP32 baseline",
+            "starting": "starting your code", "steps": f"training {info.get('total', '')} steps",
+            "timing": f"timing against FP32 (round {info.get('rounds', 0)})", "done": "done"}.get(stage, stage)
+    click.echo(f"  .. {text}", err=True)
+
+
+@main.command()
+@click.argument("exercise_id")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="print the result document (same as --format native)")
+@click.option("--format", "fmt", type=click.Choice(sorted(formats.FORMATS)), default=None,
+              help="print the verdict in this results.json contract")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="write the document here")
+@DEVICE
+def check(exercise_id, file, as_json, fmt, output, device):
+    """Grade FILE against exercise EXERCISE_ID."""
+    ex = load_exercise(exercise_id)
+    source = file.read_text(encoding="utf-8", errors="replace")
+    quiet = as_json or fmt
+    result = runner.run(ex, source, device=device, progress=None if quiet and not output else _progress)
+    if as_json or fmt:
+        doc = formats.FORMATS[fmt or "native"](result)
+        text = json.dumps(doc, indent=2)
+        if output:
+            output.write_text(text + "\n")
+        else:
+            click.echo(text)
+    else:
+        click.echo(render(result, ex, source))
+        if output:
+            output.write_text(json.dumps(result.to_dict(), indent=2) + "\n")
+    sys.exit(0 if result.status == PASS else 1)
+
+
+def render(result: GradingResult, ex: Exercise, source: str) -> str:
+    lines = source.splitlines()
+    out = [f"{ex.id} on {result.device} ({result.amp_dtype}, sandbox: {result.sandbox})", ""]
+    if result.error:
+        err = result.error
+        out.append(click.style("ERROR ", fg="red", bold=True) + err.message)
+        if err.line and 0 < err.line <= len(lines):
+            out.append(f"    {err.line:>4} | {lines[err.line - 1]}")
+        out.append("")
+    for c in result.checks:
+        colour = {PASS: "green", FAIL: "red", "error": "red"}.get(c.status, "yellow")
+        out.append(f"{click.style(STATUS_MARK[c.status].ljust(5), fg=colour, bold=True)} {c.id:<11} {c.message}")
+        if c.threshold:
+            measured = ", ".join(f"{k}={v}" for k, v in c.measured.items() if not isinstance(v, dict))
+            out.append(f"      measured: {measured}; threshold: {c.threshold}")
+        for f in c.findings:
+            tag = "note" if f.severity == "info" else "mistake"
+            out.append(f"      {tag} [{f.id}]" + (f" line {f.line}" if f.line else "") + f": {f.message}")
+            if f.line and 0 < f.line <= len(lines):
+                out.append(f"        {f.line:>4} | {lines[f.line - 1]}")
+            out.append(f"        fix: {f.fix}")
+    out += ["", f"{result.status.upper()}  score {result.score:.0%}  ({result.duration_s:.1f} s)"]
+    if result.output.strip():
+        out += ["", "your code printed:", *("  " + ln for ln in result.output.strip().splitlines()[:40])]
+    return "\n".join(out)
+
+
+@main.command()
+@click.argument("paths", nargs=-1)
+@click.option("--schema-only", is_flag=True, help="only check the files' structure, do not grade")
+@DEVICE
+def validate(paths, schema_only, device):
+    """Prove exercises are sound: schema, reference passes, starter fails."""
+    from grader.validate import expand, measured_row, validate_file
+
+    files = expand(list(paths))
+    if not files:
+        raise GraderError("no exercise files found")
+    bad = 0
+    for path in files:
+        report = validate_file(path, device=device, grade=not schema_only,
+                               progress=lambda m: click.echo(f"  .. {m}", err=True))
+        for problem in report.problems:
+            click.echo(problem)
+        if report.reference:
+            row = measured_row(report.reference)
+            click.echo(f"{report.exercise_id}: reference {row['status']} (coverage {row['coverage']}, "
+                       f"parity {row['parity_param']}, memory ratio {row['memory_ratio']}, speedup {row['speedup']}); "
+                       f"starter {report.starter.status}")
+        click.echo(f"{path}: {'ok' if report.ok else 'PROBLEMS'}")
+        bad += not report.ok
+    if bad:
+        raise SystemExit(1)
+
+
+@main.command()
+@DEVICE
+@click.option("--json", "as_json", is_flag=True)
+def selftest(device, as_json):
+    """Grade every reference and starter here; print what was measured."""
+    from grader.validate import measured_row
+
+    rows = []
+    for ex in load_all().values():
+        for role, code in (("reference", ex.reference), ("starter", ex.starter)):
+            click.echo(f"  .. {ex.id} {role}", err=True)
+            rows.append({"exercise": ex.id, "code": role, **measured_row(runner.run(ex, code, device=device))})
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+    else:
+        click.echo(table(rows, runner.resolve_device(device)))
+    wrong = [r for r in rows if (r["code"] == "reference") != (r["status"] == PASS)]
+    sys.exit(1 if wrong else 0)
+
+
+def table(rows: list[dict], device: str) -> str:
+    fmt = lambda v: "-" if v is None else (f"{v:.3g}" if isinstance(v, float) else str(v))  # noqa: E731
+    head = ["exercise", "code", "status", "score", "coverage", "speedup", "speedup_low", "memory_ratio",
+            "parity_param", "seconds"]
+    body = [[fmt(r[h]) for h in head] for r in rows]
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
+    line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
+    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    return "\n".join([f"device: {device}", line(head), sep, *map(line, body)])
+
+
+@main.command()
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
+              default=Path("docs/exercise.schema.json"), show_default=True)
+def schema(output):
+    """Write the JSON Schema of lesson files (for editor completion)."""
+    output.write_text(json.dumps(Exercise.model_json_schema(), indent=2) + "\n")
+    click.echo(f"wrote {output}")

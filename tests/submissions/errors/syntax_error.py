@@ -1,0 +1,7 @@
+# expect-status: error
+# expect-error: syntax line=7
+import torch
+
+
+def train_step(model, optimizer, inputs, targets, device_type, amp_dtype)
+    return 0

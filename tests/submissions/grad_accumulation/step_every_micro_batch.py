@@ -1,0 +1,21 @@
+# expect-status: fail
+# expect-finding: step_every_micro_batch
+# expect-check: parity=fail
+import torch
+import torch.nn.functional as F
+
+
+def train_step(model, optimizer, scaler, micro_batches, device_type, amp_dtype):
+    n = len(micro_batches)
+    optimizer.zero_grad()
+    total = 0.0
+    for inputs, targets in micro_batches:
+        with torch.autocast(device_type=device_type, dtype=amp_dtype):
+            loss = F.cross_entropy(model(inputs), targets) / n
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+        scaler.step(optimizer)
+        scaler.update()
+        total += loss.item()
+    return total

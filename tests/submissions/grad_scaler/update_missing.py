@@ -1,0 +1,15 @@
+# expect-status: error
+# expect-finding: update_missing
+import torch
+import torch.nn.functional as F
+
+
+def train_step(model, optimizer, scaler, inputs, targets, device_type, amp_dtype):
+    optimizer.zero_grad()
+    with torch.autocast(device_type=device_type, dtype=amp_dtype):
+        loss = F.cross_entropy(model(inputs), targets)
+    scaler.scale(loss).backward()
+    scaler.unscale_(optimizer)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+    scaler.step(optimizer)
+    return loss
