@@ -111,10 +111,13 @@ class WorkerProcess:
         if self.proc.poll() is None:
             try:
                 os.kill(self.proc.pid, signal.SIGUSR1)  # faulthandler: where is it stuck?
-                time.sleep(0.5)
             except OSError:
                 pass
-            line = self._stuck_line()
+            for _ in range(30):  # the dump arrives through the stderr thread
+                time.sleep(0.1)
+                line = self._stuck_line()
+                if line:
+                    break
         self.kill()
         where = f" (it was running line {line})" if line else ""
         return {"kind": "timeout", "message": f"the code did not finish within {timeout:.0f} s{where}: "

@@ -104,7 +104,8 @@ def scaler_usage(events, ctx) -> list[Finding]:
         out.append(Finding(
             "update_missing", "scaler.update() was never called, so the scale never adapts (and unscale_ "
             "bookkeeping is never reset)", "call scaler.update() once after scaler.step(optimizer)", steps[-1]["line"]))
-    elif updates and steps and events.index(updates[0]) < events.index(steps[0]):
+    elif updates and not any(not e["via_scaler"] for e in _all(events, "optimizer_step")) and (
+            not steps or events.index(updates[0]) < events.index(steps[0])):
         out.append(Finding(
             "update_before_step", "scaler.update() was called before scaler.step(optimizer)",
             "call scaler.step(optimizer) first, then scaler.update()", updates[0]["line"]))
@@ -147,10 +148,13 @@ def accumulation(events, ctx) -> list[Finding]:
             "accumulate: call backward for every micro-batch, but step (and update) only once, after the last one",
             steps[1]["line"]))
     updates = _all(events, "update")
-    if len(updates) > 1:
+    backward_before_update = sum(1 for e in events[:events.index(updates[0])] if e["ev"] == "backward") \
+        if updates else n
+    if len(updates) > 1 or backward_before_update < n:
         out.append(Finding(
-            "update_every_micro_batch", f"scaler.update() ran {len(updates)} times for one effective batch",
-            "call scaler.update() once per effective batch, after scaler.step(optimizer)", updates[1]["line"]))
+            "update_every_micro_batch", "scaler.update() ran before the last micro-batch's backward: the scale "
+            "must stay the same for all micro-batches of one effective batch",
+            "call scaler.update() once per effective batch, after scaler.step(optimizer)", updates[0]["line"]))
     out += _zero_grad_between(events)
     out += _undivided_loss(events, n)
     return out

@@ -1,5 +1,5 @@
 # expect-status: error
-# expect-error: syntax line=7
+# expect-error: syntax line=6
 import torch
 
 

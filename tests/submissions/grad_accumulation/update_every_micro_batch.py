@@ -1,4 +1,4 @@
-# expect-status: fail
+# expect-status: error
 # expect-finding: update_every_micro_batch
 import torch
 import torch.nn.functional as F

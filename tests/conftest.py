@@ -1,0 +1,62 @@
+import re
+from pathlib import Path
+
+import pytest
+
+from grader import runner
+from grader.launcher import Limits, LocalLauncher
+from grader.loader import load_all
+
+ROOT = Path(__file__).resolve().parent.parent
+SUBMISSIONS = Path(__file__).resolve().parent / "submissions"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+# Short limits so the hang and memory cases finish quickly; still real processes.
+TEST_LIMITS = Limits(memory_bytes=3 * 1024**3, step_timeout_s=8, init_timeout_s=90)
+
+
+@pytest.fixture(scope="session")
+def exercises():
+    return load_all()
+
+
+@pytest.fixture(scope="session")
+def launcher():
+    return LocalLauncher(TEST_LIMITS)
+
+
+@pytest.fixture(scope="session")
+def grade(exercises, launcher):
+    """Grades source for an exercise on CPU, memoised per (exercise, source)."""
+    cache = {}
+
+    def _grade(exercise_id, source):
+        key = (exercise_id, source)
+        if key not in cache:
+            cache[key] = runner.run(exercises[exercise_id], source, device="cpu", launcher=launcher)
+        return cache[key]
+
+    return _grade
+
+
+def expectations(path: Path) -> dict:
+    """`# expect-...:` header lines of a golden submission."""
+    out = {"findings": [], "checks": {}, "messages": [], "status": None, "error": None}
+    for line in path.read_text().splitlines():
+        m = re.match(r"# expect-([a-z]+): (.*)", line)
+        if not m:
+            continue
+        key, value = m.groups()
+        if key == "status":
+            out["status"] = value
+        elif key == "finding":
+            out["findings"].append(value)
+        elif key == "check":
+            check_id, status = value.split("=")
+            out["checks"][check_id] = status
+        elif key == "message":
+            out["messages"].append(value)
+        elif key == "error":
+            kind, *rest = value.split()
+            out["error"] = {"kind": kind, **dict(r.split("=") for r in rest)}
+    return out

@@ -1,0 +1,42 @@
+"""Every file under tests/submissions/<exercise>/ is graded for real and must
+produce what its `# expect-...` header says (status, findings, checks,
+error kind and learner line). Files under errors/ use the autocast lesson."""
+
+from pathlib import Path
+
+import pytest
+
+from conftest import SUBMISSIONS, expectations
+
+CASES = sorted(SUBMISSIONS.glob("*/*.py"))
+
+
+def _exercise_of(path: Path) -> str:
+    return "autocast" if path.parent.name == "errors" else path.parent.name
+
+
+@pytest.mark.parametrize("path", CASES, ids=[f"{p.parent.name}/{p.stem}" for p in CASES])
+def test_submission_is_graded_as_its_header_says(path, grade):
+    expected = expectations(path)
+    result = grade(_exercise_of(path), path.read_text())
+    doc = result.to_dict()
+    assert result.status == expected["status"], doc
+    found = {f.id for c in result.checks for f in c.findings}
+    for finding in expected["findings"]:
+        assert finding in found, f"expected diagnosis {finding!r}, got {sorted(found)}"
+    for check_id, status in expected["checks"].items():
+        assert result.check(check_id).status == status, result.check(check_id)
+    text = " ".join(c.message for c in result.checks)
+    for message in expected["messages"]:
+        assert message in text
+    if expected["error"]:
+        assert result.error is not None
+        assert result.error.kind == expected["error"]["kind"], result.error
+        if "line" in expected["error"]:
+            assert result.error.line == int(expected["error"]["line"]), result.error
+    else:
+        assert result.status == "error" or result.error is None
+    # every diagnosis tells the learner how to fix it
+    for check in result.checks:
+        for finding in check.findings:
+            assert finding.fix and finding.message

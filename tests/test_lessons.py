@@ -1,0 +1,53 @@
+"""The shipped lessons are sound on CPU: the reference passes every
+applicable check, the starter fails, and CUDA-only checks say so."""
+
+import pytest
+
+from grader.loader import exercise_files, load_all
+from grader.schema import LANGUAGES, localize
+
+IDS = [p.stem for p in exercise_files()]
+
+
+@pytest.mark.parametrize("exercise_id", IDS)
+def test_reference_solution_passes(exercise_id, exercises, grade):
+    ex = exercises[exercise_id]
+    result = grade(exercise_id, ex.reference)
+    assert result.status == "pass", result.to_dict()
+    assert result.score == 1.0
+
+
+@pytest.mark.parametrize("exercise_id", IDS)
+def test_starter_fails_with_a_diagnosis(exercise_id, exercises, grade):
+    result = grade(exercise_id, exercises[exercise_id].starter)
+    assert result.status == "fail"
+    failed = [c for c in result.checks if c.status == "fail"]
+    assert failed and all(c.message for c in failed)
+
+
+@pytest.mark.parametrize("exercise_id", IDS)
+def test_speedup_is_not_applicable_on_cpu_never_passed(exercise_id, exercises, grade):
+    result = grade(exercise_id, exercises[exercise_id].reference)
+    speed = result.check("speedup")
+    if speed is not None:
+        assert speed.status == "not_applicable"
+        assert "not applicable" in speed.message
+
+
+@pytest.mark.parametrize("exercise_id", IDS)
+def test_lesson_text_exists_in_every_language(exercise_id, exercises):
+    ex = exercises[exercise_id]
+    for lang in LANGUAGES:
+        for text in (ex.title, ex.summary, ex.lesson, ex.task, *ex.hints):
+            assert isinstance(text, dict) and text.get(lang, "").strip(), (exercise_id, lang)
+        for q in ex.quiz:
+            assert q.question[lang] and q.explanation[lang] and all(c[lang] for c in q.choices)
+
+
+def test_lessons_are_ordered_as_taught():
+    assert list(load_all()) == ["autocast", "grad_scaler", "grad_accumulation", "reduce_memory"]
+
+
+def test_localize_falls_back_to_english():
+    assert localize({"en": "hello"}, "it") == "hello"
+    assert localize("plain", "id") == "plain"

@@ -1,0 +1,86 @@
+"""An instructor's mistake in a lesson file is reported as file:line: field."""
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from grader.errors import ExerciseError
+from grader.loader import load_exercise_file, parse_exercise
+from grader.schema import Exercise
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _copy(tmp_path, edit, name="autocast"):
+    text = (ROOT / "exercises" / "autocast.yaml").read_text()
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(edit(text))
+    return path
+
+
+def test_shipped_lessons_have_no_problems():
+    for path in sorted((ROOT / "exercises").glob("*.yaml")):
+        exercise, problems = parse_exercise(path)
+        assert not problems and exercise.id == path.stem
+
+
+def test_negative_learning_rate_names_line_and_field(tmp_path):
+    path = _copy(tmp_path, lambda t: t.replace("lr: 0.05", "lr: -1"))
+    _, problems = parse_exercise(path)
+    assert len(problems) == 1
+    line = next(i for i, ln in enumerate(path.read_text().splitlines(), 1) if "lr: -1" in ln)
+    assert problems[0].line == line
+    assert problems[0].field == "workload.optimizer.lr"
+    assert "greater than 0" in problems[0].message
+
+
+def test_misspelled_field_is_rejected_not_ignored(tmp_path):
+    path = _copy(tmp_path, lambda t: t.replace("hints:", "hintz:"))
+    _, problems = parse_exercise(path)
+    fields = {p.field for p in problems}
+    assert "hintz" in fields and "hints" in fields
+    assert any("unknown field" in p.message for p in problems)
+
+
+def test_unknown_check_id_lists_the_known_ones(tmp_path):
+    path = _copy(tmp_path, lambda t: t.replace("- id: coverage", "- id: coverge"))
+    _, problems = parse_exercise(path)
+    assert problems[0].field.startswith("checks[2]")
+    assert "call_order" in problems[0].message
+
+
+def test_broken_yaml_gives_the_line(tmp_path):
+    path = _copy(tmp_path, lambda t: t.replace("order: 1", "order: [1"))
+    _, problems = parse_exercise(path)
+    assert problems[0].line is not None and "not valid YAML" in problems[0].message
+
+
+def test_file_name_must_match_id(tmp_path):
+    path = _copy(tmp_path, lambda t: t, name="other")
+    _, problems = parse_exercise(path)
+    assert problems[0].field == "id" and problems[0].line == 1
+
+
+def test_unknown_entrypoint_parameter_is_an_error(tmp_path):
+    path = _copy(tmp_path, lambda t: t.replace("params: [model, optimizer, inputs", "params: [model, optimizer, labels"))
+    with pytest.raises(ExerciseError, match=r"entrypoint\.params\[2\]"):
+        load_exercise_file(path)
+
+
+def test_quiz_answer_must_index_a_choice(tmp_path):
+    path = _copy(tmp_path, lambda t: t.replace("answer: 2", "answer: 9"))
+    _, problems = parse_exercise(path)
+    assert problems[0].field.startswith("quiz[0]") and "answer 9" in problems[0].message
+
+
+def test_reference_is_not_public():
+    data = yaml.safe_load((ROOT / "exercises" / "autocast.yaml").read_text())
+    public = Exercise.model_validate(data).public()
+    assert "reference" not in json.dumps(public) and data["reference"] not in json.dumps(public)
+
+
+def test_committed_json_schema_is_current():
+    committed = json.loads((ROOT / "docs" / "exercise.schema.json").read_text())
+    assert committed == Exercise.model_json_schema()
