@@ -42,11 +42,6 @@ def amp_dtype_for(exercise: Exercise, device: str) -> str:
 
 
 @dataclass
-class Timing(TimingResult):
-    after_params: tuple = ()
-
-
-@dataclass
 class RunData:
     """What a worker produced over the compared steps."""
 
@@ -152,7 +147,7 @@ def baseline_data(launcher, exercise: Exercise, device: str, worker: WorkerProce
 
 
 def time_interleaved(base: WorkerProcess, sub: WorkerProcess, first_step: int, plan: TimingPlan,
-                     progress: Progress) -> tuple[TimingResult, int]:
+                     progress: Progress) -> TimingResult:
     """Warm-up, then rounds of one block each, order alternating, the idle worker frozen."""
 
     def timed(worker, other, start, count):
@@ -168,7 +163,7 @@ def time_interleaved(base: WorkerProcess, sub: WorkerProcess, first_step: int, p
     warm = [timed(base, sub, step, plan.warmup_steps), timed(sub, base, step, plan.warmup_steps)]
     step += plan.warmup_steps
     k = plan.block_steps(min(warm) / plan.warmup_steps)
-    result = Timing(steps_per_block=k)
+    result = TimingResult(steps_per_block=k)
     started = time.perf_counter()
     while True:
         order = [(base, sub), (sub, base)] if len(result.baseline_s) % 2 == 0 else [(sub, base), (base, sub)]
@@ -180,7 +175,7 @@ def time_interleaved(base: WorkerProcess, sub: WorkerProcess, first_step: int, p
         result.elapsed_s = time.perf_counter() - started
         progress("timing", rounds=result.estimate.rounds, speedup=result.estimate.ratio)
         if plan.done(result.estimate, result.elapsed_s):
-            return result, step
+            return result
 
 
 def submission_error(payload: dict) -> SubmissionError:
@@ -229,7 +224,7 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
         if needs_timing:
             progress("timing", rounds=0)
             plan = timing_plan or TimingPlan(budget_s=speed_spec.budget_s)
-            timing, _ = time_interleaved(base_worker, sub_worker, exercise.workload.steps, plan, progress)
+            timing = time_interleaved(base_worker, sub_worker, exercise.workload.steps, plan, progress)
             timing.after_params = (load_params(sub_worker, "sub_after.pt"), load_params(base_worker, "base_after.pt"))
     except (StepFailure, WorkerFailure) as exc:
         if exc.payload.get("kind") == "internal":
@@ -262,11 +257,22 @@ def _ctx(exercise: Exercise, kind: str, amp_dtype: str) -> dict:
     return {"device_type": kind, "amp_dtype": amp_dtype, "micro_batches": exercise.workload.data.micro_batches}
 
 
+def inapplicable(spec, kind: str) -> CheckResult | None:
+    """Checks with per-device thresholds say they do not apply, whether or not the code ran."""
+    if spec.id == "speedup" and kind not in spec.min_speedup:
+        return speedup.not_applicable(spec, kind)
+    if spec.id == "memory" and kind not in spec.max_ratio:
+        return memory.not_applicable(spec, kind)
+    return None
+
+
 def evaluate(exercise, kind, amp_dtype, static_findings, sub: RunData, base: RunData, timing) -> list[CheckResult]:
     describe = lambda name: sub.modules.get(name, f"module {name}")  # noqa: E731
     out = []
     for spec in exercise.checks:
-        if spec.id == "call_order":
+        if (na := inapplicable(spec, kind)) is not None:
+            out.append(na)
+        elif spec.id == "call_order":
             out.append(call_order.check(spec, sub.traces, _ctx(exercise, kind, amp_dtype), static_findings))
         elif spec.id == "parity":
             out.append(parity.check(spec, amp_dtype, sub.losses, base.losses, sub.params, base.params))
@@ -280,8 +286,7 @@ def evaluate(exercise, kind, amp_dtype, static_findings, sub: RunData, base: Run
 
 
 def speedup_check(spec, exercise, kind, amp_dtype, timing, earlier: list[CheckResult]) -> CheckResult:
-    if kind not in spec.min_speedup or timing is None:
-        return speedup.not_applicable(spec, kind)
+    """Only reached where the device has a threshold, so `timing` was measured."""
     par = exercise.check("parity")
     sub_after, base_after = timing.after_params
     if par is not None and par.tolerances.get(amp_dtype):
@@ -298,11 +303,8 @@ def error_checks(exercise, kind, result, traces, static_findings) -> list[CheckR
     """When the code failed, still say what the trace shows (e.g. unscale_ twice), and mark the rest not run."""
     out = []
     for spec in exercise.checks:
-        if spec.id == "speedup" and kind not in spec.min_speedup:
-            out.append(speedup.not_applicable(spec, kind))
-            continue
-        if spec.id == "memory" and kind not in spec.max_ratio:
-            out.append(memory.check(spec, kind, None, None))
+        if (na := inapplicable(spec, kind)) is not None:
+            out.append(na)
             continue
         if spec.id == "call_order":
             ctx = _ctx(exercise, kind, result.amp_dtype)

@@ -68,3 +68,4 @@ class TimingResult:
     steps_per_block: int = 1
     estimate: RatioEstimate | None = None
     elapsed_s: float = 0.0
+    after_params: tuple = ()  # (submission, baseline) parameters once timing is over

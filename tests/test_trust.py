@@ -2,8 +2,6 @@
 patches or reads in its own process does not change it, and it never sees the
 reference solution or the grader's environment."""
 
-import os
-
 from grader import runner
 from grader.launcher import Limits, LocalLauncher, WorkerSpec
 from grader.loader import load_exercise
@@ -74,19 +72,22 @@ def train_step(model, optimizer, inputs, targets, device_type, amp_dtype):
     assert len(result.output) < 300_000 and "output truncated" in result.output
 
 
-def test_worker_processes_are_gone_after_grading(grade, exercises):
-    before = _workers()
-    grade("autocast", exercises["autocast"].reference)
-    assert _workers() <= before
+class RecordingLauncher(LocalLauncher):
+    """A local launcher that remembers the workers it started."""
+
+    def __init__(self):
+        super().__init__(Limits(step_timeout_s=20))
+        self.started = []
+
+    def start(self, spec):
+        worker = super().start(spec)
+        self.started.append(worker)
+        return worker
 
 
-def _workers():
-    count = 0
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                if b"grader.worker" in open(f"/proc/{pid}/cmdline", "rb").read():
-                    count += 1
-            except OSError:
-                pass
-    return count
+def test_worker_processes_are_gone_after_grading():
+    launcher = RecordingLauncher()
+    runner.run(load_exercise("autocast"), load_exercise("autocast").reference, device="cpu", launcher=launcher)
+    assert launcher.started, "the grading started no worker"
+    assert all(w.proc.poll() is not None for w in launcher.started)
+    assert all(not w.workdir.exists() for w in launcher.started)

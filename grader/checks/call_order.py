@@ -40,8 +40,8 @@ def autocast_usage(events, ctx) -> list[Finding]:
         entered = [wrong]
     if not entered:
         return [Finding("no_autocast", "no torch.autocast region was entered during the step, so everything ran in float32",
-                        f"wrap the forward pass and the loss in `with torch.autocast(device_type=device_type, "
-                        f"dtype=amp_dtype):`")]
+                        "wrap the forward pass and the loss in `with torch.autocast(device_type=device_type, "
+                        "dtype=amp_dtype):`")]
     out = []
     for e in entered:
         if e["device_type"] != ctx["device_type"]:
@@ -104,8 +104,7 @@ def scaler_usage(events, ctx) -> list[Finding]:
         out.append(Finding(
             "update_missing", "scaler.update() was never called, so the scale never adapts (and unscale_ "
             "bookkeeping is never reset)", "call scaler.update() once after scaler.step(optimizer)", steps[-1]["line"]))
-    elif updates and not any(not e["via_scaler"] for e in _all(events, "optimizer_step")) and (
-            not steps or events.index(updates[0]) < events.index(steps[0])):
+    elif updates and not direct and (not steps or events.index(updates[0]) < events.index(steps[0])):
         out.append(Finding(
             "update_before_step", "scaler.update() was called before scaler.step(optimizer)",
             "call scaler.step(optimizer) first, then scaler.update()", updates[0]["line"]))
@@ -148,9 +147,8 @@ def accumulation(events, ctx) -> list[Finding]:
             "accumulate: call backward for every micro-batch, but step (and update) only once, after the last one",
             steps[1]["line"]))
     updates = _all(events, "update")
-    backward_before_update = sum(1 for e in events[:events.index(updates[0])] if e["ev"] == "backward") \
-        if updates else n
-    if len(updates) > 1 or backward_before_update < n:
+    early = updates and sum(e["ev"] == "backward" for e in events[:events.index(updates[0])]) < n
+    if len(updates) > 1 or early:
         out.append(Finding(
             "update_every_micro_batch", "scaler.update() ran before the last micro-batch's backward: the scale "
             "must stay the same for all micro-batches of one effective batch",

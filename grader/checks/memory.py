@@ -5,11 +5,15 @@ from __future__ import annotations
 from grader.results import FAIL, NOT_APPLICABLE, PASS, CheckResult
 
 
+def not_applicable(spec, device_kind: str) -> CheckResult:
+    return CheckResult("memory", NOT_APPLICABLE, f"this exercise sets no memory threshold for {device_kind}: "
+                       "not applicable here", weight=spec.weight)
+
+
 def check(spec, device_kind: str, sub_peak: int | None, base_peak: int | None) -> CheckResult:
     limit = spec.max_ratio.get(device_kind)
     if limit is None:
-        return CheckResult("memory", NOT_APPLICABLE, f"this exercise sets no memory threshold for {device_kind}: "
-                           "not applicable here", weight=spec.weight)
+        return not_applicable(spec, device_kind)
     if not sub_peak or not base_peak:
         return CheckResult("memory", "error", "peak memory could not be measured", weight=spec.weight)
     ratio = sub_peak / base_peak
