@@ -13,10 +13,15 @@ from grader import formats, runner
 from grader.errors import GraderError
 from grader.loader import load_all, load_exercise
 from grader.results import FAIL, NOT_APPLICABLE, PASS, GradingResult
+from grader.sandbox import SANDBOXES, make_launcher
 from grader.schema import LANGUAGES, Exercise, localize
 
 STATUS_MARK = {PASS: "PASS", FAIL: "FAIL", "error": "ERROR", NOT_APPLICABLE: "n/a"}
 DEVICE = click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda")
+SANDBOX = click.option("--sandbox", type=click.Choice(SANDBOXES), default="auto", show_default=True,
+                       envvar="AMP_DOJO_SANDBOX",
+                       help="where learner code runs: docker, bwrap, local (not isolated); auto picks the first "
+                            "that works here")
 LANG = click.option("--lang", type=click.Choice(LANGUAGES), default="en", show_default=True)
 
 
@@ -78,12 +83,15 @@ def _progress(stage, **info):
               help="print the verdict in this results.json contract")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="write the document here")
 @DEVICE
-def check(exercise_id, file, as_json, fmt, output, device):
+@SANDBOX
+def check(exercise_id, file, as_json, fmt, output, device, sandbox):
     """Grade FILE against exercise EXERCISE_ID."""
     ex = load_exercise(exercise_id)
     source = file.read_text(encoding="utf-8", errors="replace")
     quiet = as_json or fmt
-    result = runner.run(ex, source, device=device, progress=None if quiet and not output else _progress)
+    launcher = launcher_for(sandbox)
+    result = runner.run(ex, source, device=device, launcher=launcher,
+                        progress=None if quiet and not output else _progress)
     if as_json or fmt:
         doc = formats.FORMATS[fmt or "native"](result)
         text = json.dumps(doc, indent=2)
@@ -96,6 +104,13 @@ def check(exercise_id, file, as_json, fmt, output, device):
         if output:
             output.write_text(json.dumps(result.to_dict(), indent=2) + "\n")
     sys.exit(0 if result.status == PASS else 1)
+
+
+def launcher_for(sandbox: str):
+    launcher = make_launcher(sandbox, allow_local=True)
+    if not launcher.isolated:
+        click.echo("  .. sandbox: local (your code runs unisolated, as you: fine for your own code only)", err=True)
+    return launcher
 
 
 def render(result: GradingResult, ex: Exercise, source: str) -> str:
@@ -129,7 +144,8 @@ def render(result: GradingResult, ex: Exercise, source: str) -> str:
 @click.argument("paths", nargs=-1)
 @click.option("--schema-only", is_flag=True, help="only check the files' structure, do not grade")
 @DEVICE
-def validate(paths, schema_only, device):
+@SANDBOX
+def validate(paths, schema_only, device, sandbox):
     """Prove exercises are sound: schema, reference passes, starter fails."""
     from grader.validate import expand, measured_row, validate_file
 
@@ -137,8 +153,9 @@ def validate(paths, schema_only, device):
     if not files:
         raise GraderError("no exercise files found")
     bad = 0
+    launcher = None if schema_only else launcher_for(sandbox)
     for path in files:
-        report = validate_file(path, device=device, grade=not schema_only,
+        report = validate_file(path, device=device, grade=not schema_only, launcher=launcher,
                                progress=lambda m: click.echo(f"  .. {m}", err=True))
         for problem in report.problems:
             click.echo(problem)
@@ -155,16 +172,19 @@ def validate(paths, schema_only, device):
 
 @main.command()
 @DEVICE
+@SANDBOX
 @click.option("--json", "as_json", is_flag=True)
-def selftest(device, as_json):
+def selftest(device, sandbox, as_json):
     """Grade every reference and starter here; print what was measured."""
     from grader.validate import measured_row
 
+    launcher = launcher_for(sandbox)
     rows = []
     for ex in load_all().values():
         for role, code in (("reference", ex.reference), ("starter", ex.starter)):
             click.echo(f"  .. {ex.id} {role}", err=True)
-            rows.append({"exercise": ex.id, "code": role, **measured_row(runner.run(ex, code, device=device))})
+            rows.append({"exercise": ex.id, "code": role, **measured_row(runner.run(ex, code, device=device,
+                                                                                  launcher=launcher))})
     if as_json:
         click.echo(json.dumps(rows, indent=2))
     else:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 GRADER_ROOT = Path(__file__).resolve().parent.parent
+MAX_REPLY_BYTES = 256 * 1024**2  # parameters travel base64-encoded in replies
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,9 @@ class Limits:
     file_bytes: int = 64 * 1024**2        # largest file the worker may write
     init_timeout_s: float = 120.0         # importing torch and the code, building the model
     step_timeout_s: float = 60.0          # one request of training steps
+    processes: int = 256                  # processes and threads in a sandbox (fork bombs)
+    tmp_bytes: int = 256 * 1024**2        # the sandbox's writable /tmp
+    cpus: float = 2.0                     # CPU share of a docker worker
 
 
 @dataclass(frozen=True)
@@ -73,21 +77,82 @@ class OutputBuffer(threading.Thread):
         return text
 
 
+class ProcessHandle:
+    """A worker started with subprocess (local, bwrap): pipes, signals to its group."""
+
+    def __init__(self, proc: subprocess.Popen):
+        self.proc = proc
+        self.stdout_fd = proc.stdout.fileno()
+        self.stderr = proc.stderr
+
+    def write(self, data: bytes):
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def signal_worker(self, sig):
+        """Signals the Python process that runs the code (faulthandler's dump on SIGUSR1)."""
+        try:
+            os.kill(self.proc.pid, sig)
+        except OSError:
+            pass
+
+    def signal_all(self, sig):
+        try:
+            os.killpg(self.proc.pid, sig)
+        except OSError:
+            pass
+
+    def freeze(self):
+        self.signal_all(signal.SIGSTOP)
+
+    def thaw(self):
+        self.signal_all(signal.SIGCONT)
+
+    def kill(self):
+        self.thaw()
+        self.signal_all(signal.SIGKILL)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def exit_status(self, timeout: float) -> tuple[int | None, bool]:
+        """(exit code or -signal, killed for memory?); kills a process that does not end in time."""
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            code = self.proc.returncode
+        return code, code is not None and code in (-signal.SIGKILL, 128 + signal.SIGKILL)
+
+    def cleanup(self):
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            try:
+                pipe.close()
+            except OSError:
+                pass
+
+
 class WorkerProcess:
-    def __init__(self, proc: subprocess.Popen, workdir: Path, code_path: str, limits: Limits):
-        self.proc, self.workdir, self.code_path, self.limits = proc, workdir, code_path, limits
-        self.stderr = OutputBuffer(proc.stderr, limits.output_bytes)
+    """The grader's side of one worker, whatever started it. `code_path` is the
+    file's path as the worker sees it (inside the sandbox), for tracebacks."""
+
+    def __init__(self, handle, workdir: Path, code_path: str, limits: Limits):
+        self.handle, self.workdir, self.code_path, self.limits = handle, workdir, code_path, limits
+        self.stderr = OutputBuffer(handle.stderr, limits.output_bytes)
         self._buffer = b""
 
     def request(self, message: dict, timeout: float | None = None) -> dict:
         timeout = timeout or self.limits.step_timeout_s
         try:
-            self.proc.stdin.write((json.dumps(message) + "\n").encode())
-            self.proc.stdin.flush()
+            self.handle.write((json.dumps(message) + "\n").encode())
         except (BrokenPipeError, OSError):
             raise WorkerFailure(self._death_payload()) from None
         deadline = time.monotonic() + timeout
-        fd = self.proc.stdout.fileno()
+        fd = self.handle.stdout_fd
         while b"\n" not in self._buffer:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -98,6 +163,10 @@ class WorkerProcess:
                 if not chunk:
                     raise WorkerFailure(self._death_payload())
                 self._buffer += chunk
+                if len(self._buffer) > MAX_REPLY_BYTES:
+                    self.kill()
+                    raise WorkerFailure({"kind": "protocol", "message": "the worker sent an oversized reply",
+                                         "line": None})
         line, self._buffer = self._buffer.split(b"\n", 1)
         try:
             return json.loads(line)
@@ -108,11 +177,8 @@ class WorkerProcess:
 
     def _timeout_payload(self, timeout: float) -> dict:
         line = None
-        if self.proc.poll() is None:
-            try:
-                os.kill(self.proc.pid, signal.SIGUSR1)  # faulthandler: where is it stuck?
-            except OSError:
-                pass
+        if self.handle.alive():
+            self.handle.signal_worker(signal.SIGUSR1)  # faulthandler: where is it stuck?
             for _ in range(30):  # the dump arrives through the stderr thread
                 time.sleep(0.1)
                 line = self._stuck_line()
@@ -129,14 +195,9 @@ class WorkerProcess:
         return int(hits[0]) if hits else None
 
     def _death_payload(self) -> dict:
-        try:
-            code = self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            code = self.proc.returncode
-        if code is not None and code < 0 and -code == signal.SIGKILL:
-            reason = "it was killed (signal 9), most likely for using too much memory"
-            kind = "oom"
+        code, oom = self.handle.exit_status(timeout=5)
+        if oom:
+            reason, kind = "it was killed (signal 9), most likely for using too much memory", "oom"
         elif code is not None and code < 0:
             reason, kind = f"it was killed by signal {signal.Signals(-code).name}", "crash"
         else:
@@ -144,62 +205,84 @@ class WorkerProcess:
         return {"kind": kind, "message": f"the process running the code ended unexpectedly: {reason}", "line": None}
 
     def freeze(self):
-        self._signal(signal.SIGSTOP)
+        self.handle.freeze()
 
     def thaw(self):
-        self._signal(signal.SIGCONT)
-
-    def _signal(self, sig):
-        try:
-            os.killpg(self.proc.pid, sig)
-        except OSError:
-            pass
+        self.handle.thaw()
 
     def output(self) -> str:
         return self.stderr.text()
 
     def kill(self):
-        self._signal(signal.SIGCONT)
-        self._signal(signal.SIGKILL)
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
+        self.handle.kill()
 
     def close(self):
-        if self.proc.poll() is None:
+        if self.handle.alive():
             try:
-                self.proc.stdin.write(b'{"cmd": "exit"}\n')
-                self.proc.stdin.flush()
-                self.proc.wait(timeout=5)
-            except (OSError, subprocess.TimeoutExpired):
+                self.handle.write(b'{"cmd": "exit"}\n')
+                self.handle.exit_status(timeout=5)
+            except OSError:
                 pass
         self.kill()
         self.stderr.join(timeout=2)
+        self.handle.cleanup()
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
-def worker_env(workdir: Path, threads: int) -> dict:
+def worker_env(home: str, threads: int, pythonpath: str = str(GRADER_ROOT)) -> dict:
     """A fresh environment: the grader's own variables (secrets included) never reach the code."""
     env = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "HOME": str(workdir),
-        "TMPDIR": str(workdir),
+        "HOME": home,
+        "TMPDIR": home,
         "LANG": "C.UTF-8",
-        "PYTHONPATH": str(GRADER_ROOT),
+        "PYTHONPATH": pythonpath,
         "PYTHONHASHSEED": "0",
         "PYTHONDONTWRITEBYTECODE": "1",
         "OMP_NUM_THREADS": str(threads),
         "KINETO_LOG_LEVEL": "5",
     }
-    for name in ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "LD_LIBRARY_PATH"):
+    for name in ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"):
         if name in os.environ:
             env[name] = os.environ[name]
     return env
 
 
+def write_workdir(spec: WorkerSpec, inside: str | None = None) -> tuple[Path, str, str]:
+    """A fresh host folder with the code and the worker's spec (public data only).
+    `inside` is where a sandbox mounts it; returns (host folder, code path, spec path) as the worker sees them."""
+    workdir = Path(tempfile.mkdtemp(prefix="amp-dojo-"))
+    seen = inside or str(workdir)
+    code_path = f"{seen}/{spec.filename}"
+    (workdir / spec.filename).write_text(spec.code, encoding="utf-8")
+    (workdir / "spec.json").write_text(json.dumps({
+        "code_path": code_path, "exercise": spec.exercise, "device": spec.device,
+        "trace": spec.trace, "threads": spec.threads,
+    }))
+    if inside:  # the sandbox user is not the grader's user: it may read these two files, nothing more
+        workdir.chmod(0o755)
+        for path in workdir.iterdir():
+            path.chmod(0o644)
+    return workdir, code_path, f"{seen}/spec.json"
+
+
+def rlimits(limits: Limits, device: str, processes: bool = False):
+    """Applied in the child before exec; the same for local and bwrap."""
+
+    def apply():
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
+        if not device.startswith("cuda"):  # CUDA maps far more address space than it uses
+            resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+        if processes:  # counted per user namespace, so only meaningful inside one
+            resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
+
+    return apply
+
+
 class LocalLauncher:
-    """A plain child process: separate memory, but not isolated from the machine."""
+    """A plain child process: separate memory, but not isolated from the machine.
+    For a learner checking their own code on their own computer."""
 
     name = "local"
     isolated = False
@@ -208,29 +291,11 @@ class LocalLauncher:
         self.limits = limits or Limits()
 
     def start(self, spec: WorkerSpec) -> WorkerProcess:
-        workdir = Path(tempfile.mkdtemp(prefix="amp-dojo-"))
-        code_path = workdir / spec.filename
-        code_path.write_text(spec.code, encoding="utf-8")
-        spec_path = workdir / "spec.json"
-        spec_path.write_text(json.dumps({
-            "code_path": str(code_path), "exercise": spec.exercise, "device": spec.device,
-            "trace": spec.trace, "threads": spec.threads, "workdir": str(workdir),
-        }))
+        workdir, code_path, spec_path = write_workdir(spec)
         proc = subprocess.Popen(
-            [sys.executable, "-m", "grader.worker", str(spec_path)],
+            [sys.executable, "-m", "grader.worker", spec_path],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            cwd=workdir, env=worker_env(workdir, spec.threads), start_new_session=True,
-            preexec_fn=self._limit(spec.device),
+            cwd=workdir, env=worker_env(str(workdir), spec.threads), start_new_session=True,
+            preexec_fn=rlimits(self.limits, spec.device),
         )
-        return WorkerProcess(proc, workdir, str(code_path), self.limits)
-
-    def _limit(self, device: str):
-        limits = self.limits
-
-        def apply():
-            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-            resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
-            if not device.startswith("cuda"):  # CUDA maps far more address space than it uses
-                resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
-
-        return apply
+        return WorkerProcess(ProcessHandle(proc), workdir, code_path, self.limits)

@@ -5,6 +5,7 @@ parameters as plain tensors and decides every check here."""
 
 from __future__ import annotations
 
+import base64
 import io
 import time
 from dataclasses import dataclass, field
@@ -54,11 +55,14 @@ class RunData:
     modules: dict = field(default_factory=dict)
 
 
-def load_params(worker: WorkerProcess, name: str) -> dict:
-    reply = _ok(worker.request({"cmd": "save", "name": name}))
-    with open(reply["path"], "rb") as fh:
-        data = fh.read()
-    params = torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
+def load_params(worker: WorkerProcess) -> dict:
+    """Plain tensors only (weights_only): the bytes come from untrusted code."""
+    reply = _ok(worker.request({"cmd": "save"}))
+    try:
+        data = base64.b64decode(reply["params"], validate=True)
+        params = torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
+    except Exception:  # noqa: BLE001 - whatever a forged reply holds
+        raise WorkerFailure({"kind": "protocol", "message": "the saved parameters could not be read"}) from None
     if not isinstance(params, dict) or not all(isinstance(v, torch.Tensor) for v in params.values()):
         raise WorkerFailure({"kind": "protocol", "message": "the saved parameters are not a dict of tensors"})
     return params
@@ -135,7 +139,7 @@ def baseline_data(launcher, exercise: Exercise, device: str, worker: WorkerProce
         data = RunData()
         drive(worker, exercise.workload.steps, trace=False, measure_memory=exercise.check("memory") is not None,
               data=data)
-        data.params = load_params(worker, "baseline_params.pt")
+        data.params = load_params(worker)
     except (StepFailure, WorkerFailure) as exc:
         raise EnvironmentProblem(f"the FP32 baseline of {exercise.id!r} failed on {device}: {exc.payload['message']}"
                                  f"\n{exc.payload.get('traceback', '')}") from None
@@ -220,12 +224,12 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
         progress("steps", total=exercise.workload.steps)
         drive(sub_worker, exercise.workload.steps, trace=True,
               measure_memory=exercise.check("memory") is not None, data=sub_data)
-        sub_data.params = load_params(sub_worker, "submission_params.pt")
+        sub_data.params = load_params(sub_worker)
         if needs_timing:
             progress("timing", rounds=0)
             plan = timing_plan or TimingPlan(budget_s=speed_spec.budget_s)
             timing = time_interleaved(base_worker, sub_worker, exercise.workload.steps, plan, progress)
-            timing.after_params = (load_params(sub_worker, "sub_after.pt"), load_params(base_worker, "base_after.pt"))
+            timing.after_params = (load_params(sub_worker), load_params(base_worker))
     except (StepFailure, WorkerFailure) as exc:
         if exc.payload.get("kind") == "internal":
             raise EnvironmentProblem(f"{exc.payload['message']}\n{exc.payload.get('traceback', '')}") from None
@@ -240,9 +244,13 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
     if result.error is None:
         traces = sub_data.traces
         result.checks = evaluate(exercise, kind, result.amp_dtype, static_findings, sub_data, base, timing)
+        for c in result.checks:
+            progress("check", check=c.id, status=c.status)
         result.plots = plots(sub_data, base, timing)
     else:
         result.checks = error_checks(exercise, kind, result, traces, static_findings)
+    for c in result.checks:
+        progress("check", check=c.id, status=c.status)
     result.notes = [f for c in result.checks for f in c.findings if f.severity == "info"]
     return _finish(result, exercise, started, progress)
 

@@ -8,9 +8,11 @@ Run as `python -m grader.worker SPEC.json`."""
 
 from __future__ import annotations
 
+import base64
 import faulthandler
 import importlib.util
 import inspect
+import io
 import json
 import math
 import os
@@ -218,9 +220,9 @@ class Worker:
         import torch
 
         state = {k: v.detach().to("cpu", torch.float32).clone() for k, v in self.model.state_dict().items()}
-        path = os.path.join(self.spec["workdir"], msg["name"])
-        torch.save(state, path)
-        return {"path": path}
+        buffer = io.BytesIO()
+        torch.save(state, buffer)
+        return {"params": base64.b64encode(buffer.getvalue()).decode("ascii")}
 
 
 ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"]

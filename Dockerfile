@@ -1,0 +1,33 @@
+# The grading image: Python, PyTorch and the grader's worker, nothing else.
+# Reference solutions and results never enter it: the grader passes each
+# worker its own code and the public part of the exercise at run time.
+#
+# On a GPU server with internet (default base, PyTorch already inside):
+#     docker build -t amp-dojo-grader .
+# Offline (our CI): scripts/build-image makes a Debian base with debootstrap and
+# puts the PyTorch wheel and its dependencies in docker/wheels/.
+ARG BASE_IMAGE=pytorch/pytorch:2.7.1-cuda12.6-cudnn9-runtime
+FROM ${BASE_IMAGE}
+
+# When set (e.g. torch==2.13.0), PyTorch is installed from docker/wheels/ into /opt/venv.
+ARG TORCH_SPEC=
+COPY docker/wheels/ /tmp/wheels/
+RUN set -eu; \
+    if [ -n "$TORCH_SPEC" ]; then \
+        python3 -m venv /opt/venv; \
+        /opt/venv/bin/pip install --no-cache-dir --no-index --find-links /tmp/wheels "$TORCH_SPEC"; \
+    fi; \
+    rm -rf /tmp/wheels
+
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONPATH=/opt/amp-dojo \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1
+COPY grader/ /opt/amp-dojo/grader/
+RUN python3 -c "import torch, grader.worker; print('torch', torch.__version__)"
+
+# The hash of the grader's code, so the host can tell a stale image from a current one.
+ARG GRADER_HASH=unknown
+LABEL org.amp-dojo.grader-hash=${GRADER_HASH}
+USER 65534:65534
+WORKDIR /sandbox

@@ -1,0 +1,153 @@
+"""The bubblewrap sandbox, for Linux machines without a Docker daemon.
+
+The worker sees a read-only system (/usr and the Python that runs the grader),
+the grader package alone (not exercises/, not tests/), its own code folder
+read-only, a small private /tmp, and nothing else: no network, no other
+processes, no host /etc, no grader environment. It runs as `nobody` in its own
+user, PID, network, IPC and UTS namespaces, dies with the grader, and carries
+rlimits on memory, file size and processes (counted per user namespace)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from grader.errors import EnvironmentProblem
+from grader.launcher import (GRADER_ROOT, Limits, ProcessHandle, WorkerProcess, WorkerSpec, rlimits,
+                             worker_env, write_workdir)
+
+INSIDE = "/sandbox"
+PACKAGE_ROOT = "/opt/amp-dojo"
+NVIDIA_DEVICES = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset")
+
+
+def bwrap_path() -> str | None:
+    return shutil.which("bwrap")
+
+
+def unavailable_reason() -> str | None:
+    """None when bwrap can make a sandbox here (it needs unprivileged user namespaces)."""
+    path = bwrap_path()
+    if path is None:
+        return "bwrap is not installed (apt-get install bubblewrap)"
+    probe = subprocess.run([path, "--unshare-all", "--ro-bind", "/", "/", "--uid", "65534", "true"],
+                           capture_output=True, text=True, timeout=30)
+    if probe.returncode != 0:
+        return f"bwrap cannot create namespaces here: {probe.stderr.strip()[:300]}"
+    return None
+
+
+def _system_binds() -> list[str]:
+    args = ["--ro-bind", "/usr", "/usr"]
+    for name in ("bin", "sbin", "lib", "lib32", "lib64"):
+        path = Path("/") / name
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), str(path)]
+        elif path.is_dir():
+            args += ["--ro-bind", str(path), str(path)]
+    for name in ("/etc/ld.so.cache", "/etc/localtime"):
+        args += ["--ro-bind-try", name, name]
+    return args
+
+
+def _python_binds() -> list[str]:
+    """The interpreter and its packages (torch), read-only, at the paths they have outside."""
+    args, bound = [], []
+    for prefix in sorted({sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable))}):
+        if not prefix.startswith("/usr/") and not any(prefix.startswith(b + "/") for b in bound):
+            args += ["--ro-bind", prefix, prefix]
+            bound.append(prefix)
+    return args
+
+
+def _gpu_binds(device: str) -> list[str]:
+    if not device.startswith("cuda"):
+        return []
+    nodes = sorted(p.name for p in Path("/dev").glob("nvidia[0-9]*")) + list(NVIDIA_DEVICES)
+    args = []
+    for node in nodes:
+        args += ["--dev-bind-try", f"/dev/{node}", f"/dev/{node}"]
+    return args
+
+
+def command(spec: WorkerSpec, workdir: Path, spec_path: str, limits: Limits) -> list[str]:
+    env = worker_env("/tmp", spec.threads, pythonpath=PACKAGE_ROOT)
+    env.update(USER="sandbox", LOGNAME="sandbox")
+    args = [bwrap_path(), "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--disable-userns",
+            "--uid", "65534", "--gid", "65534", "--hostname", "sandbox", "--cap-drop", "ALL", "--clearenv"]
+    for name, value in env.items():
+        args += ["--setenv", name, value]
+    args += _system_binds() + _python_binds() + _gpu_binds(spec.device)
+    args += ["--proc", "/proc", "--dev", "/dev",
+             "--size", str(limits.tmp_bytes), "--perms", "1777", "--tmpfs", "/tmp",
+             "--ro-bind", str(GRADER_ROOT / "grader"), f"{PACKAGE_ROOT}/grader",
+             "--ro-bind", str(workdir), INSIDE, "--chdir", INSIDE,
+             "--", sys.executable, "-m", "grader.worker", spec_path]
+    return args
+
+
+class NamespaceHandle(ProcessHandle):
+    """Signals reach every process in the sandbox's PID namespace, even one that
+    left the process group (setsid): freezing for timing must stop them all."""
+
+    def _sandbox_pids(self) -> list[tuple[int, int]]:
+        """(host pid, pid inside) of each process in the sandbox, found through bwrap's child."""
+        try:
+            children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()
+            ns = os.readlink(f"/proc/{children[0]}/ns/pid")
+        except (OSError, IndexError):
+            return []
+        found = []
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                if os.readlink(f"/proc/{entry.name}/ns/pid") != ns:
+                    continue
+                status = Path(f"/proc/{entry.name}/status").read_text()
+            except OSError:
+                continue
+            nspids = next((ln.split()[1:] for ln in status.splitlines() if ln.startswith("NSpid:")), [])
+            found.append((int(entry.name), int(nspids[-1]) if nspids else 0))
+        return found
+
+    def signal_worker(self, sig):
+        for host, inside in self._sandbox_pids():
+            if inside == 2:  # bwrap's init is 1; the worker it started is 2
+                os.kill(host, sig)
+
+    def signal_all(self, sig):
+        for host, _inside in self._sandbox_pids():
+            try:
+                os.kill(host, sig)
+            except OSError:
+                pass
+        super().signal_all(sig)
+
+    def exit_status(self, timeout: float) -> tuple[int | None, bool]:
+        code, killed = super().exit_status(timeout)
+        return code, killed or code == 128 + signal.SIGKILL
+
+
+class BwrapLauncher:
+    name = "bwrap"
+    isolated = True
+
+    def __init__(self, limits: Limits | None = None):
+        self.limits = limits or Limits()
+        if bwrap_path() is None:
+            raise EnvironmentProblem("the bwrap sandbox needs bubblewrap: apt-get install bubblewrap")
+
+    def start(self, spec: WorkerSpec) -> WorkerProcess:
+        workdir, code_path, spec_path = write_workdir(spec, inside=INSIDE)
+        proc = subprocess.Popen(
+            command(spec, workdir, spec_path, self.limits),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env={"PATH": "/usr/bin:/bin"}, start_new_session=True,
+            preexec_fn=rlimits(self.limits, spec.device, processes=True),
+        )
+        return WorkerProcess(NamespaceHandle(proc), workdir, code_path, self.limits)

@@ -1,0 +1,199 @@
+"""The Docker sandbox (production): each worker runs in a fresh container of the
+grading image, started through the Docker SDK. No network, read-only root, a
+small tmpfs /tmp, user nobody, no capabilities, no-new-privileges, limits on
+memory, processes and CPU, no logs kept by the engine. Only the worker's code
+and the public part of the exercise are mounted (read-only); the GPU is passed
+with a DeviceRequest (the same as `--gpus`) when grading on CUDA."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import struct
+import threading
+from pathlib import Path
+
+from grader.errors import EnvironmentProblem
+from grader.launcher import Limits, WorkerProcess, WorkerSpec, worker_env, write_workdir
+
+PACKAGE = Path(__file__).resolve().parent
+IMAGE = os.environ.get("AMP_DOJO_IMAGE", "amp-dojo-grader")
+INSIDE = "/sandbox"
+HASH_LABEL = "org.amp-dojo.grader-hash"
+
+
+def code_hash() -> str:
+    """Hash of the grader's Python files: an image built from other code is stale."""
+    h = hashlib.sha256()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        h.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def client():
+    import docker
+
+    return docker.from_env(timeout=30)
+
+
+def unavailable_reason(image: str = IMAGE) -> str | None:
+    """None when the engine answers and the image holds this grader's code."""
+    try:
+        import docker
+
+        engine = client()
+        engine.ping()
+    except Exception as exc:  # noqa: BLE001 - any failure means "no engine here"
+        return f"no Docker engine answers ({type(exc).__name__}); start one with scripts/start-docker"
+    try:
+        found = engine.images.get(image)
+    except docker.errors.ImageNotFound:
+        return f"the image {image!r} is missing: build it with scripts/build-image (or docker build -t {image} .)"
+    if found.labels.get(HASH_LABEL) != code_hash():
+        return (f"the image {image!r} was built from other grader code ({found.labels.get(HASH_LABEL)} != "
+                f"{code_hash()}): rebuild it with scripts/build-image")
+    return None
+
+
+class ContainerHandle:
+    """A running container seen as a process: its attach socket is split into
+    a stdout pipe (the protocol) and a stderr pipe (the learner's output)."""
+
+    def __init__(self, container):
+        self.container = container
+        self.sock = container.attach_socket(params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+        self.raw = self.sock._sock
+        out_r, self._out_w = os.pipe()
+        err_r, self._err_w = os.pipe()
+        self.stdout_fd = out_r
+        self.stderr = os.fdopen(err_r, "rb")
+        container.start()
+        self._pump = threading.Thread(target=self._demultiplex, daemon=True)
+        self._pump.start()
+        self._frozen = False
+
+    def _demultiplex(self):
+        """Docker frames: 1 byte stream id, 3 zero bytes, 4 bytes big-endian length, payload."""
+        try:
+            while True:
+                header = self._read_exact(8)
+                if header is None:
+                    break
+                stream, length = header[0], struct.unpack(">I", header[4:])[0]
+                payload = self._read_exact(length)
+                if payload is None:
+                    break
+                os.write(self._out_w if stream == 1 else self._err_w, payload)
+        except OSError:
+            pass
+        finally:
+            for fd in (self._out_w, self._err_w):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+
+    def _read_exact(self, n: int) -> bytes | None:
+        data = b""
+        while len(data) < n:
+            chunk = self.raw.recv(n - len(data))
+            if not chunk:
+                return None
+            data += chunk
+        return data
+
+    def write(self, data: bytes):
+        self.raw.sendall(data)
+
+    def alive(self) -> bool:
+        try:
+            self.container.reload()
+        except Exception:  # noqa: BLE001
+            return False
+        return self.container.status in ("running", "paused")
+
+    def signal_worker(self, sig):
+        try:
+            self.container.kill(signal=int(sig))
+        except Exception:  # noqa: BLE001 - it may have gone already
+            pass
+
+    def freeze(self):
+        """The cgroup freezer stops every process in the container, forked ones included."""
+        self.container.pause()
+        self._frozen = True
+
+    def thaw(self):
+        if self._frozen:
+            self.container.unpause()
+            self._frozen = False
+
+    def kill(self):
+        try:
+            self.container.remove(force=True)
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+
+    def exit_status(self, timeout: float) -> tuple[int | None, bool]:
+        try:
+            code = self.container.wait(timeout=timeout)["StatusCode"]
+            self.container.reload()
+            oom = bool(self.container.attrs["State"].get("OOMKilled"))
+        except Exception:  # noqa: BLE001 - a timeout or a container that is gone
+            self.kill()
+            return None, False
+        return code, oom or code == 128 + signal.SIGKILL
+
+    def cleanup(self):
+        self.kill()
+        for closer in (self.sock.close, lambda: os.close(self.stdout_fd)):
+            try:
+                closer()
+            except OSError:
+                pass
+
+
+class DockerLauncher:
+    name = "docker"
+    isolated = True
+
+    def __init__(self, limits: Limits | None = None, image: str = IMAGE):
+        self.limits = limits or Limits()
+        self.image = image
+        reason = unavailable_reason(image)
+        if reason:
+            raise EnvironmentProblem(f"the docker sandbox cannot run: {reason}")
+        self.engine = client()
+
+    def start(self, spec: WorkerSpec) -> WorkerProcess:
+        import docker
+
+        workdir, code_path, spec_path = write_workdir(spec, inside=INSIDE)
+        device_requests = None
+        if spec.device.startswith("cuda"):
+            index = spec.device.partition(":")[2] or "0"
+            device_requests = [docker.types.DeviceRequest(device_ids=[index], capabilities=[["gpu"]])]
+            spec = WorkerSpec(**{**spec.__dict__, "device": "cuda"})  # the one GPU it sees is cuda:0
+        env = worker_env("/tmp", spec.threads, pythonpath="/opt/amp-dojo")
+        env["PATH"] = "/opt/venv/bin:/opt/conda/bin:/usr/local/bin:/usr/bin:/bin"
+        limits = self.limits
+        container = self.engine.containers.create(
+            self.image, ["python3", "-m", "grader.worker", spec_path],
+            stdin_open=True, detach=True, environment=env, working_dir=INSIDE, user="65534:65534",
+            network_mode="none", read_only=True, cap_drop=["ALL"], security_opt=["no-new-privileges"],
+            tmpfs={"/tmp": f"rw,nosuid,nodev,size={limits.tmp_bytes}"},
+            volumes={str(workdir): {"bind": INSIDE, "mode": "ro"}},
+            mem_limit=limits.memory_bytes, memswap_limit=limits.memory_bytes, pids_limit=limits.processes,
+            nano_cpus=int(limits.cpus * 1e9), ulimits=[docker.types.Ulimit(name="core", soft=0, hard=0),
+                                                      docker.types.Ulimit(name="fsize", soft=limits.file_bytes,
+                                                                          hard=limits.file_bytes)],
+            log_config=docker.types.LogConfig(type="none"), device_requests=device_requests,
+            labels={"org.amp-dojo.worker": "1"}, ipc_mode="private", hostname="sandbox",
+        )
+        try:
+            handle = ContainerHandle(container)
+        except Exception:
+            container.remove(force=True)
+            raise
+        return WorkerProcess(handle, workdir, code_path, limits)
