@@ -5,7 +5,9 @@ the grader package alone (not exercises/, not tests/), its own code folder
 read-only, a small private /tmp, and nothing else: no network, no other
 processes, no host /etc, no grader environment. It runs as `nobody` in its own
 user, PID, network, IPC and UTS namespaces, dies with the grader, and carries
-rlimits on memory, file size and processes (counted per user namespace)."""
+rlimits on memory and file size; processes are capped by a pids cgroup where
+the grader can make one, else by RLIMIT_NPROC (which binds only when the
+grader is not root)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from grader.cgroups import Cgroup
 from grader.errors import EnvironmentProblem
 from grader.launcher import (GRADER_ROOT, Limits, ProcessHandle, WorkerProcess, WorkerSpec, rlimits,
                              worker_env, write_workdir)
@@ -85,7 +88,7 @@ def command(spec: WorkerSpec, workdir: Path, spec_path: str, limits: Limits) -> 
     args += ["--proc", "/proc", "--dev", "/dev",
              "--size", str(limits.tmp_bytes), "--perms", "1777", "--tmpfs", "/tmp",
              "--ro-bind", str(GRADER_ROOT / "grader"), f"{PACKAGE_ROOT}/grader",
-             "--ro-bind", str(workdir), INSIDE, "--chdir", INSIDE,
+             "--ro-bind", str(workdir), INSIDE, "--remount-ro", "/", "--chdir", INSIDE,
              "--", sys.executable, "-m", "grader.worker", spec_path]
     return args
 
@@ -93,6 +96,15 @@ def command(spec: WorkerSpec, workdir: Path, spec_path: str, limits: Limits) -> 
 class NamespaceHandle(ProcessHandle):
     """Signals reach every process in the sandbox's PID namespace, even one that
     left the process group (setsid): freezing for timing must stop them all."""
+
+    def __init__(self, proc: subprocess.Popen, group: Cgroup | None):
+        super().__init__(proc)
+        self.group = group
+
+    def cleanup(self):
+        super().cleanup()
+        if self.group is not None:
+            self.group.remove()
 
     def _sandbox_pids(self) -> list[tuple[int, int]]:
         """(host pid, pid inside) of each process in the sandbox, found through bwrap's child."""
@@ -144,10 +156,17 @@ class BwrapLauncher:
 
     def start(self, spec: WorkerSpec) -> WorkerProcess:
         workdir, code_path, spec_path = write_workdir(spec, inside=INSIDE)
+        group = Cgroup.create(self.limits.processes)
+        limit = rlimits(self.limits, spec.device, processes=True)
+
+        def prepare():
+            limit()
+            if group is not None:
+                group.join()
+
         proc = subprocess.Popen(
             command(spec, workdir, spec_path, self.limits),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env={"PATH": "/usr/bin:/bin"}, start_new_session=True,
-            preexec_fn=rlimits(self.limits, spec.device, processes=True),
+            env={"PATH": "/usr/bin:/bin"}, start_new_session=True, preexec_fn=prepare,
         )
-        return WorkerProcess(NamespaceHandle(proc), workdir, code_path, self.limits)
+        return WorkerProcess(NamespaceHandle(proc, group), workdir, code_path, self.limits)

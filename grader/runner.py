@@ -80,6 +80,13 @@ def _ok(reply: dict) -> dict:
     return reply
 
 
+def _floats(reply: dict, key: str) -> list[float]:
+    values = reply[key]
+    if not isinstance(values, list):
+        raise TypeError(key)
+    return [float(v) for v in values]
+
+
 def _merge_coverage(total: dict | None, new: dict | None) -> dict | None:
     if new is None:
         return total
@@ -100,19 +107,25 @@ def drive(worker: WorkerProcess, steps: int, *, trace: bool, measure_memory: boo
         traced = trace and step < TRACED_STEPS
         reply = _ok(worker.request({"cmd": "steps", "start": step, "count": 1, "trace": traced,
                                     "coverage": traced, "memory": measure_memory and step in MEMORY_STEPS}))
-        data.losses += reply["losses"]
-        data.scales += reply["scales"]
-        data.traces += reply.get("traces", [])
-        data.coverage = _merge_coverage(data.coverage, reply.get("coverage"))
-        if "memory" in reply:
-            data.memory = max(reply["memory"], data.memory or 0)
+        try:
+            data.losses += _floats(reply, "losses")
+            data.scales += _floats(reply, "scales")
+            data.traces += list(reply.get("traces", []))
+            data.coverage = _merge_coverage(data.coverage, reply.get("coverage"))
+            if "memory" in reply:
+                data.memory = max(int(reply["memory"]), data.memory or 0)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise WorkerFailure({"kind": "protocol", "message": "the worker's reply was malformed (did the code "
+                                 "write to the grader's channel?)", "line": None}) from None
 
 
 _BASELINE_CACHE: dict[tuple, RunData] = {}
 
 
-def _baseline_key(exercise: Exercise, device: str) -> tuple:
-    return (exercise.model_dump_json(include={"workload", "baseline", "entrypoint"}), device, torch.__version__)
+def _baseline_key(exercise: Exercise, device: str, launcher) -> tuple:
+    """The sandbox is part of the key: its image may carry another PyTorch than the grader's."""
+    return (exercise.model_dump_json(include={"workload", "baseline", "entrypoint"}), device, torch.__version__,
+            launcher.name)
 
 
 def start_worker(launcher, exercise: Exercise, code: str, filename: str, device: str, trace: bool) -> WorkerProcess:
@@ -130,7 +143,7 @@ def start_worker(launcher, exercise: Exercise, code: str, filename: str, device:
 
 
 def baseline_data(launcher, exercise: Exercise, device: str, worker: WorkerProcess | None = None) -> RunData:
-    key = _baseline_key(exercise, device)
+    key = _baseline_key(exercise, device, launcher)
     if worker is None and key in _BASELINE_CACHE:
         return _BASELINE_CACHE[key]
     own = worker is None
@@ -154,14 +167,17 @@ def time_interleaved(base: WorkerProcess, sub: WorkerProcess, first_step: int, p
                      progress: Progress) -> TimingResult:
     """Warm-up, then rounds of one block each, order alternating, the idle worker frozen."""
 
-    def timed(worker, other, start, count):
+    def timed(worker, other, start, count, losses=None):
         other.freeze()
         try:
             t0 = time.perf_counter()
-            _ok(worker.request({"cmd": "steps", "start": start, "count": count}))
-            return time.perf_counter() - t0
+            reply = _ok(worker.request({"cmd": "steps", "start": start, "count": count}))
+            elapsed = time.perf_counter() - t0
         finally:
             other.thaw()
+        if losses is not None:
+            losses += _floats(reply, "losses")
+        return elapsed
 
     step = first_step
     warm = [timed(base, sub, step, plan.warmup_steps), timed(sub, base, step, plan.warmup_steps)]
@@ -172,7 +188,8 @@ def time_interleaved(base: WorkerProcess, sub: WorkerProcess, first_step: int, p
     while True:
         order = [(base, sub), (sub, base)] if len(result.baseline_s) % 2 == 0 else [(sub, base), (base, sub)]
         for worker, other in order:
-            elapsed = timed(worker, other, step, k)
+            role = "baseline" if worker is base else "submission"
+            elapsed = timed(worker, other, step, k, result.losses[role])
             (result.baseline_s if worker is base else result.submission_s).append(elapsed)
         step += k
         result.estimate = estimate(result.baseline_s, result.submission_s)
@@ -285,7 +302,8 @@ def evaluate(exercise, kind, amp_dtype, static_findings, sub: RunData, base: Run
         elif spec.id == "parity":
             out.append(parity.check(spec, amp_dtype, sub.losses, base.losses, sub.params, base.params))
         elif spec.id == "coverage":
-            out.append(coverage.check(spec, sub.coverage, describe))
+            param_dev = parity.param_deviation(sub.params, base.params)[0] if sub.params and base.params else None
+            out.append(coverage.check(spec, sub.coverage, describe, param_dev))
         elif spec.id == "memory":
             out.append(memory.check(spec, kind, sub.memory, base.memory))
         elif spec.id == "speedup":
@@ -303,6 +321,13 @@ def speedup_check(spec, exercise, kind, amp_dtype, timing, earlier: list[CheckRe
             return CheckResult("speedup", ERROR, "the timed steps did not train the model the way the baseline's "
                                f"did (parameter {name!r} off by {dev:.1%} afterwards): timed steps must do the real "
                                "work", {"max_param_rel_diff": dev}, weight=spec.weight)
+    if par is not None and par.tolerances.get(amp_dtype):
+        dev, at = parity.loss_deviation(timing.losses["submission"], timing.losses["baseline"])
+        if len(timing.losses["submission"]) != len(timing.losses["baseline"]) or \
+                not dev <= 3 * par.tolerances[amp_dtype].loss_rtol:
+            return CheckResult("speedup", ERROR, f"the losses of the timed steps do not match the baseline's (step "
+                               f"{at} off by {dev:.1%}): timed steps must compute the real loss",
+                               {"max_loss_rel_diff": dev}, weight=spec.weight)
     cov = next((c for c in earlier if c.id == "coverage" and c.status != "pass"), None)
     return speedup.check(spec, kind, timing, cov.message if cov else None)
 

@@ -69,3 +69,4 @@ class TimingResult:
     estimate: RatioEstimate | None = None
     elapsed_s: float = 0.0
     after_params: tuple = ()  # (submission, baseline) parameters once timing is over
+    losses: dict = field(default_factory=lambda: {"baseline": [], "submission": []})  # of the timed steps

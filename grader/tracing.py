@@ -64,6 +64,23 @@ class Recorder:
         from torch.optim.optimizer import register_optimizer_step_pre_hook
 
         register_optimizer_step_pre_hook(self._on_optimizer_step)
+        self._snapshot = {(owner, attr): getattr(owner, attr) for owner, attr in self._watched()}
+
+    def _watched(self) -> list[tuple[object, str]]:
+        scaler, module = torch.amp.GradScaler, torch.nn.Module
+        return [(torch.amp.autocast_mode.autocast, "__enter__"), (torch.amp.autocast_mode.autocast, "__exit__"),
+                (torch.Tensor, "backward"), (torch.autograd, "backward"), (scaler, "scale"), (scaler, "unscale_"),
+                (scaler, "step"), (scaler, "update"), (torch.optim.Optimizer, "zero_grad"), (module, "zero_grad"),
+                (module, "half"), (module, "bfloat16"), (module, "to"), (Recorder, "emit"), (Recorder, "line"),
+                (Recorder, "autocast_on"), (Recorder, "tampered"), (PrecisionMode, "__torch_dispatch__")]
+
+    def tampered(self) -> list[str]:
+        """What learner code replaced among the functions that record evidence. Code in the same process can
+        always defeat this; it catches the plain monkeypatch, and the parent checks the numbers regardless."""
+        changed = [f"{getattr(owner, '__name__', owner)}.{attr}" for (owner, attr), value in self._snapshot.items()
+                   if getattr(owner, attr, None) is not value]
+        changed += [f"recorder.{name}" for name in ("emit", "line", "autocast_on") if name in vars(self)]
+        return changed
 
     def watch_model(self, model: torch.nn.Module):
         def pre(module, args):

@@ -40,9 +40,11 @@ class Channel:
 
 
 class StepError(Exception):
-    def __init__(self, kind: str, message: str, line: int | None = None, source: str | None = None, tb: str = ""):
+    def __init__(self, kind: str, message: str, line: int | None = None, source: str | None = None, tb: str = "",
+                 step: int | None = None):
         super().__init__(message)
-        self.payload = {"kind": kind, "message": message, "line": line, "source_line": source, "traceback": tb}
+        self.payload = {"kind": kind, "message": message, "line": line, "source_line": source, "traceback": tb,
+                        "step": step}
 
 
 def learner_frame(exc: BaseException, path: str):
@@ -78,6 +80,9 @@ class Worker:
         self.amp_dtype = DTYPES[dtype_name]
         self.recorder = None
         self.fn = None
+        # Taken before the learner's module loads, so patching torch.cuda.synchronize cannot end a timed
+        # request before the GPU has finished.
+        self._synchronize = torch.cuda.synchronize
 
     def _backend_flags(self):
         import torch
@@ -189,6 +194,9 @@ class Worker:
             losses.append(self._loss_value(loss, step))
             if self.scaler is not None:
                 scales.append(float(self.scaler.get_scale()))
+            if rec and rec.tampered():
+                raise StepError("tampering", "the code replaced functions the grader uses to watch the training "
+                                f"({', '.join(rec.tampered()[:4])}): that is not allowed", step=step)
             if rec and msg.get("trace"):
                 dtypes = sorted({str(p.dtype).replace("torch.", "") for p in self.model.parameters()})
                 reply.setdefault("traces", []).append({"step": step, "events": rec.events, "param_dtypes": dtypes})
@@ -197,7 +205,7 @@ class Worker:
             if mem:
                 reply["memory"] = max(mem["peak_bytes"], reply.get("memory", 0))
         if self.device_type == "cuda":
-            torch.cuda.synchronize(self.device)
+            self._synchronize(self.device)
         reply.update(losses=losses, scales=scales)
         return reply
 

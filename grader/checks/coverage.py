@@ -18,7 +18,12 @@ def fp32_modules(by_module: dict[str, dict[str, int]], total: int) -> list[tuple
     return sorted(rows, key=lambda r: -r[1])
 
 
-def check(spec, coverage: dict | None, describe_module) -> CheckResult:
+# Weights trained with 16-bit matmuls drift from the FP32 run by 1e-4 (float16) to 1e-3 (bfloat16) after a few
+# steps; FP32 arithmetic stays within ~1e-7. Closer than this means the matmuls were float32 whatever was reported.
+FP32_LIKE = 1e-5
+
+
+def check(spec, coverage: dict | None, describe_module, param_dev: float | None = None) -> CheckResult:
     if not coverage or not coverage["flops"]:
         return CheckResult("coverage", FAIL, "no matmul or convolution ran during the traced step",
                            {"fraction_16bit": 0.0}, {"min_fraction": spec.min_fraction}, weight=spec.weight)
@@ -27,6 +32,13 @@ def check(spec, coverage: dict | None, describe_module) -> CheckResult:
     fraction = low / total
     measured = {"fraction_16bit": round(fraction, 4), "flops_by_dtype": coverage["flops"], "total_flops": total}
     threshold = {"min_fraction": spec.min_fraction}
+    if fraction >= spec.min_fraction and param_dev is not None and param_dev < FP32_LIKE:
+        return CheckResult("coverage", FAIL, "the trained weights are identical to the FP32 run's (off by "
+                           f"{param_dev:.1e}), which 16-bit matmuls cannot give: the 16-bit work that was "
+                           "reported did not happen", {**measured, "param_rel_diff_vs_fp32": param_dev}, threshold,
+                           [Finding("numbers_fp32", "the numbers show float32 arithmetic",
+                                    "run the forward pass under torch.autocast, and do not patch the grader")],
+                           weight=spec.weight)
     if fraction >= spec.min_fraction:
         return CheckResult("coverage", PASS, f"{fraction:.0%} of the matmul FLOPs ran in 16-bit", measured, threshold,
                            weight=spec.weight)

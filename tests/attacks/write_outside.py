@@ -1,0 +1,26 @@
+# attack: write outside the temporary folder: the grader's code, the project, PyTorch's files, the code folder
+# applies: isolated
+# expect: error
+import os
+
+import torch
+
+
+def train_step(model, optimizer, inputs, targets, device_type, amp_dtype):
+    import grader
+
+    targets_ = ["__REPO__/canary-__MARKER__", os.path.join(os.path.dirname(grader.__file__), "canary-__MARKER__.py"),
+                os.path.join(os.path.dirname(torch.__file__), "canary-__MARKER__.py"), os.getcwd() + "/canary",
+                "/usr/canary-__MARKER__", "/canary-__MARKER__"]
+    written = []
+    for path in targets_:
+        try:
+            with open(path, "w") as fh:
+                fh.write("LEAK")
+            written.append(path)
+            print("LEAK: wrote", path)
+        except OSError as exc:
+            print("cannot write", path, exc)
+    with open("/tmp/allowed.txt", "w") as fh:  # the one writable place
+        fh.write("fine")
+    raise RuntimeError(f"wrote {written}")

@@ -1,0 +1,224 @@
+"""The attack suite: hostile submissions (tests/attacks/*.py) against every sandbox
+backend. Each must end in `fail` or `error`, leak nothing, leave the host as it
+was and leave the grader running. Attacks marked `applies: isolated` only make
+sense where the backend promises isolation (bwrap, docker); the `local`
+backend is documented as unisolated and only gets the verdict-level attacks.
+
+In CI, AMP_DOJO_REQUIRE_SANDBOXES=docker,bwrap turns a missing backend into a
+failure instead of a skip."""
+
+import os
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import ROOT, SUBMISSIONS, TEST_LIMITS
+from grader import runner
+from grader.errors import EnvironmentProblem
+from grader.loader import load_all, parse_exercise
+from grader.sandbox import make_launcher, unavailable_reason
+
+ATTACKS = Path(__file__).resolve().parent / "attacks"
+BACKENDS = ["local", "bwrap", "docker"]
+REQUIRED = {n for n in os.environ.get("AMP_DOJO_REQUIRE_SANDBOXES", "").split(",") if n}
+ATTACK_LIMITS = replace(TEST_LIMITS, tmp_bytes=64 * 1024**2, processes=128, memory_bytes=3 * 1024**3)
+
+
+def header(path: Path) -> dict:
+    out = {"exercise": "autocast"}
+    for line in path.read_text().splitlines():
+        m = re.match(r"# (attack|applies|expect|exercise): (.*)", line)
+        if m:
+            out[m.group(1)] = m.group(2).strip()
+    return out
+
+
+@pytest.fixture(scope="session")
+def launchers():
+    made = {}
+
+    def get(name):
+        if name not in made:
+            why = unavailable_reason(name)
+            if why is not None:
+                made[name] = why
+            else:
+                made[name] = make_launcher(name, ATTACK_LIMITS, allow_local=True)
+        if isinstance(made[name], str):
+            if name in REQUIRED:
+                pytest.fail(f"the {name} sandbox is required here but cannot run: {made[name]}")
+            pytest.skip(f"{name} sandbox not available: {made[name]}")
+        return made[name]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def all_exercises():
+    exercises = load_all()
+    timed, problems = parse_exercise(ROOT / "tests" / "fixtures" / "exercises" / "timed.yaml")
+    assert not problems
+    return {**exercises, "timed": timed}
+
+
+class LoopbackServer(threading.Thread):
+    """Counts every connection made to it, from anywhere."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.sock = socket.create_server(("0.0.0.0", 0))
+        self.port = self.sock.getsockname()[1]
+        self.connections = 0
+        self.start()
+
+    def run(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            conn.close()
+
+
+def host_ip() -> str:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("10.255.255.255", 1))
+            return probe.getsockname()[0]
+        except OSError:
+            return "127.0.0.2"
+
+
+def marked_processes(marker: str) -> list[int]:
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                if marker.encode() in Path(f"/proc/{entry.name}/cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+def canaries(marker: str) -> list[Path]:
+    return [ROOT / f"canary-{marker}", ROOT / "grader" / f"canary-{marker}.py",
+            Path(torch.__file__).parent / f"canary-{marker}.py", Path(f"/usr/canary-{marker}"),
+            Path(f"/canary-{marker}")]
+
+
+def attack_cases():
+    for path in sorted(ATTACKS.glob("*.py")):
+        meta = header(path)
+        for backend in BACKENDS:
+            if meta["applies"] == "isolated" and backend == "local":
+                continue
+            yield pytest.param(path, backend, id=f"{backend}-{path.stem}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path,backend", list(attack_cases()))
+def test_attack_is_contained(path, backend, launchers, all_exercises, monkeypatch):
+    meta = header(path)
+    launcher = launchers(backend)
+    secret = secrets.token_hex(16)
+    monkeypatch.setenv("AMP_DOJO_SECRET_KEY", secret)  # planted in the grader's environment
+    marker = f"amp-dojo-attack-{secrets.token_hex(6)}"
+    server = LoopbackServer()
+    sentinel = subprocess.Popen(["sleep", "300"])
+    source = (path.read_text().replace("__REPO__", str(ROOT)).replace("__MARKER__", marker)
+              .replace("__PORT__", str(server.port)).replace("__HOST_IP__", host_ip())
+              .replace("__SENTINEL_PID__", str(sentinel.pid)))
+    try:
+        result = runner.run(all_exercises[meta["exercise"]], source, device="cpu", launcher=launcher)
+        document = str(result.to_dict())
+        assert result.status in meta["expect"].split("|"), (result.status, result.error, document[:3000])
+        assert secret not in document, "the grader's environment leaked"
+        assert "LEAK" not in document.replace("# LEAK", ""), document[:3000]
+        assert server.connections == 0, "the code reached a server on the host"
+        assert sentinel.poll() is None, "the code killed a process of the host"
+        assert [p for p in canaries(marker) if p.exists()] == [], "the code wrote outside its sandbox"
+        assert len(result.output) < launcher.limits.output_bytes + 200
+        deadline = time.monotonic() + 10
+        while marked_processes(marker) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert marked_processes(marker) == [], "processes started by the code outlived the grading"
+    finally:
+        server.sock.close()
+        sentinel.kill()
+        for pid in marked_processes(marker):
+            os.kill(pid, signal.SIGKILL)
+        for p in canaries(marker):
+            p.unlink(missing_ok=True)
+
+
+def _explains(result, *words) -> bool:
+    text = (result.error.message if result.error else "") + " ".join(c.message for c in result.checks)
+    return all(w in text for w in words)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["bwrap", "docker"])
+def test_sandbox_limits_are_named_in_the_verdict(backend, launchers, all_exercises):
+    """A learner is told which limit they hit, not just 'error'."""
+    launcher = launchers(backend)
+    ex = all_exercises["autocast"]
+    fork = runner.run(ex, (ATTACKS / "fork_bomb.py").read_text().replace("__MARKER__", "x"), device="cpu",
+                      launcher=launcher)
+    assert fork.error.kind == "exception" and _explains(fork, "fork refused")
+    disk = runner.run(ex, (ATTACKS / "fill_disk.py").read_text(), device="cpu", launcher=launcher)
+    assert _explains(disk, "the disk filled after")
+    hog = runner.run(ex, (ATTACKS / "memory_hog.py").read_text(), device="cpu", launcher=launcher)
+    assert hog.error.kind == "oom" and _explains(hog, "memory")
+    loop = runner.run(ex, (ATTACKS / "infinite_loop.py").read_text(), device="cpu", launcher=launcher)
+    assert loop.error.kind == "timeout" and loop.error.line in (6, 7)
+
+
+VERDICT_CASES = [(ex, role) for ex in ("autocast", "grad_scaler", "grad_accumulation", "reduce_memory")
+                 for role in ("reference", "starter")] + [
+    ("autocast", "autocast/backward_inside_autocast.py"), ("grad_scaler", "grad_scaler/update_missing.py"),
+    ("grad_accumulation", "grad_accumulation/loss_not_divided.py"), ("autocast", "errors/exception_in_step.py")]
+
+
+def verdict(result) -> tuple:
+    return (result.status, result.error.kind if result.error else None, result.error.line if result.error else None,
+            sorted((c.id, c.status) for c in result.checks),
+            sorted(f.id for c in result.checks for f in c.findings))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["bwrap", "docker"])
+@pytest.mark.parametrize("exercise_id,case", VERDICT_CASES, ids=[f"{e}-{c}" for e, c in VERDICT_CASES])
+def test_sandbox_gives_the_same_verdict_as_local(backend, exercise_id, case, launchers, exercises, grade):
+    ex = exercises[exercise_id]
+    source = getattr(ex, case) if case in ("reference", "starter") else (SUBMISSIONS / case).read_text()
+    sandboxed = runner.run(ex, source, device="cpu", launcher=launchers(backend))
+    assert sandboxed.sandbox == backend
+    assert verdict(sandboxed) == verdict(grade(exercise_id, source))
+
+
+def test_local_backend_is_refused_unless_allowed():
+    with pytest.raises(EnvironmentProblem, match="not allowed"):
+        make_launcher("local", allow_local=False)
+    assert make_launcher("local", allow_local=True).isolated is False
+
+
+def test_unknown_backend_is_a_clear_error():
+    with pytest.raises(EnvironmentProblem, match="unknown sandbox 'vm'"):
+        make_launcher("vm")
+
+
+def test_auto_prefers_an_isolating_backend():
+    available = [n for n in ("docker", "bwrap") if unavailable_reason(n) is None]
+    launcher = make_launcher("auto", allow_local=True)
+    assert launcher.name == (available[0] if available else "local")
