@@ -131,8 +131,8 @@ class ContainerHandle:
 
     def kill(self):
         try:
-            self.container.remove(force=True)
-        except Exception:  # noqa: BLE001 - already gone
+            self.container.kill()
+        except Exception:  # noqa: BLE001 - already stopped or gone
             pass
 
     def exit_status(self, timeout: float) -> tuple[int | None, bool]:
@@ -146,12 +146,20 @@ class ContainerHandle:
         return code, oom or code == 128 + signal.SIGKILL
 
     def cleanup(self):
-        self.kill()
+        """The container is stopped by now; removing it takes the engine a few hundred ms, which the
+        learner need not wait for. Not a daemon thread, so the grader's exit waits for it."""
         for closer in (self.sock.close, lambda: os.close(self.stdout_fd)):
             try:
                 closer()
             except OSError:
                 pass
+        threading.Thread(target=self._remove, name="docker-remove").start()
+
+    def _remove(self):
+        try:
+            self.container.remove(force=True)
+        except Exception:  # noqa: BLE001 - already gone
+            pass
 
 
 class DockerLauncher:

@@ -136,8 +136,9 @@ def start_worker(launcher, exercise: Exercise, code: str, filename: str, device:
         worker.close()
         raise
     if not reply.get("ok"):
+        output = worker.output()  # what the code printed before failing belongs in the result
         worker.close()
-        raise StepFailure(reply["error"])
+        raise StepFailure({**reply["error"], "output": output})
     worker.modules = reply.get("modules", {})
     return worker
 
@@ -251,6 +252,7 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
         if exc.payload.get("kind") == "internal":
             raise EnvironmentProblem(f"{exc.payload['message']}\n{exc.payload.get('traceback', '')}") from None
         result.error = submission_error(exc.payload)
+        result.output += exc.payload.get("output", "") if sub_worker is None else ""
         traces = sub_data.traces + ([{"step": exc.payload.get("step"), "events": exc.payload["events"],
                                       "param_dtypes": [], "partial": True}] if exc.payload.get("events") else [])
     finally:
@@ -261,8 +263,6 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
     if result.error is None:
         traces = sub_data.traces
         result.checks = evaluate(exercise, kind, result.amp_dtype, static_findings, sub_data, base, timing)
-        for c in result.checks:
-            progress("check", check=c.id, status=c.status)
         result.plots = plots(sub_data, base, timing)
     else:
         result.checks = error_checks(exercise, kind, result, traces, static_findings)

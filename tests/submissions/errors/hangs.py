@@ -1,5 +1,5 @@
 # expect-status: error
-# expect-error: timeout line=9
+# expect-error: timeout line=8|9
 import torch
 
 
