@@ -1,0 +1,390 @@
+// Small SVG charts. Every piece of text is set through textContent and every
+// attribute through setAttribute: titles, series names and bar labels may come
+// from learners' code or submissions, so nothing is ever parsed as markup.
+
+import {
+  PALETTE,
+  safeColor,
+  truncate,
+  estimateTextWidth,
+  linearTicks,
+  niceLinear,
+  niceLog,
+  formatTick,
+  formatLogTick,
+  formatValue,
+  toSegments,
+  scaler,
+} from "./scale.js";
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+const WIDTH = 640;
+const FONT = 'system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif';
+const INK = "#1f2933";
+const MUTED = "#616e7c";
+const GRID = "#e4e7eb";
+const AXIS = "#9aa5b1";
+const TICK_FONT = 11;
+const LEGEND_FONT = 12;
+const TITLE_FONT = 15;
+
+function el(name, attrs, parent) {
+  const node = document.createElementNS(SVG_NS, name);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value !== undefined && value !== null) node.setAttribute(key, String(value));
+  }
+  if (parent) parent.appendChild(node);
+  return node;
+}
+
+function text(parent, content, attrs) {
+  const node = el("text", { fill: INK, ...attrs }, parent);
+  node.textContent = String(content);
+  return node;
+}
+
+// A <title> child is the native hover tooltip in SVG and names the element
+// for assistive technology.
+function tooltip(parent, content) {
+  el("title", {}, parent).textContent = String(content);
+}
+
+function px(v) {
+  return Math.round(v * 100) / 100;
+}
+
+function requireParent(parent, fnName) {
+  if (!parent || typeof parent.appendChild !== "function") {
+    throw new TypeError(`AmpDojo.${fnName}: parent must be a DOM element`);
+  }
+}
+
+function chartRoot(kind, title, height) {
+  const svg = el("svg", {
+    xmlns: SVG_NS,
+    viewBox: `0 0 ${WIDTH} ${height}`,
+    width: WIDTH,
+    height,
+    role: "img",
+    "aria-label": title || `${kind} chart`,
+    class: `amp-chart amp-chart-${kind}`,
+    "font-family": FONT,
+    "data-testid": "chart",
+    "data-chart-title": title,
+    style: "max-width:100%;height:auto;display:block",
+  });
+  if (title) tooltip(svg, title);
+  el("rect", { x: 0, y: 0, width: WIDTH, height, fill: "#ffffff" }, svg);
+  if (title) {
+    text(svg, truncate(title, 80), {
+      x: 12,
+      y: 22,
+      "font-size": TITLE_FONT,
+      "font-weight": 600,
+    });
+  }
+  return svg;
+}
+
+function emptyNote(svg, x, y) {
+  text(svg, "No data", {
+    x: px(x),
+    y: px(y),
+    "text-anchor": "middle",
+    "font-size": 13,
+    fill: MUTED,
+  });
+}
+
+// ---------------------------------------------------------------- line chart
+
+function prepareSeries(series, logY) {
+  const list = Array.isArray(series) ? series : [];
+  return list.map((s, i) => {
+    const item = s && typeof s === "object" ? s : {};
+    const name = item.name == null ? `series ${i + 1}` : String(item.name);
+    const color = safeColor(item.color, PALETTE[i % PALETTE.length]);
+    return { name, color, ...toSegments(item.values, logY) };
+  });
+}
+
+function layoutLegend(prepared, left, maxWidth) {
+  const rowHeight = 18;
+  const items = [];
+  let x = 0;
+  let row = 0;
+  for (const s of prepared) {
+    const label = truncate(s.name, 40);
+    const w = 14 + 6 + estimateTextWidth(label, LEGEND_FONT) + 16;
+    if (x > 0 && x + w > maxWidth) {
+      x = 0;
+      row++;
+    }
+    items.push({ series: s, label, x: left + x, row });
+    x += w;
+  }
+  return { items, height: prepared.length ? (row + 1) * rowHeight : 0, rowHeight };
+}
+
+function drawLegend(svg, legend, top) {
+  for (const item of legend.items) {
+    const y = top + item.row * legend.rowHeight;
+    const g = el("g", { class: "amp-chart-legend-item" }, svg);
+    el(
+      "line",
+      { x1: item.x, x2: item.x + 14, y1: y + 9, y2: y + 9, stroke: item.series.color, "stroke-width": 3 },
+      g,
+    );
+    text(g, item.label, { x: item.x + 20, y: y + 13, "font-size": LEGEND_FONT });
+    if (item.label !== item.series.name) tooltip(g, item.series.name);
+  }
+}
+
+function skippedNote(prepared) {
+  const nonFinite = prepared.reduce((n, s) => n + s.nonFinite, 0);
+  const nonPositive = prepared.reduce((n, s) => n + s.nonPositive, 0);
+  const parts = [];
+  if (nonFinite) parts.push(`${nonFinite} non-finite value${nonFinite === 1 ? "" : "s"}`);
+  if (nonPositive) parts.push(`${nonPositive} value${nonPositive === 1 ? "" : "s"} \u2264 0`);
+  return parts.length ? `Not shown: ${parts.join(", ")}` : "";
+}
+
+function extent(prepared) {
+  let xMin = Infinity;
+  let xMax = -Infinity;
+  let yMin = Infinity;
+  let yMax = -Infinity;
+  for (const s of prepared) {
+    for (const seg of s.segments) {
+      for (const [x, y] of seg) {
+        if (x < xMin) xMin = x;
+        if (x > xMax) xMax = x;
+        if (y < yMin) yMin = y;
+        if (y > yMax) yMax = y;
+      }
+    }
+  }
+  return xMin <= xMax ? { xMin, xMax, yMin, yMax } : null;
+}
+
+function drawSeries(svg, s, sx, sy) {
+  const g = el("g", { class: "amp-chart-series" }, svg);
+  tooltip(g, s.name);
+  const total = s.segments.reduce((n, seg) => n + seg.length, 0);
+  // Markers keep short series and isolated points (a lone value between
+  // NaNs) visible; on long curves they would only add clutter.
+  const markAll = total <= 30;
+  for (const seg of s.segments) {
+    if (seg.length > 1) {
+      const d = seg.map(([x, y], i) => `${i ? "L" : "M"}${px(sx(x))} ${px(sy(y))}`).join("");
+      el(
+        "path",
+        {
+          d,
+          fill: "none",
+          stroke: s.color,
+          "stroke-width": 2,
+          "stroke-linejoin": "round",
+          "stroke-linecap": "round",
+        },
+        g,
+      );
+    }
+    if (markAll || seg.length === 1) {
+      for (const [x, y] of seg) {
+        const dot = el("circle", { cx: px(sx(x)), cy: px(sy(y)), r: 3, fill: s.color }, g);
+        tooltip(dot, `${s.name}: (${formatValue(x)}, ${formatValue(y)})`);
+      }
+    }
+  }
+}
+
+/**
+ * Line chart of named series. `values` is either y values (x = index) or
+ * [x, y] pairs; non-finite points, and on a log axis values <= 0, are skipped
+ * and counted in a note under the legend.
+ */
+export function lineChart(parent, options = {}) {
+  requireParent(parent, "lineChart");
+  const title = options.title == null ? "" : String(options.title);
+  const xLabel = options.xLabel == null ? "" : String(options.xLabel);
+  const yLabel = options.yLabel == null ? "" : String(options.yLabel);
+  const logY = Boolean(options.logY);
+  const prepared = prepareSeries(options.series, logY);
+  const data = extent(prepared);
+
+  const x0 = data ? linearTicks(data.xMin, data.xMax, 6) : linearTicks(0, 1, 6);
+  const y0 = data
+    ? logY
+      ? niceLog(data.yMin, data.yMax)
+      : niceLinear(data.yMin, data.yMax, 5)
+    : niceLinear(0, 1, 5);
+  const yTickLabels = y0.ticks.map((v) => (logY ? formatLogTick(v) : formatTick(v, y0.step)));
+  const yTickWidth = Math.max(0, ...yTickLabels.map((t) => estimateTextWidth(t, TICK_FONT)));
+
+  const left = Math.round(Math.min(120, Math.max(40, yTickWidth + 14)) + (yLabel ? 20 : 0));
+  const right = WIDTH - 20;
+  const legend = layoutLegend(prepared, left, right - left);
+  const note = skippedNote(prepared);
+  const legendTop = title ? 34 : 10;
+  const noteTop = legendTop + legend.height;
+  const top = noteTop + (note ? 16 : 0) + 10;
+  const plotHeight = 240;
+  const bottom = top + plotHeight;
+  const height = bottom + (xLabel ? 44 : 28);
+
+  const svg = chartRoot("line", title, height);
+  drawLegend(svg, legend, legendTop);
+  if (note) {
+    text(svg, note, { x: right, y: noteTop + 12, "text-anchor": "end", "font-size": TICK_FONT, fill: MUTED });
+  }
+
+  const sx = scaler(x0.domain, [left, right]);
+  const sy = scaler(y0.domain, [bottom, top], logY);
+
+  const grid = el("g", { class: "amp-chart-grid", stroke: GRID, "stroke-width": 1 }, svg);
+  y0.ticks.forEach((v, i) => {
+    const y = px(sy(v));
+    el("line", { x1: left, x2: right, y1: y, y2: y }, grid);
+    text(svg, yTickLabels[i], {
+      x: left - 6,
+      y: y + 4,
+      "text-anchor": "end",
+      "font-size": TICK_FONT,
+      fill: MUTED,
+    });
+  });
+  if (data) {
+    for (const v of x0.ticks) {
+      const x = px(sx(v));
+      el("line", { x1: x, x2: x, y1: bottom, y2: bottom + 4, stroke: AXIS }, svg);
+      text(svg, formatTick(v, x0.step), {
+        x,
+        y: bottom + 17,
+        "text-anchor": "middle",
+        "font-size": TICK_FONT,
+        fill: MUTED,
+      });
+    }
+  }
+  el("path", { d: `M${left} ${top}V${bottom}H${right}`, fill: "none", stroke: AXIS }, svg);
+
+  if (xLabel) {
+    text(svg, truncate(xLabel, 80), {
+      x: px((left + right) / 2),
+      y: bottom + 38,
+      "text-anchor": "middle",
+      "font-size": LEGEND_FONT,
+    });
+  }
+  if (yLabel) {
+    const cy = px((top + bottom) / 2);
+    text(svg, truncate(yLabel, 40), {
+      x: 16,
+      y: cy,
+      transform: `rotate(-90 16 ${cy})`,
+      "text-anchor": "middle",
+      "font-size": LEGEND_FONT,
+    });
+  }
+
+  if (data) {
+    for (const s of prepared) drawSeries(svg, s, sx, sy);
+  } else {
+    emptyNote(svg, (left + right) / 2, (top + bottom) / 2);
+  }
+
+  parent.appendChild(svg);
+  return svg;
+}
+
+// ----------------------------------------------------------------- bar chart
+
+function withUnit(value, unit) {
+  const v = formatValue(value);
+  if (!unit || v === "n/a") return v;
+  return unit === "%" ? `${v}%` : `${v} ${unit}`;
+}
+
+/**
+ * Horizontal bar chart: one row per bar, label on the left, value and unit
+ * after the bar. Bars start at zero, so negative values extend leftwards.
+ */
+export function barChart(parent, options = {}) {
+  requireParent(parent, "barChart");
+  const title = options.title == null ? "" : String(options.title);
+  const unit = options.unit == null ? "" : String(options.unit);
+  const bars = (Array.isArray(options.bars) ? options.bars : []).map((b, i) => {
+    const item = b && typeof b === "object" ? b : {};
+    const label = item.label == null ? `bar ${i + 1}` : String(item.label);
+    const value = typeof item.value === "number" && Number.isFinite(item.value) ? item.value : NaN;
+    return {
+      label,
+      shown: truncate(label, 32),
+      value,
+      valueText: withUnit(value, unit),
+      color: safeColor(item.color, PALETTE[0]),
+    };
+  });
+
+  const rowHeight = 30;
+  const barHeight = 20;
+  const top = title ? 40 : 14;
+  const labelWidth = Math.max(0, ...bars.map((b) => estimateTextWidth(b.shown, LEGEND_FONT)));
+  const left = Math.round(Math.min(220, Math.max(60, labelWidth)) + 20);
+  const valueWidth = Math.max(0, ...bars.map((b) => estimateTextWidth(b.valueText, LEGEND_FONT)));
+  const right = WIDTH - Math.round(Math.min(140, Math.max(40, valueWidth)) + 16);
+  const rows = Math.max(1, bars.length);
+  const bottom = top + rows * rowHeight;
+  const height = bottom + 30;
+
+  const svg = chartRoot("bar", title, height);
+  const finite = bars.filter((b) => Number.isFinite(b.value)).map((b) => b.value);
+  const lo = Math.min(0, ...finite);
+  let hi = Math.max(0, ...finite);
+  // No data or all zeros: show an empty 0..1 axis rather than one around zero.
+  if (lo === hi) hi = 1;
+  const scale = niceLinear(lo, hi, 5);
+  const sx = scaler(scale.domain, [left, right]);
+
+  const grid = el("g", { class: "amp-chart-grid", stroke: GRID, "stroke-width": 1 }, svg);
+  for (const v of scale.ticks) {
+    const x = px(sx(v));
+    el("line", { x1: x, x2: x, y1: top, y2: bottom }, grid);
+    text(svg, formatTick(v, scale.step), {
+      x,
+      y: bottom + 16,
+      "text-anchor": "middle",
+      "font-size": TICK_FONT,
+      fill: MUTED,
+    });
+  }
+  const zero = px(sx(0));
+  el("line", { x1: zero, x2: zero, y1: top, y2: bottom, stroke: AXIS }, svg);
+
+  if (!bars.length) emptyNote(svg, (left + right) / 2, top + rowHeight / 2 + 4);
+
+  bars.forEach((b, i) => {
+    const g = el("g", { class: "amp-chart-bar-row" }, svg);
+    tooltip(g, `${b.label}: ${b.valueText}`);
+    const rowTop = top + i * rowHeight + (rowHeight - barHeight) / 2;
+    const mid = rowTop + barHeight / 2 + 4;
+    text(g, b.shown, { x: left - 8, y: px(mid), "text-anchor": "end", "font-size": LEGEND_FONT });
+    let end = zero;
+    if (Number.isFinite(b.value)) {
+      const a = sx(Math.min(0, b.value));
+      const z = sx(Math.max(0, b.value));
+      el("rect", { x: px(a), y: px(rowTop), width: px(Math.max(1, z - a)), height: barHeight, rx: 2, fill: b.color }, g);
+      end = b.value >= 0 ? z : zero;
+    }
+    text(g, b.valueText, {
+      x: px(end + 6),
+      y: px(mid),
+      "font-size": LEGEND_FONT,
+      fill: Number.isFinite(b.value) ? INK : MUTED,
+    });
+  });
+
+  parent.appendChild(svg);
+  return svg;
+}

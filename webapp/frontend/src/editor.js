@@ -1,0 +1,158 @@
+import { EditorState, Prec } from "@codemirror/state";
+import {
+  EditorView,
+  keymap,
+  lineNumbers,
+  highlightActiveLine,
+  highlightActiveLineGutter,
+  highlightSpecialChars,
+  drawSelection,
+  dropCursor,
+  rectangularSelection,
+  crosshairCursor,
+} from "@codemirror/view";
+import { defaultKeymap, history, historyKeymap, indentWithTab } from "@codemirror/commands";
+import {
+  indentUnit,
+  indentOnInput,
+  bracketMatching,
+  foldGutter,
+  foldKeymap,
+  syntaxHighlighting,
+  defaultHighlightStyle,
+} from "@codemirror/language";
+import { python } from "@codemirror/lang-python";
+import {
+  autocompletion,
+  completionKeymap,
+  closeBrackets,
+  closeBracketsKeymap,
+} from "@codemirror/autocomplete";
+import { searchKeymap, highlightSelectionMatches } from "@codemirror/search";
+import { lightTheme } from "./theme.js";
+
+function noop() {}
+
+// Exceptions from page callbacks must not break CodeMirror's update cycle.
+function guarded(fn, label) {
+  return (...args) => {
+    try {
+      return fn(...args);
+    } catch (err) {
+      console.error(`AmpDojo editor: ${label} threw`, err);
+      return undefined;
+    }
+  };
+}
+
+function runKeymap(onRun) {
+  // Highest precedence so that Mod-Enter runs the code even while the
+  // completion popup or another binding would otherwise claim Enter.
+  return Prec.highest(
+    keymap.of([
+      {
+        key: "Mod-Enter",
+        preventDefault: true,
+        run: () => {
+          onRun();
+          return true;
+        },
+      },
+    ]),
+  );
+}
+
+function changeListener(onChange) {
+  return EditorView.updateListener.of((update) => {
+    if (update.docChanged) onChange(update.state.doc.toString());
+  });
+}
+
+function baseExtensions() {
+  return [
+    lineNumbers(),
+    highlightActiveLineGutter(),
+    highlightSpecialChars(),
+    history(),
+    foldGutter(),
+    drawSelection(),
+    dropCursor(),
+    EditorState.allowMultipleSelections.of(true),
+    indentUnit.of("    "),
+    EditorState.tabSize.of(4),
+    indentOnInput(),
+    syntaxHighlighting(defaultHighlightStyle, { fallback: true }),
+    bracketMatching(),
+    closeBrackets(),
+    autocompletion(),
+    rectangularSelection(),
+    crosshairCursor(),
+    highlightActiveLine(),
+    highlightSelectionMatches(),
+    python(),
+    keymap.of([
+      ...closeBracketsKeymap,
+      ...defaultKeymap,
+      ...searchKeymap,
+      ...historyKeymap,
+      ...foldKeymap,
+      ...completionKeymap,
+      indentWithTab,
+    ]),
+    lightTheme,
+  ];
+}
+
+/**
+ * Creates a Python code editor inside `parent`.
+ *
+ * setValue() replaces the whole document as one undoable change and, like
+ * typing, reports the new text through onChange.
+ */
+export function createEditor(parent, options = {}) {
+  if (!parent || typeof parent.appendChild !== "function") {
+    throw new TypeError("AmpDojo.createEditor: parent must be a DOM element");
+  }
+  const doc = options.doc == null ? "" : String(options.doc);
+  const onRun = guarded(typeof options.onRun === "function" ? options.onRun : noop, "onRun");
+  const onChange = guarded(
+    typeof options.onChange === "function" ? options.onChange : noop,
+    "onChange",
+  );
+  const readOnly = Boolean(options.readOnly);
+
+  const state = EditorState.create({
+    doc,
+    extensions: [
+      runKeymap(onRun),
+      baseExtensions(),
+      changeListener(onChange),
+      EditorState.readOnly.of(readOnly),
+      EditorView.editorAttributes.of({ "data-testid": "editor" }),
+      EditorView.contentAttributes.of({
+        "aria-label": "Code editor",
+        "aria-multiline": "true",
+        ...(readOnly ? { "aria-readonly": "true" } : {}),
+      }),
+    ],
+  });
+  const view = new EditorView({ state, parent });
+
+  return {
+    getValue() {
+      return view.state.doc.toString();
+    },
+    setValue(text) {
+      const insert = text == null ? "" : String(text);
+      view.dispatch({
+        changes: { from: 0, to: view.state.doc.length, insert },
+        selection: { anchor: 0 },
+        scrollIntoView: true,
+      });
+    },
+    focus() {
+      view.focus();
+    },
+    view,
+  };
+}
