@@ -1,0 +1,57 @@
+"""Fixtures for the web app (Flask tutorial style): `app`, `client`, `runner`,
+plus `make_app` for tests that need other settings. Every app has its own
+database and SQLite queue under tmp_path, grades on CPU, and may use the local
+(unisolated) sandbox because the test suite is its own learner."""
+
+import pytest
+
+from webapp import create_app
+from webapp_testing import base_config, csrf_headers
+
+
+@pytest.fixture
+def make_app(tmp_path):
+    def _make(**overrides):
+        return create_app(base_config(tmp_path, **overrides))
+
+    return _make
+
+
+@pytest.fixture
+def app(make_app):
+    return make_app()
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+@pytest.fixture
+def runner(app):
+    return app.test_cli_runner()
+
+
+@pytest.fixture
+def csrf():
+    return csrf_headers
+
+
+@pytest.fixture
+def submit():
+    """submit(client, code, lesson="autocast") -> the POST's response."""
+
+    def _submit(client, code: str, lesson: str = "autocast"):
+        return client.post(f"/api/lessons/{lesson}/submissions", json={"code": code}, headers=csrf_headers(client))
+
+    return _submit
+
+
+@pytest.fixture
+def grade_queued():
+    """Runs an app's queued grading tasks in this process, as `amp-dojo worker` would."""
+
+    def _grade(app) -> int:
+        return app.extensions["amp_dojo_queue"].run_pending()
+
+    return _grade

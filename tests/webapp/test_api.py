@@ -1,0 +1,193 @@
+"""The JSON API without grading: lessons, limits, CSRF, privacy."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from grader.loader import load_all
+from webapp import cli
+
+REFERENCES = {ex.id: ex.reference for ex in load_all().values()}
+STARTER = load_all()["autocast"].starter
+
+
+def test_lesson_list_reports_progress_per_learner(app, client):
+    lessons = client.get("/api/lessons").get_json()["lessons"]
+    assert [item["id"] for item in lessons][:2] == ["autocast", "grad_scaler"]
+    assert {item["progress"] for item in lessons} == {"not_started"}
+    with app.app_context():
+        from webapp.db import get_db
+
+        client.get("/")  # creates the session
+        learner = _learner(client)
+        db = get_db()
+        for lesson, status in (("autocast", "pass"), ("grad_scaler", "fail")):
+            db.execute("INSERT INTO submissions (id, learner, lesson, code, status, created_at, queued_at, "
+                       "result_status) VALUES (?, ?, ?, '', 'done', 0, 0, ?)", (lesson, learner, lesson, status))
+    progress = {item["id"]: item["progress"] for item in client.get("/api/lessons").get_json()["lessons"]}
+    assert progress == {"autocast": "passed", "grad_scaler": "attempted", "grad_accumulation": "not_started",
+                        "reduce_memory": "not_started"}
+    other = app.test_client()
+    assert {item["progress"] for item in other.get("/api/lessons").get_json()["lessons"]} == {"not_started"}
+
+
+def _learner(client) -> str:
+    with client.session_transaction() as session:
+        return session["learner"]
+
+
+@pytest.mark.parametrize("lesson_id", sorted(REFERENCES))
+def test_lesson_api_never_sends_the_reference_or_quiz_answers(client, lesson_id):
+    for lang in ("en", "it", "id"):
+        response = client.get(f"/api/lessons/{lesson_id}?lang={lang}")
+        assert response.status_code == 200
+        body = response.get_data(as_text=True)
+        assert REFERENCES[lesson_id].strip() not in json.loads(body)["starter"]
+        assert "reference" not in json.loads(body)
+        assert json.dumps(REFERENCES[lesson_id])[1:-1] not in body
+        assert all(set(q) == {"question", "choices"} for q in json.loads(body)["quiz"])
+
+
+def test_lesson_api_is_localised(client):
+    assert client.get("/api/lessons/autocast?lang=it").get_json()["title"] == "Precisione mista con torch.autocast"
+    assert client.get("/api/lessons/autocast?lang=xx").get_json()["title"] == "Mixed precision with torch.autocast"
+
+
+def test_unknown_lesson_is_404_json(client, csrf):
+    assert client.get("/api/lessons/nope").status_code == 404
+    response = client.post("/api/lessons/nope/submissions", json={"code": "x"}, headers=csrf(client))
+    assert response.status_code == 404 and "error" in response.get_json()
+
+
+def _count(app, table="submissions") -> int:
+    with app.app_context():
+        from webapp.db import get_db
+
+        return get_db().execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+
+
+def test_post_without_csrf_token_is_rejected_and_stores_nothing(app, client, csrf):
+    client.get("/")
+    assert client.post("/api/lessons/autocast/submissions", json={"code": STARTER}).status_code == 403
+    wrong = client.post("/api/lessons/autocast/submissions", json={"code": STARTER},
+                        headers={"X-CSRF-Token": "forged"})
+    assert wrong.status_code == 403
+    other_session_token = csrf(app.test_client())
+    assert client.post("/api/quiz/autocast/0", json={"choice": 2}, headers=other_session_token).status_code == 403
+    assert _count(app) == 0
+    assert app.extensions["amp_dojo_queue"].pending_count() == 0
+
+
+def test_accepted_submission_is_stored_then_enqueued(app, client, submit):
+    response = submit(client, STARTER)
+    assert response.status_code == 202
+    body = response.get_json()
+    assert body["status"] == "queued" and body["position"] == 1
+    assert body["urls"]["stream"] == f"/api/submissions/{body['id']}/stream"
+    assert app.extensions["amp_dojo_queue"].pending_count() == 1
+    detail = client.get(body["urls"]["self"]).get_json()
+    assert detail["status"] == "queued" and detail["code"] == STARTER and detail["result"] is None
+
+
+def test_oversized_code_is_413(make_app, submit):
+    app = make_app(MAX_CODE_BYTES=1000)
+    client = app.test_client()
+    assert submit(client, "x" * 1001).status_code == 413
+    assert submit(client, "é" * 501).status_code == 413  # bytes, not characters
+    assert submit(client, "x" * 1000).status_code == 202
+
+
+def test_body_far_over_the_limit_is_413_before_parsing(make_app, csrf):
+    app = make_app(MAX_CODE_BYTES=1000)
+    client = app.test_client()
+    response = client.post("/api/lessons/autocast/submissions", data=b"{" + b" " * 200_000 + b"}",
+                           content_type="application/json", headers=csrf(client))
+    assert response.status_code == 413
+
+
+def test_malformed_body_is_400(client, csrf):
+    response = client.post("/api/lessons/autocast/submissions", json={"source": "x"}, headers=csrf(client))
+    assert response.status_code == 400
+
+
+def test_rate_limit_is_429_with_retry_after(make_app, submit):
+    app = make_app(RATE_LIMIT=2)
+    client = app.test_client()
+    assert [submit(client, STARTER).status_code for _ in range(2)] == [202, 202]
+    refused = submit(client, STARTER)
+    assert refused.status_code == 429
+    assert 1 <= int(refused.headers["Retry-After"]) <= 60
+    assert submit(app.test_client(), STARTER).status_code == 202  # another learner is not limited
+
+
+def test_per_address_limit_catches_a_client_that_drops_its_cookie(make_app, submit):
+    app = make_app(RATE_LIMIT=100, IP_RATE_LIMIT=2)
+    assert [submit(app.test_client(), STARTER).status_code for _ in range(3)] == [202, 202, 429]
+
+
+def test_full_queue_is_429_with_retry_after(make_app, submit):
+    app = make_app(QUEUE_MAX=2)
+    assert submit(app.test_client(), STARTER).status_code == 202
+    assert submit(app.test_client(), STARTER).status_code == 202
+    refused = submit(app.test_client(), STARTER)
+    assert refused.status_code == 429 and int(refused.headers["Retry-After"]) > 0
+    assert app.extensions["amp_dojo_queue"].pending_count() == 2
+
+
+def test_other_learner_gets_404_for_a_submission(app, client, submit):
+    sid = submit(client, STARTER).get_json()["id"]
+    stranger = app.test_client()
+    assert stranger.get(f"/api/submissions/{sid}").status_code == 404
+    assert stranger.get(f"/api/submissions/{sid}/stream").status_code == 404
+    assert stranger.get(f"/submissions/{sid}").status_code == 404
+    assert client.get(f"/api/submissions/{sid}").status_code == 200
+    assert stranger.get("/api/lessons/autocast/submissions").get_json()["submissions"] == []
+    assert [s["id"] for s in client.get("/api/lessons/autocast/submissions").get_json()["submissions"]] == [sid]
+
+
+def test_quiz_answers_one_question_at_a_time(client, csrf):
+    right = client.post("/api/quiz/autocast/0", json={"choice": 2}, headers=csrf(client)).get_json()
+    wrong = client.post("/api/quiz/autocast/0", json={"choice": 0}, headers=csrf(client)).get_json()
+    assert right["correct"] is True and wrong["correct"] is False
+    assert "Softmax" in wrong["explanation"] and wrong["answer"] == 2
+    assert client.post("/api/quiz/autocast/9", json={"choice": 0}, headers=csrf(client)).status_code == 400
+    assert client.post("/api/quiz/autocast/0", json={"choice": 7}, headers=csrf(client)).status_code == 400
+
+
+def test_app_refuses_to_grade_with_local_sandbox_unless_allowed(make_app, submit):
+    app = make_app(SANDBOX="local", ALLOW_LOCAL_SANDBOX=False)
+    response = submit(app.test_client(), STARTER)
+    assert response.status_code == 503
+    assert "ALLOW_LOCAL_SANDBOX" in response.get_json()["error"]
+    assert _count(app) == 0 and app.extensions["amp_dojo_queue"].pending_count() == 0
+
+
+def test_worker_refuses_to_start_with_local_sandbox_unless_allowed(tmp_path, monkeypatch):
+    monkeypatch.setenv("AMP_DOJO_QUEUE_URL", f"sqlite:///{tmp_path / 'q.sqlite3'}")
+    monkeypatch.setenv("AMP_DOJO_SANDBOX", "local")
+    monkeypatch.setenv("AMP_DOJO_ALLOW_LOCAL_SANDBOX", "false")
+    result = CliRunner().invoke(cli.main, ["worker"])
+    assert result.exit_code != 0
+    assert "cannot grade" in result.output and "ALLOW_LOCAL_SANDBOX" in result.output
+
+
+def test_grading_task_refuses_local_sandbox_when_the_worker_does_not_allow_it(make_app, submit):
+    """The payload cannot talk a worker into running unisolated code."""
+    app = make_app()
+    from webapp.queue import GradingQueue, WorkerSettings
+
+    sid = submit(app.test_client(), STARTER).get_json()["id"]
+    strict = GradingQueue(app.config["QUEUE_URL"], WorkerSettings(allow_local=False))
+    assert strict.run_pending() == 1
+    outcome = strict.peek("result", sid, 1)
+    assert outcome["status"] == "error" and "local" in outcome["reason"] and "not allowed" in outcome["reason"]
+
+
+def test_responses_carry_a_strict_content_security_policy(client):
+    for url in ("/", "/lessons/autocast", "/api/lessons"):
+        headers = client.get(url).headers
+        csp = headers["Content-Security-Policy"]
+        assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp and "unsafe-eval" not in csp
+        assert "'unsafe-inline'" not in csp.split("script-src")[1].split(";")[0]
+        assert headers["X-Content-Type-Options"] == "nosniff"

@@ -1,0 +1,163 @@
+"""Real `amp-dojo worker` processes: several workers on one Redis queue, and a
+worker killed in the middle of a grading. Slow: each grading starts PyTorch
+processes."""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from grader.loader import load_exercise
+from webapp import create_app
+from webapp_testing import base_config, csrf_headers
+
+ROOT = Path(__file__).resolve().parents[2]
+AUTOCAST = load_exercise("autocast")
+# Half a second per training step: a grading that is surely still running when it is killed.
+SLOW_REFERENCE = AUTOCAST.reference.replace("import torch\n", "import time\nimport torch\n", 1).replace(
+    "    return loss", "    time.sleep(0.5)\n    return loss")
+
+pytestmark = pytest.mark.slow
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_worker(queue_url: str, log_path: Path) -> subprocess.Popen:
+    """`amp-dojo worker` in its own process group, as an operator would start it."""
+    env = dict(os.environ, AMP_DOJO_QUEUE_URL=queue_url, AMP_DOJO_SANDBOX="local",
+               AMP_DOJO_ALLOW_LOCAL_SANDBOX="true", AMP_DOJO_DEVICE="cpu", PYTHONPATH=str(ROOT))
+    env.pop("AMP_DOJO_CONFIG", None)
+    with open(log_path, "ab") as log:
+        return subprocess.Popen([sys.executable, "-m", "webapp.cli", "worker"], cwd=ROOT, env=env,
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def stop(proc: subprocess.Popen, sig=signal.SIGINT) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, sig)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def wait_for(predicate, timeout: float, what: str, logs=()):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.25)
+    tails = "\n".join(f"--- {p}\n{Path(p).read_text()[-3000:]}" for p in logs if Path(p).exists())
+    pytest.fail(f"timed out after {timeout}s waiting for {what}\n{tails}")
+
+
+def submit(client, code: str) -> str:
+    response = client.post("/api/lessons/autocast/submissions", json={"code": code}, headers=csrf_headers(client))
+    assert response.status_code == 202, response.get_json()
+    return response.get_json()["id"]
+
+
+def status_of(client, sid: str) -> dict:
+    return client.get(f"/api/submissions/{sid}").get_json()  # collects what the workers wrote
+
+
+@pytest.fixture
+def redis_url(tmp_path):
+    server = shutil.which("redis-server") or "/usr/bin/redis-server"
+    if not Path(server).exists():
+        pytest.skip("redis-server is not installed")
+    port = free_port()
+    proc = subprocess.Popen([server, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                             "--appendonly", "no", "--dir", str(tmp_path)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    import redis
+
+    client = redis.Redis(host="127.0.0.1", port=port)
+    wait_for(lambda: _pings(client), 10, "redis-server to start")
+    yield f"redis://127.0.0.1:{port}/0"
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def _pings(client) -> bool:
+    try:
+        return client.ping()
+    except Exception:
+        return False
+
+
+def test_two_workers_on_redis_grade_every_submission_exactly_once(tmp_path, redis_url):
+    app = create_app(base_config(tmp_path, QUEUE_URL=redis_url))
+    client = app.test_client()
+    logs = [tmp_path / "worker-1.log", tmp_path / "worker-2.log"]
+    workers = [start_worker(redis_url, log) for log in logs]
+    try:
+        codes = [AUTOCAST.reference, AUTOCAST.starter, AUTOCAST.reference, AUTOCAST.starter]
+        sids = [submit(client, code) for code in codes]
+        finished = lambda: all(status_of(client, s)["status"] in ("done", "error") for s in sids)  # noqa: E731
+        wait_for(finished, 240, "four gradings", logs)
+    finally:
+        for w in workers:
+            stop(w)
+    names = {f"{socket.gethostname()}:{w.pid}" for w in workers}
+    for sid, code in zip(sids, codes):
+        d = status_of(client, sid)
+        assert (d["status"], d["attempt"]) == ("done", 1), d
+        assert d["result"]["status"] == ("pass" if code == AUTOCAST.reference else "fail")
+        kinds = [(e["type"], e["data"].get("stage")) for e in d["events"]]
+        assert kinds.count(("done", None)) == 1 and kinds.count(("progress", "started")) == 1
+    graded_by = _graded_by(app, sids)
+    assert set(graded_by.values()) <= names and len(graded_by) == len(sids)
+    import redis
+
+    claims = [k.decode() for k in redis.Redis.from_url(redis_url).hkeys("huey.results.ampdojo")
+              if k.startswith(b"amp-dojo:claim:")]
+    assert sorted(claims) == sorted(f"amp-dojo:claim:{sid}:1" for sid in sids)  # one attempt each, no duplicate
+
+
+def _graded_by(app, sids) -> dict:
+    from webapp.db import connect
+
+    db = connect(app.config["DATABASE"])
+    try:
+        rows = db.execute(f"SELECT id, graded_by FROM submissions WHERE id IN ({','.join('?' * len(sids))})",
+                          sids).fetchall()
+        return {r["id"]: r["graded_by"] for r in rows}
+    finally:
+        db.close()
+
+
+def test_submission_of_a_killed_worker_is_graded_by_the_next_one(tmp_path):
+    queue_url = f"sqlite:///{tmp_path / 'queue.sqlite3'}"
+    app = create_app(base_config(tmp_path, QUEUE_URL=queue_url, LEASE_SECONDS=3))
+    client = app.test_client()
+    logs = [tmp_path / "worker-a.log", tmp_path / "worker-b.log"]
+    first = start_worker(queue_url, logs[0])
+    second = None
+    try:
+        sid = submit(client, SLOW_REFERENCE)
+        wait_for(lambda: status_of(client, sid)["status"] == "running", 120, "the first worker to start", logs)
+        stop(first, signal.SIGKILL)
+        second = start_worker(queue_url, logs[1])
+        wait_for(lambda: status_of(client, sid)["status"] in ("done", "error"), 180, "the regrade", logs)
+    finally:
+        for w in (first, second):
+            if w is not None:
+                stop(w, signal.SIGKILL if w is first else signal.SIGINT)
+    d = status_of(client, sid)
+    assert (d["status"], d["attempt"]) == ("done", 2), d
+    assert d["result"]["status"] == "pass"
+    assert _graded_by(app, [sid])[sid] == f"{socket.gethostname()}:{second.pid}"
+    assert any(e["data"].get("stage") == "retry" for e in d["events"])

@@ -1,0 +1,103 @@
+"""AMP Dojo's web app: lessons, an editor, and live grading results.
+
+`create_app()` follows Flask's application-factory pattern; grading runs in
+separate `amp-dojo worker` processes that share only the queue (webapp/queue.py)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+
+from flask import Flask
+
+from grader.errors import EnvironmentProblem
+from grader.sandbox import SANDBOXES
+
+log = logging.getLogger("amp_dojo")
+
+
+def load_settings(test_config: dict | None = None) -> Flask:
+    """A bare app holding only the configuration: what a grading worker needs
+    (no database, no session key), and the first half of create_app."""
+    app = Flask(__name__, instance_relative_config=True)
+    app.config.from_object("webapp.config")
+    if test_config is None:
+        if os.environ.get("AMP_DOJO_CONFIG"):
+            app.config.from_pyfile(os.environ["AMP_DOJO_CONFIG"])
+        app.config.from_prefixed_env("AMP_DOJO")
+    else:
+        app.config.from_mapping(test_config)
+    instance = app.instance_path
+    app.config["DATABASE"] = app.config["DATABASE"] or os.path.join(instance, "amp_dojo.sqlite3")
+    app.config["QUEUE_URL"] = app.config["QUEUE_URL"] or f"sqlite:///{os.path.join(instance, 'queue.sqlite3')}"
+    return app
+
+
+def make_queue(config):
+    from webapp.queue import GradingQueue, WorkerSettings
+
+    return GradingQueue(config["QUEUE_URL"], WorkerSettings(allow_local=bool(config["ALLOW_LOCAL_SANDBOX"]),
+                                                            exercises=config["EXERCISES"]))
+
+
+def create_app(test_config: dict | None = None) -> Flask:
+    app = load_settings(test_config)
+    if not app.config.get("SECRET_KEY"):
+        from webapp.security import secret_key
+
+        app.config["SECRET_KEY"] = secret_key(app.instance_path)
+    # JSON escapes can make the body up to 6 times the code; the code itself is checked after parsing.
+    if app.config.get("MAX_CONTENT_LENGTH") is None:
+        app.config["MAX_CONTENT_LENGTH"] = 6 * int(app.config["MAX_CODE_BYTES"]) + 65536
+
+    from webapp import api, db, lessons, security
+
+    os.makedirs(os.path.dirname(os.path.abspath(app.config["DATABASE"])), exist_ok=True)
+    db.init_app(app)
+    security.init_app(app)
+    with app.app_context():
+        db.init_db(db.get_db())
+    app.extensions["amp_dojo_queue"] = make_queue(app.config)
+    app.register_blueprint(lessons.bp)
+    app.register_blueprint(api.bp)
+    app.before_request(lambda: start_collector(app))
+    return app
+
+
+def sandbox_problem(config) -> str | None:
+    """Why grading may not start with this configuration (checked by the app and the worker)."""
+    name = config["SANDBOX"]
+    if name not in SANDBOXES:
+        return f"SANDBOX={name!r} is not one of {', '.join(SANDBOXES)}"
+    if name == "local" and not config["ALLOW_LOCAL_SANDBOX"]:
+        return ("SANDBOX='local' runs learner code without isolation; set ALLOW_LOCAL_SANDBOX=True only "
+                "where learners grade their own code on their own machine")
+    return None
+
+
+def check_sandbox(config):
+    """Raises EnvironmentProblem unless this machine can run learner code as configured."""
+    problem = sandbox_problem(config)
+    if problem:
+        raise EnvironmentProblem(problem)
+    from grader.sandbox import make_launcher
+
+    return make_launcher(config["SANDBOX"], allow_local=bool(config["ALLOW_LOCAL_SANDBOX"]))
+
+
+_collector_lock = threading.Lock()
+
+
+def start_collector(app: Flask) -> None:
+    """Starts the background collector on the first request of each process
+    (not under TESTING, where tests collect explicitly)."""
+    if app.testing or not float(app.config["COLLECT_INTERVAL"]) or "amp_dojo_collector" in app.extensions:
+        return
+    with _collector_lock:
+        if "amp_dojo_collector" not in app.extensions:
+            from webapp.collector import CollectorThread
+
+            thread = CollectorThread(app)
+            app.extensions["amp_dojo_collector"] = thread
+            thread.start()

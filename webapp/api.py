@@ -1,0 +1,207 @@
+"""The JSON API (docs/api.md): lessons, submissions, their live progress over
+Server-Sent Events, and quiz feedback."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+from flask import Blueprint, Response, current_app, jsonify, request
+from werkzeug.exceptions import HTTPException
+
+from grader.errors import ExerciseNotFound
+from webapp import content, store
+from webapp.collector import collect
+from webapp.db import connect, get_db
+from webapp.security import client_ip, csrf_token, learner_id
+
+bp = Blueprint("api", __name__, url_prefix="/api")
+log = logging.getLogger("amp_dojo.api")
+POLL_S = 0.5
+KEEPALIVE_S = 15.0
+
+
+def _queue():
+    return current_app.extensions["amp_dojo_queue"]
+
+
+def error(status: int, message: str, **headers):
+    response = jsonify(error=message)
+    response.status_code = status
+    response.headers.update(headers)
+    return response
+
+
+@bp.errorhandler(ExerciseNotFound)
+def _no_lesson(exc):
+    return error(404, exc.message)
+
+
+@bp.errorhandler(HTTPException)
+def _http_error(exc):
+    return error(exc.code or 500, exc.description or exc.name)
+
+
+@bp.errorhandler(store.Refused)
+def _refused(exc):
+    headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else {}
+    return error(exc.status, exc.message, **headers)
+
+
+def _lang() -> str:
+    return content.language(request.args.get("lang") or request.cookies.get("lang"))
+
+
+@bp.get("/session")
+def session_info():
+    """For API clients: starts the anonymous session and hands out its CSRF token."""
+    learner_id()
+    return jsonify(csrf_token=csrf_token(), csrf_header="X-CSRF-Token")
+
+
+@bp.get("/lessons")
+def lessons():
+    progress = store.progress(get_db(), learner_id())
+    lang = _lang()
+    return jsonify(lessons=[content.card(ex, lang, progress.get(ex.id, "not_started"))
+                            for ex in content.exercises().values()])
+
+
+@bp.get("/lessons/<lesson_id>")
+def lesson(lesson_id):
+    data = content.public_lesson(content.exercise(lesson_id), _lang())
+    data["progress"] = store.progress(get_db(), learner_id()).get(lesson_id, "not_started")
+    return jsonify(data)
+
+
+def _code_from_request() -> str:
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict) or not isinstance(body.get("code"), str):
+        raise store.Refused(400, 'send JSON like {"code": "..."}')
+    code = body["code"]
+    limit = int(current_app.config["MAX_CODE_BYTES"])
+    if len(code.encode("utf-8")) > limit:
+        raise store.Refused(413, f"the code is larger than {limit} bytes")
+    return code
+
+
+@bp.post("/lessons/<lesson_id>/submissions")
+def submit(lesson_id):
+    content.exercise(lesson_id)
+    from webapp import sandbox_problem
+
+    problem = sandbox_problem(current_app.config)
+    if problem:
+        log.error("refusing to grade: %s", problem)
+        return error(503, "grading is switched off on this server: " + problem)
+    code = _code_from_request()
+    db = get_db()
+    row = store.create(db, learner=learner_id(), client_ip=client_ip(), lesson=lesson_id, code=code,
+                       lang=_lang(), config=current_app.config)
+    _enqueue(db, row)
+    body = {"id": row["id"], "status": row["status"], "position": store.position(db, row),
+            "urls": store.urls(row["id"])}
+    response = jsonify(body)
+    response.status_code = 202
+    response.headers["Location"] = body["urls"]["self"]
+    return response
+
+
+def _enqueue(db, row) -> None:
+    """After the row is committed; if the queue is down the collector enqueues it later."""
+    try:
+        _queue().enqueue(store.payload(row, current_app.config))
+    except Exception:
+        log.exception("could not enqueue submission %s; the collector will retry", row["id"])
+        return
+    store.mark_enqueued(db, row["id"], row["attempt"])
+
+
+def _own_submission(sid: str):
+    row = store.get(get_db(), sid, learner=learner_id())
+    if row is None:
+        raise store.Refused(404, "no such submission")
+    return row
+
+
+@bp.get("/submissions/<sid>")
+def submission(sid):
+    _own_submission(sid)
+    db = get_db()
+    collect(db, _queue(), current_app.config, [sid])
+    after = request.args.get("after", 0, type=int)
+    return jsonify(store.detail(db, store.get(db, sid), after))
+
+
+@bp.get("/lessons/<lesson_id>/submissions")
+def lesson_submissions(lesson_id):
+    content.exercise(lesson_id)
+    return jsonify(submissions=store.history(get_db(), learner_id(), lesson_id))
+
+
+@bp.post("/quiz/<lesson_id>/<int:index>")
+def quiz(lesson_id, index):
+    ex = content.exercise(lesson_id)
+    body = request.get_json(silent=True) or {}
+    choice = body.get("choice")
+    if index >= len(ex.quiz) or not isinstance(choice, int) or not 0 <= choice < len(ex.quiz[index].choices):
+        raise store.Refused(400, "send JSON like {\"choice\": 0} for an existing question and choice")
+    return jsonify(content.quiz_answer(ex, index, choice, _lang()))
+
+
+@bp.get("/submissions/<sid>/stream")
+def stream(sid):
+    _own_submission(sid)
+    last = request.headers.get("Last-Event-ID", "") or request.args.get("last_event_id", "")
+    after = int(last) if last.isdigit() else 0
+    app = current_app._get_current_object()
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return Response(_events(app, sid, after), mimetype="text/event-stream", headers=headers)
+
+
+def sse(event: str, data: dict, event_id: int | None = None) -> str:
+    head = f"id: {event_id}\n" if event_id is not None else ""
+    return f"{head}event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
+
+
+def _done_data(row, data: dict) -> dict:
+    return {**data, "status": row["status"], "result_status": row["result_status"], "score": row["score"],
+            "error": row["error"], "result": json.loads(row["result"]) if row["result"] else None}
+
+
+def _events(app, sid: str, after: int):
+    """Sends stored events past `after`, then new ones as the collector brings
+    them; a `queued` event (no id) whenever the queue position changes; ends
+    after `done`. Its own connection: the request context is gone by now."""
+    db = connect(app.config["DATABASE"])
+    queue = app.extensions["amp_dojo_queue"]
+    deadline = time.monotonic() + float(app.config["STREAM_SECONDS"])
+    last_position, last_sent = None, time.monotonic()
+    try:
+        yield "retry: 2000\n\n"
+        while True:
+            collect(db, queue, app.config, [sid])
+            for event in store.events(db, sid, after):
+                after = event["id"]
+                if event["type"] == "done":
+                    yield sse("done", _done_data(store.get(db, sid), event["data"]), after)
+                    return
+                yield sse(event["type"], event["data"], after)
+                last_sent = time.monotonic()
+            row = store.get(db, sid)
+            if row["status"] in ("done", "error"):  # finished without a done event (older records)
+                yield sse("done", _done_data(row, {}))
+                return
+            position = store.position(db, row)
+            if position is not None and position != last_position:
+                yield sse("queued", {"position": position})
+                last_position, last_sent = position, time.monotonic()
+            if time.monotonic() > deadline:
+                return
+            if time.monotonic() - last_sent > KEEPALIVE_S:
+                yield ": keep-alive\n\n"
+                last_sent = time.monotonic()
+            time.sleep(POLL_S)
+    finally:
+        db.close()

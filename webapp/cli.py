@@ -1,0 +1,155 @@
+"""`amp-dojo`: serve the web app, run grading workers, or both.
+
+    amp-dojo serve [--with-worker]   the web server (and one worker, for a single machine)
+    amp-dojo run                     the same as `serve --with-worker`
+    amp-dojo worker                  one grading worker: a Huey consumer with one thread
+    amp-dojo init-db                 create the database tables
+
+Settings come from AMP_DOJO_CONFIG and AMP_DOJO_* variables (docs/configuration.md)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+
+import click
+
+from grader.errors import EnvironmentProblem
+
+
+def _app():
+    from webapp import create_app
+
+    return create_app()
+
+
+def _logging(verbose: bool) -> None:
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+@click.group()
+def main():
+    """AMP Dojo web app and grading workers."""
+
+
+@main.command("init-db")
+def init_db():
+    """Create the database tables (idempotent)."""
+    app = _app()
+    click.echo(f"database ready at {app.config['DATABASE']}")
+
+
+@main.command()
+@click.option("-v", "--verbose", is_flag=True)
+def worker(verbose):
+    """Grade submissions from the queue, one at a time (so timings never overlap)."""
+    _logging(verbose)
+    from webapp import check_sandbox, load_settings, make_queue
+
+    config = load_settings().config
+    try:
+        launcher = check_sandbox(config)
+    except EnvironmentProblem as exc:
+        raise click.ClickException(f"this worker cannot grade: {exc.message}") from None
+    queue = make_queue(config)
+    click.echo(f"amp-dojo worker {os.getpid()}: queue {_redact(queue.url)}, sandbox {launcher.name}, "
+               f"device {config['DEVICE']}", err=True)
+    consumer = queue.huey.create_consumer(workers=1, worker_type="thread", periodic=False)
+    consumer.run()
+
+
+def _redact(url: str) -> str:
+    """Queue URLs may carry a Redis password."""
+    if "@" in url:
+        scheme, rest = url.split("://", 1)
+        return f"{scheme}://***@{rest.split('@', 1)[1]}"
+    return url
+
+
+def _serve(app, host: str, port: int, threads: int) -> None:
+    """waitress where installed (a production WSGI server), else Werkzeug's threaded server."""
+    from webapp import start_collector
+
+    start_collector(app)  # leases are watched from the start, not from the first request
+    try:
+        import waitress
+    except ImportError:
+        app.run(host=host, port=port, threaded=True, use_reloader=False)
+        return
+    waitress.serve(app, host=host, port=port, threads=threads, channel_timeout=120)
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=int)
+@click.option("--threads", default=16, show_default=True, help="request threads (each live stream holds one)")
+@click.option("--with-worker", is_flag=True, help="also start one grading worker process")
+@click.option("-v", "--verbose", is_flag=True)
+def serve(host, port, threads, with_worker, verbose):
+    """Serve the web app."""
+    _logging(verbose)
+    app = _app()
+    from webapp import sandbox_problem
+
+    problem = sandbox_problem(app.config)
+    if problem:
+        click.echo(f"warning: submissions will be refused: {problem}", err=True)
+    _interrupt_on_term()
+    worker_proc = _start_worker(verbose) if with_worker else None
+    click.echo(f"AMP Dojo is at http://{host}:{port}/  (Ctrl+C stops it)", err=True)
+    try:
+        _serve(app, host, port, threads)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if worker_proc is not None:
+            _stop_worker(worker_proc)
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=int)
+@click.pass_context
+def run(ctx, host, port):
+    """Web server and one worker together: the single-machine setup."""
+    ctx.invoke(serve, host=host, port=port, with_worker=True)
+
+
+def _interrupt_on_term() -> None:
+    """Ctrl+C and SIGTERM (docker stop, systemd) both end in the `finally` that stops the worker,
+    even where the shell started us with SIGINT ignored."""
+
+    def interrupt(_signum, _frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, interrupt)
+    signal.signal(signal.SIGTERM, interrupt)
+
+
+def _start_worker(verbose: bool) -> subprocess.Popen:
+    """The worker is a separate process so that a grading never blocks a request."""
+    args = [sys.executable, "-m", "webapp.cli", "worker"] + (["-v"] if verbose else [])
+    proc = subprocess.Popen(args, env=os.environ.copy())
+    try:
+        code = proc.wait(timeout=3)
+    except subprocess.TimeoutExpired:
+        return proc
+    raise click.ClickException(f"the grading worker exited at start (status {code}); see its message above")
+
+
+def _stop_worker(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+if __name__ == "__main__":
+    main()

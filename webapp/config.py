@@ -1,0 +1,45 @@
+"""Default settings. Every key is documented in docs/configuration.md; a deployment
+overrides them with a Python file named by AMP_DOJO_CONFIG or with AMP_DOJO_<KEY>
+environment variables (values parsed as JSON where they can be, so
+AMP_DOJO_RATE_LIMIT=10 is an int)."""
+
+# Where the web app keeps submissions and events; None = <instance>/amp_dojo.sqlite3.
+DATABASE = None
+# The grading queue: sqlite:///<path> (single machine) or redis://host:port/db
+# (workers on other machines). None = sqlite:///<instance>/queue.sqlite3.
+QUEUE_URL = None
+# Lesson YAML folder; None = AMP_DOJO_EXERCISES or the repository's exercises/.
+EXERCISES = None
+
+# How grading workers isolate learner code: auto, docker, bwrap or local.
+SANDBOX = "auto"
+# Local means a plain child process: only for a learner grading their own code.
+ALLOW_LOCAL_SANDBOX = False
+# auto, cpu, cuda or cuda:N, passed to the grader.
+DEVICE = "auto"
+
+# Largest accepted submission, in bytes of UTF-8 (larger: 413).
+MAX_CODE_BYTES = 65536
+# Submissions per learner per minute (more: 429 with Retry-After).
+RATE_LIMIT = 6
+# Submissions per client address per minute, for clients that shed their cookie.
+IP_RATE_LIMIT = 30
+# Submissions waiting in the queue, all learners together (more: 429).
+QUEUE_MAX = 50
+
+# A running grading whose worker has not sent a heartbeat for this long is lost.
+LEASE_SECONDS = 30
+# Attempts at grading one submission before it is marked as an error.
+MAX_ATTEMPTS = 2
+
+# Seconds between background collections of worker results (0: only on requests).
+COLLECT_INTERVAL = 1.0
+# Longest an SSE stream stays open, in seconds (the browser reconnects after).
+STREAM_SECONDS = 600
+
+# Signs the session cookie; None = generated once into <instance>/secret_key.
+SECRET_KEY = None
+SESSION_COOKIE_SAMESITE = "Lax"
+SESSION_COOKIE_HTTPONLY = True
+# Set to True behind HTTPS.
+SESSION_COOKIE_SECURE = False

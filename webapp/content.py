@@ -1,0 +1,116 @@
+"""Lessons as the browser may see them: localised, Markdown rendered on the
+server and sanitised, and never the reference solution (or the quiz answers,
+which the quiz endpoint reveals one question at a time)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import nh3
+from flask import current_app
+from markdown_it import MarkdownIt
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import get_lexer_by_name
+from pygments.util import ClassNotFound
+from markupsafe import Markup
+
+from grader.errors import ExerciseNotFound
+from grader.loader import load_all
+from grader.schema import LANGUAGES, Exercise, localize
+
+ALLOWED_TAGS = {
+    "p", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "strong", "em", "b", "i", "code", "pre",
+    "span", "div", "blockquote", "table", "thead", "tbody", "tr", "th", "td", "a", "hr", "br", "del", "sup", "sub",
+}
+ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "span": {"class"}, "code": {"class"}, "pre": {"class"},
+                      "div": {"class"}, "th": {"align"}, "td": {"align"}}
+FORMATTER = HtmlFormatter(nowrap=True)
+
+
+def _highlight(code: str, lang: str, _attrs) -> str:
+    try:
+        lexer = get_lexer_by_name(lang or "python")
+    except ClassNotFound:
+        return ""  # markdown-it escapes and wraps it itself
+    return f'<pre class="highlight"><code>{highlight(code, lexer, FORMATTER)}</code></pre>'
+
+
+_md = MarkdownIt("commonmark", {"html": False, "linkify": False, "highlight": _highlight}).enable("table")
+_md.enable("strikethrough")
+
+
+def sanitize(html: str) -> str:
+    """nh3 behind markdown-it: raw HTML is already escaped; this is the second wall."""
+    return nh3.clean(html, tags=ALLOWED_TAGS, attributes=ALLOWED_ATTRIBUTES,
+                     url_schemes={"http", "https", "mailto"}, link_rel="noopener noreferrer")
+
+
+@lru_cache(maxsize=512)
+def markdown(text: str) -> Markup:
+    return Markup(sanitize(_md.render(text)))
+
+
+@lru_cache(maxsize=512)
+def markdown_inline(text: str) -> Markup:
+    return Markup(sanitize(_md.renderInline(text)))
+
+
+@lru_cache(maxsize=1)
+def pygments_css() -> str:
+    return HtmlFormatter(style="friendly").get_style_defs(".highlight")
+
+
+def highlight_code(code: str) -> Markup:
+    """A learner's code for the permalink page, with the line numbers that
+    findings refer to (Pygments escapes the code)."""
+    return Markup(highlight(code, get_lexer_by_name("python"), HtmlFormatter(linenos="inline", cssclass="highlight code-view")))
+
+
+def exercises() -> dict[str, Exercise]:
+    """Loaded once per app: lessons change with a deploy, not per request."""
+    ext = current_app.extensions
+    if "amp_dojo_exercises" not in ext:
+        directory = current_app.config.get("EXERCISES")
+        ext["amp_dojo_exercises"] = load_all(Path(directory) if directory else None)
+    return ext["amp_dojo_exercises"]
+
+
+def exercise(lesson_id: str) -> Exercise:
+    found = exercises().get(lesson_id)
+    if found is None:
+        raise ExerciseNotFound(f"no lesson {lesson_id!r}")
+    return found
+
+
+def language(lang: str | None) -> str:
+    return lang if lang in LANGUAGES else "en"
+
+
+def card(ex: Exercise, lang: str, progress: str) -> dict:
+    return {"id": ex.id, "order": ex.order, "title": localize(ex.title, lang),
+            "summary": localize(ex.summary, lang), "progress": progress, "url": f"/lessons/{ex.id}"}
+
+
+def public_lesson(ex: Exercise, lang: str) -> dict:
+    """Everything a learner needs, as data; built field by field so nothing hidden slips in."""
+    return {
+        "id": ex.id, "lang": lang, "title": localize(ex.title, lang), "summary": localize(ex.summary, lang),
+        "lesson": localize(ex.lesson, lang), "lesson_html": str(markdown(localize(ex.lesson, lang))),
+        "task": localize(ex.task, lang), "task_html": str(markdown(localize(ex.task, lang))),
+        "starter": ex.starter, "baseline": ex.baseline,
+        "entrypoint": ex.entrypoint.model_dump(),
+        "hints": [localize(h, lang) for h in ex.hints],
+        "quiz": [{"question": localize(q.question, lang), "choices": [localize(c, lang) for c in q.choices]}
+                 for q in ex.quiz],
+        "checks": [c.id for c in ex.checks],
+    }
+
+
+def quiz_answer(ex: Exercise, index: int, choice: int, lang: str) -> dict:
+    q = ex.quiz[index]
+    explanation = localize(q.explanation, lang)
+    return {"correct": choice == q.answer, "answer": q.answer, "explanation": explanation,
+            "explanation_html": str(markdown_inline(explanation))}
+

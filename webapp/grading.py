@@ -1,0 +1,121 @@
+"""The grading task's body, run by `amp-dojo worker` (a Huey consumer with one
+thread): it grades one attempt and reports through the queue's key-value
+storage only (see webapp/queue.py), so it can run on a GPU machine that shares
+nothing with the web app but the queue."""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from pathlib import Path
+
+log = logging.getLogger("amp_dojo.worker")
+
+
+def json_safe(value):
+    """NaN and infinity become None: browsers' JSON.parse rejects them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+class Heartbeat(threading.Thread):
+    """Rewrites the attempt's heartbeat key while grading runs; when the
+    process dies the key stops changing and the web app's lease runs out."""
+
+    def __init__(self, queue, submission_id: str, attempt: int, interval_s: float, worker: str):
+        super().__init__(name=f"heartbeat-{submission_id}", daemon=True)
+        self.queue, self.sid, self.attempt = queue, submission_id, attempt
+        self.interval_s, self.worker = interval_s, worker
+        self.stopped = threading.Event()
+        self.beat = 0
+
+    def send(self):
+        self.beat += 1
+        try:
+            self.queue.put("hb", self.sid, self.attempt, {"beat": self.beat, "at": time.time(), "worker": self.worker})
+        except Exception:  # a hiccup of the queue must not end the grading; the next beat may pass
+            log.exception("heartbeat for %s failed", self.sid)
+
+    def run(self):
+        while not self.stopped.wait(self.interval_s):
+            self.send()
+
+    def __enter__(self):
+        self.send()
+        self.start()
+        return self
+
+    def __exit__(self, *_exc):
+        self.stopped.set()
+        self.join(timeout=5)
+
+
+class EventLog:
+    """The attempt's events, published as one list so a reader never sees a gap."""
+
+    def __init__(self, queue, submission_id: str, attempt: int):
+        self.queue, self.sid, self.attempt = queue, submission_id, attempt
+        self.events: list[dict] = []
+        self.checks_sent: set[tuple] = set()
+
+    def add(self, kind: str, data: dict):
+        self.events.append({"type": kind, "data": json_safe(data), "at": time.time()})
+        self.queue.put("events", self.sid, self.attempt, self.events)
+
+    def progress(self, stage: str, **info):
+        """The grader's progress callback: checks become `check` events; `done`
+        is announced by the web app with the result, once it has accepted it."""
+        if stage == "check":
+            key = (info.get("check"), info.get("status"))
+            if key not in self.checks_sent:  # a repeated report of the same verdict adds nothing
+                self.checks_sent.add(key)
+                self.add("check", info)
+        elif stage != "done":
+            self.add("progress", {"stage": stage, **info})
+
+
+def grade(queue, payload: dict) -> None:
+    """One attempt: claim it, grade with heartbeats, publish the outcome."""
+    sid, attempt = payload["submission_id"], payload["attempt"]
+    worker = queue.settings.worker_name()
+    if not queue.claim(sid, attempt, worker):
+        log.warning("submission %s attempt %s was already claimed; skipping a duplicate task", sid, attempt)
+        return
+    log.info("grading submission %s (attempt %s, lesson %s)", sid, attempt, payload["exercise_id"])
+    with Heartbeat(queue, sid, attempt, payload.get("heartbeat_s", 5.0), worker):
+        events = EventLog(queue, sid, attempt)
+        events.add("progress", {"stage": "started", "attempt": attempt, "worker": worker})
+        outcome = run_grader(queue.settings, payload, events.progress)
+    outcome.update(worker=worker, attempt=attempt, submission_id=sid)
+    queue.put("result", sid, attempt, json_safe(outcome))
+    log.info("submission %s attempt %s: %s", sid, attempt, outcome.get("result", {}).get("status", outcome["status"]))
+
+
+def run_grader(settings, payload: dict, progress) -> dict:
+    """A learner's failure is inside the result; only platform problems come back as `error`."""
+    from grader import runner
+    from grader.errors import GraderError
+    from grader.loader import load_exercise
+    from grader.sandbox import make_launcher
+
+    try:
+        directory = Path(settings.exercises) if settings.exercises else None
+        exercise = load_exercise(payload["exercise_id"], directory)
+        allow_local = bool(payload.get("allow_local")) and settings.allow_local
+        launcher = make_launcher(payload.get("sandbox", "auto"), allow_local=allow_local)
+        result = runner.run(exercise, payload["code"], device=payload.get("device", "auto"),
+                            launcher=launcher, progress=progress)
+        return {"status": "done", "result": result.to_dict()}
+    except GraderError as exc:
+        log.error("could not grade %s: %s", payload["submission_id"], exc.message)
+        return {"status": "error", "reason": f"the grader could not grade this submission: {exc.message}"}
+    except Exception as exc:  # noqa: BLE001 - reported to the learner instead of losing the submission
+        log.exception("grading %s failed", payload["submission_id"])
+        return {"status": "error", "reason": f"internal error in the grading worker ({type(exc).__name__})"}

@@ -1,0 +1,108 @@
+"""The HTML pages: lesson list, lesson (text, editor, results), a submission's
+permalink, and the language switch. Page data for the scripts travels in
+<script type="application/json"> blocks, never in inline scripts."""
+
+from __future__ import annotations
+
+from urllib.parse import urlparse
+
+from flask import Blueprint, Response, abort, current_app, make_response, redirect, render_template, request
+
+from grader.errors import ExerciseNotFound
+from grader.schema import LANGUAGES, localize
+from webapp import content, store
+from webapp.collector import collect
+from webapp.db import get_db
+from webapp.security import learner_id
+
+bp = Blueprint("lessons", __name__)
+LANG_NAMES = {"en": "English", "it": "Italiano", "id": "Bahasa Indonesia"}
+PROGRESS_LABELS = {"not_started": "Not started", "attempted": "Attempted", "passed": "Passed"}
+
+
+def current_lang() -> str:
+    return content.language(request.cookies.get("lang"))
+
+
+@bp.app_context_processor
+def _globals():
+    return {"lang": current_lang(), "languages": LANG_NAMES, "progress_labels": PROGRESS_LABELS}
+
+
+@bp.app_errorhandler(404)
+def _not_found(_exc):
+    if request.path.startswith("/api/"):
+        return {"error": "not found"}, 404
+    return render_template("error.html", title="Not found", message="There is nothing at this address."), 404
+
+
+@bp.get("/")
+def index():
+    db = get_db()
+    learner = learner_id()
+    collect(db, current_app.extensions["amp_dojo_queue"], current_app.config,
+            [r["id"] for r in db.execute("SELECT id FROM submissions WHERE learner = ? AND status IN "
+                                         "('queued', 'running')", (learner,))])
+    progress = store.progress(db, learner)
+    lang = current_lang()
+    cards = [content.card(ex, lang, progress.get(ex.id, "not_started")) for ex in content.exercises().values()]
+    return render_template("lessons/index.html", cards=cards)
+
+
+@bp.get("/lessons/<lesson_id>")
+def lesson(lesson_id):
+    try:
+        ex = content.exercise(lesson_id)
+    except ExerciseNotFound:
+        abort(404)
+    lang = current_lang()
+    db = get_db()
+    history = store.history(db, learner_id(), lesson_id)
+    page = {"lesson": {"id": ex.id, "title": localize(ex.title, lang), "starter": ex.starter,
+                       "baseline": ex.baseline},
+            "history": history,
+            "urls": {"submit": f"/api/lessons/{ex.id}/submissions", "history": f"/api/lessons/{ex.id}/submissions",
+                     "quiz": f"/api/quiz/{ex.id}/"}}
+    return render_template("lessons/lesson.html", lesson=content.public_lesson(ex, lang), page=page,
+                           history=history, markdown_inline=content.markdown_inline)
+
+
+@bp.get("/submissions/<sid>")
+def submission(sid):
+    db = get_db()
+    row = store.get(db, sid, learner=learner_id())
+    if row is None:
+        abort(404)
+    collect(db, current_app.extensions["amp_dojo_queue"], current_app.config, [sid])
+    row = store.get(db, sid)
+    try:
+        title = localize(content.exercise(row["lesson"]).title, current_lang())
+    except ExerciseNotFound:
+        title = row["lesson"]
+    page = {"submission": store.detail(db, row)}
+    return render_template("submissions/show.html", row=row, title=title, page=page,
+                           code_html=content.highlight_code(row["code"]))
+
+
+def _safe_next(target: str | None) -> str:
+    """Only paths on this site: never an open redirect."""
+    if not target or not target.startswith("/") or target.startswith("//") or urlparse(target).netloc:
+        return "/"
+    return target
+
+
+@bp.get("/lang/<code>")
+def set_language(code):
+    if code not in LANGUAGES:
+        abort(404)
+    response = make_response(redirect(_safe_next(request.args.get("next"))))
+    response.set_cookie("lang", code, max_age=365 * 24 * 3600, samesite="Lax", httponly=True)
+    return response
+
+
+@bp.get("/pygments.css")
+def pygments_css():
+    response = Response(content.pygments_css(), mimetype="text/css")
+    response.cache_control.max_age = 3600
+    return response
+

@@ -1,0 +1,90 @@
+"""Identity, CSRF and response headers.
+
+Learners are anonymous: a random id in the signed session cookie, created on
+the first visit. Every state-changing request must echo the session's CSRF
+token in the X-CSRF-Token header (JavaScript reads it from a <meta> tag); a
+cross-site form cannot set headers, and the token is unguessable."""
+
+from __future__ import annotations
+
+import hmac
+import os
+import secrets
+from pathlib import Path
+
+from flask import jsonify, request, session
+
+UNSAFE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
+CSRF_HEADER = "X-CSRF-Token"
+
+CSP = "; ".join([
+    "default-src 'self'",
+    "script-src 'self'",
+    # CodeMirror and the charts set element styles from script; no inline <style> of ours.
+    "style-src 'self' 'unsafe-inline'",
+    "img-src 'self' data:",
+    "font-src 'self'",
+    "connect-src 'self'",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+])
+
+
+def secret_key(instance_path: str) -> str:
+    """Generated once per installation, kept in the instance folder (mode 0600),
+    so sessions survive restarts and the key is never in the repository."""
+    path = Path(instance_path) / "secret_key"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(secrets.token_hex(32))
+    return path.read_text().strip()
+
+
+def learner_id() -> str:
+    """The anonymous learner of this request, created on first use."""
+    if "learner" not in session:
+        session["learner"] = secrets.token_urlsafe(16)
+        session.permanent = True
+    return session["learner"]
+
+
+def csrf_token() -> str:
+    if "csrf" not in session:
+        session["csrf"] = secrets.token_urlsafe(32)
+    return session["csrf"]
+
+
+def check_csrf():
+    """before_request: refuses unsafe methods without the session's token."""
+    if request.method not in UNSAFE_METHODS:
+        return None
+    expected = session.get("csrf")
+    sent = request.headers.get(CSRF_HEADER, "")
+    if not expected or not hmac.compare_digest(expected, sent):
+        response = jsonify(error="missing or wrong CSRF token: reload the page and try again")
+        response.status_code = 403
+        return response
+    return None
+
+
+def set_headers(response):
+    """after_request: the page may only run our own scripts and never be framed."""
+    response.headers.setdefault("Content-Security-Policy", CSP)
+    response.headers.setdefault("X-Content-Type-Options", "nosniff")
+    response.headers.setdefault("X-Frame-Options", "DENY")
+    response.headers.setdefault("Referrer-Policy", "same-origin")
+    return response
+
+
+def client_ip() -> str | None:
+    return request.remote_addr
+
+
+def init_app(app):
+    app.before_request(check_csrf)
+    app.after_request(set_headers)
+    app.jinja_env.globals["csrf_token"] = csrf_token

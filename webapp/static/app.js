@@ -1,0 +1,600 @@
+/* AMP Dojo page script: editor, drafts, hints, quiz, and the live results panel.
+ *
+ * Everything that came from a learner's code or from the grader's diagnostics is
+ * inserted with textContent, never as HTML. Page data comes from
+ * <script type="application/json" id="page-data"> (the CSP forbids inline scripts).
+ * The editor and charts come from window.AmpDojo (static/vendor/amp-dojo.js); without
+ * it the page falls back to a textarea and plain tables. */
+(function () {
+  "use strict";
+
+  var STAGES = {
+    queued: "Waiting in the queue",
+    started: "A grading worker picked it up",
+    static: "Reading your code",
+    baseline: "Running the FP32 baseline",
+    starting: "Starting your code",
+    steps: "Training and comparing with FP32",
+    timing: "Timing against the baseline",
+    retry: "The grading worker stopped; grading again",
+    check: "Checks",
+  };
+  var CHECK_NAMES = {
+    call_order: "Call order",
+    parity: "Parity with FP32",
+    coverage: "16-bit coverage",
+    speedup: "Speedup",
+    memory: "Peak memory",
+  };
+  var VERDICTS = { pass: "Passed", fail: "Failed", error: "Error", not_applicable: "Not applicable" };
+  var COLORS = { submission: "#4f46e5", baseline: "#94a3b8", scale: "#0d9488" };
+
+  // ---------- small helpers ----------
+
+  function el(tag, props) {
+    var node = document.createElement(tag);
+    var children = Array.prototype.slice.call(arguments, 2);
+    Object.keys(props || {}).forEach(function (key) {
+      var value = props[key];
+      if (value === undefined || value === null) return;
+      if (key === "text") node.textContent = value;
+      else if (key === "className") node.className = value;
+      else if (key === "dataset") Object.keys(value).forEach(function (k) { node.dataset[k] = value[k]; });
+      else node.setAttribute(key, value);
+    });
+    children.forEach(function (child) {
+      if (child === null || child === undefined || child === false) return;
+      node.appendChild(typeof child === "string" ? document.createTextNode(child) : child);
+    });
+    return node;
+  }
+
+  function clear(node) {
+    while (node.firstChild) node.removeChild(node.firstChild);
+  }
+
+  /* Text with `code` spans, as DOM nodes: never innerHTML. */
+  function withCode(text) {
+    var frag = document.createDocumentFragment();
+    String(text || "").split("`").forEach(function (part, i) {
+      frag.appendChild(i % 2 ? el("code", { text: part }) : document.createTextNode(part));
+    });
+    return frag;
+  }
+
+  function readPageData() {
+    var node = document.getElementById("page-data");
+    return node ? JSON.parse(node.textContent) : {};
+  }
+
+  var csrfMeta = document.querySelector('meta[name="csrf-token"]');
+  var CSRF = csrfMeta ? csrfMeta.getAttribute("content") : "";
+
+  function api(method, url, body) {
+    var options = { method: method, credentials: "same-origin", headers: { Accept: "application/json" } };
+    if (body !== undefined) {
+      options.headers["Content-Type"] = "application/json";
+      options.headers["X-CSRF-Token"] = CSRF;
+      options.body = JSON.stringify(body);
+    }
+    return fetch(url, options).then(function (response) {
+      return response.json().catch(function () { return {}; }).then(function (data) {
+        return {
+          ok: response.ok, status: response.status, data: data,
+          retryAfter: Number(response.headers.get("Retry-After")) || null,
+        };
+      });
+    });
+  }
+
+  function formatNumber(value, digits) {
+    if (typeof value !== "number" || !isFinite(value)) return String(value);
+    if (Math.abs(value) >= 1e6) return value.toExponential(2);
+    return Number(value.toFixed(digits === undefined ? 4 : digits)).toString();
+  }
+
+  function formatBytes(bytes) {
+    return (bytes / (1024 * 1024)).toFixed(1) + " MiB";
+  }
+
+  function percent(value) {
+    return (value * 100).toFixed(value < 0.1 ? 2 : 1) + "%";
+  }
+
+  function median(values) {
+    var sorted = values.slice().sort(function (a, b) { return a - b; });
+    var mid = Math.floor(sorted.length / 2);
+    return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+  }
+
+  function timeAgo(seconds) {
+    var date = new Date(seconds * 1000);
+    return date.toLocaleString();
+  }
+
+  // ---------- measured values, in words ----------
+
+  var MEASURED = {
+    parity: function (m, t) {
+      var rows = [];
+      if (m.max_loss_rel_diff !== undefined) {
+        rows.push(["loss vs FP32", percent(m.max_loss_rel_diff), t && percent(t.loss_rtol)]);
+      }
+      if (m.max_param_rel_diff !== undefined && m.max_param_rel_diff !== null) {
+        rows.push(["weights vs FP32", percent(m.max_param_rel_diff), t && percent(t.param_rtol)]);
+      }
+      return rows;
+    },
+    coverage: function (m, t) {
+      return m.fraction_16bit === undefined ? [] :
+        [["matmul FLOPs in 16-bit", percent(m.fraction_16bit), t && "≥ " + percent(t.min_fraction)]];
+    },
+    speedup: function (m, t) {
+      if (m.speedup === undefined) return [];
+      var range = m.ci95_low !== undefined ? " (95%: " + formatNumber(m.ci95_low, 2) + "–" + formatNumber(m.ci95_high, 2) + ")" : "";
+      return [["speedup", formatNumber(m.speedup, 2) + "×" + range, t && "≥ " + t.min_speedup + "×"]];
+    },
+    memory: function (m, t) {
+      return m.ratio === undefined ? [] :
+        [["peak memory vs FP32", formatNumber(m.ratio, 2) + "× (" + formatBytes(m.peak_bytes) + ")", t && "≤ " + t.max_ratio + "×"]];
+    },
+  };
+
+  function measuredRows(check) {
+    var fn = MEASURED[check.id];
+    return fn ? fn(check.measured || {}, check.threshold) : [];
+  }
+
+  // ---------- the results panel ----------
+
+  function ResultsPanel(root) {
+    this.root = root;
+    this.status = root.querySelector('[data-testid="status"]');
+    this.steps = root.querySelector('[data-testid="progress"]');
+    this.body = root.querySelector(".result-body");
+    this.stepItems = {};
+  }
+
+  ResultsPanel.prototype.setStatus = function (text, state) {
+    this.status.textContent = text;
+    this.root.dataset.state = state || "";
+  };
+
+  ResultsPanel.prototype.reset = function () {
+    clear(this.steps);
+    this.stepItems = {};
+    this.steps.hidden = true;
+    this.body.hidden = true;
+    this.setStatus("Submitting…", "submitting");
+  };
+
+  ResultsPanel.prototype.step = function (key, label, detail, state) {
+    this.steps.hidden = false;
+    var item = this.stepItems[key];
+    if (!item) {
+      Object.keys(this.stepItems).forEach(function (k) {
+        var other = this.stepItems[k];
+        if (other.dataset.state === "current") other.dataset.state = "done";
+      }, this);
+      item = el("li", { dataset: { step: key } }, el("span", { className: "step-label" }), el("span", { className: "step-detail" }));
+      this.steps.appendChild(item);
+      this.stepItems[key] = item;
+    }
+    item.dataset.state = state || "current";
+    item.querySelector(".step-label").textContent = label;
+    item.querySelector(".step-detail").textContent = detail || "";
+  };
+
+  ResultsPanel.prototype.queued = function (position) {
+    var text = position > 1 ? "Queued: " + (position - 1) + " ahead of you" : "Queued: you are next";
+    this.setStatus(text, "queued");
+    this.step("queued", STAGES.queued, "position " + position);
+  };
+
+  ResultsPanel.prototype.progress = function (data) {
+    var stage = data.stage;
+    var detail = "";
+    if (stage === "queued") return this.step("queued", STAGES.queued, "");
+    if (stage === "steps" && data.total) detail = data.total + " steps";
+    if (stage === "timing" && data.rounds) {
+      detail = "round " + data.rounds + (typeof data.speedup === "number" ? ", " + formatNumber(data.speedup, 2) + "× so far" : "");
+    }
+    if (stage === "retry") detail = "attempt " + data.attempt;
+    if (stage === "started" && data.attempt > 1) detail = "attempt " + data.attempt;
+    this.step(stage, STAGES[stage] || stage, detail);
+    this.setStatus("Grading: " + (STAGES[stage] || stage).toLowerCase() + "…", "running");
+  };
+
+  ResultsPanel.prototype.check = function (data) {
+    var label = CHECK_NAMES[data.check] || data.check;
+    this.step("check:" + data.check, label, VERDICTS[data.status] || data.status, data.status === "pass" || data.status === "not_applicable" ? "done" : "bad");
+  };
+
+  ResultsPanel.prototype.done = function (data) {
+    Object.keys(this.stepItems).forEach(function (k) {
+      var item = this.stepItems[k];
+      if (item.dataset.state === "current") item.dataset.state = "done";
+    }, this);
+    if (data.status === "error" && !data.result) {
+      this.setStatus("The grader could not grade this submission.", "error");
+      this.showResult(null, data.error);
+      return;
+    }
+    var result = data.result || {};
+    var words = { pass: "Passed", fail: "Not yet: see the checks below", error: "Your code stopped with an error" };
+    var score = typeof result.score === "number" ? " · score " + Math.round(result.score * 100) + "%" : "";
+    this.setStatus((words[result.status] || result.status) + score, result.status);
+    this.showResult(result, null);
+  };
+
+  ResultsPanel.prototype.showResult = function (result, platformError) {
+    var body = this.body;
+    body.hidden = false;
+    var badge = body.querySelector('[data-testid="result-status"]');
+    var status = result ? result.status : "error";
+    badge.dataset.status = status;
+    badge.textContent = result ? ({ pass: "Passed", fail: "Failed", error: "Error" }[status] || status) : "Not graded";
+    this.renderError(result ? result.error : { kind: "platform", message: platformError });
+    this.renderChecks(result ? result.checks || [] : []);
+    this.renderNotes(result ? result.notes || [] : []);
+    this.renderCharts(result ? result.plots || {} : {});
+    this.renderOutput(result ? result.output || "" : "");
+  };
+
+  ResultsPanel.prototype.renderError = function (error) {
+    var box = this.body.querySelector(".result-error");
+    clear(box);
+    box.hidden = !error;
+    if (!error) return;
+    box.appendChild(el("p", { className: "error-kind", text: error.kind === "platform" ? "Grading problem" : "Error: " + error.kind }));
+    box.appendChild(el("p", { className: "error-message", text: error.message || "" }));
+    if (error.source_line) {
+      box.appendChild(el("pre", { className: "error-line", text: (error.line ? error.line + " | " : "") + error.source_line }));
+    }
+  };
+
+  ResultsPanel.prototype.renderChecks = function (checks) {
+    var tbody = this.body.querySelector(".checks tbody");
+    clear(tbody);
+    this.body.querySelector(".checks").hidden = !checks.length;
+    checks.forEach(function (check) {
+      var verdict = el("td", { className: "check-verdict" },
+        el("span", { className: "badge badge-" + check.status, text: VERDICTS[check.status] || check.status }),
+        el("p", { className: "check-message", text: check.message }));
+      var findings = (check.findings || []).map(function (f) {
+        return el("li", { className: "finding finding-" + f.severity, dataset: { findingId: f.id } },
+          f.line ? el("span", { className: "finding-line", text: "line " + f.line }) : null,
+          el("span", { className: "finding-message", text: f.message }),
+          f.fix ? el("span", { className: "finding-fix" }, el("strong", { text: "Fix: " }), document.createTextNode(f.fix)) : null);
+      });
+      if (findings.length) verdict.appendChild(el.apply(null, ["ul", { className: "findings" }].concat(findings)));
+      var measured = el("td", { className: "check-measured" });
+      measuredRows(check).forEach(function (row) {
+        measured.appendChild(el("div", { className: "measure" },
+          el("span", { className: "measure-name", text: row[0] }),
+          el("span", { className: "measure-value", text: row[1] }),
+          row[2] ? el("span", { className: "measure-threshold", text: "needs " + row[2] }) : null));
+      });
+      tbody.appendChild(el("tr", { className: "check-row", dataset: { testid: "check-row", checkId: check.id, status: check.status } },
+        el("th", { scope: "row", text: CHECK_NAMES[check.id] || check.id }), verdict, measured));
+    });
+  };
+
+  ResultsPanel.prototype.renderNotes = function (notes) {
+    var list = this.body.querySelector(".notes");
+    clear(list);
+    list.hidden = !notes.length;
+    notes.forEach(function (f) {
+      list.appendChild(el("li", {}, f.line ? "line " + f.line + ": " : "", f.message, f.fix ? " — " + f.fix : ""));
+    });
+  };
+
+  ResultsPanel.prototype.renderCharts = function (plots) {
+    var box = this.body.querySelector(".charts");
+    clear(box);
+    var charts = [];
+    if (plots.loss) {
+      charts.push(["line", { title: "Loss: your code vs the FP32 baseline", xLabel: "step", yLabel: "loss",
+        series: [{ name: "your code", values: plots.loss.submission, color: COLORS.submission },
+                 { name: "FP32 baseline", values: plots.loss.baseline, color: COLORS.baseline }] }]);
+    }
+    if (plots.scale && plots.scale.length) {
+      charts.push(["line", { title: "GradScaler scale", xLabel: "step", yLabel: "scale", logY: true,
+        series: [{ name: "scale", values: plots.scale, color: COLORS.scale }] }]);
+    }
+    if (plots.timing && plots.timing.baseline_s && plots.timing.baseline_s.length) {
+      charts.push(["bar", { title: "Time per " + plots.timing.steps_per_block + " steps (median)", unit: "s",
+        bars: [{ label: "FP32 baseline", value: median(plots.timing.baseline_s), color: COLORS.baseline },
+               { label: "your code", value: median(plots.timing.submission_s), color: COLORS.submission }] }]);
+    }
+    if (plots.memory) {
+      charts.push(["bar", { title: "Peak memory", unit: "MiB",
+        bars: [{ label: "FP32 baseline", value: plots.memory.baseline_bytes / 1048576, color: COLORS.baseline },
+               { label: "your code", value: plots.memory.submission_bytes / 1048576, color: COLORS.submission }] }]);
+    }
+    charts.forEach(function (chart) {
+      var figure = el("figure", { className: "chart-card" });
+      box.appendChild(figure);
+      drawChart(figure, chart[0], chart[1]);
+    });
+  };
+
+  function drawChart(parent, kind, spec) {
+    var lib = window.AmpDojo;
+    try {
+      if (lib && kind === "line" && lib.lineChart) return lib.lineChart(parent, spec);
+      if (lib && kind === "bar" && lib.barChart) return lib.barChart(parent, spec);
+    } catch (err) {
+      console.error("chart failed", err);
+    }
+    return chartTable(parent, kind, spec);
+  }
+
+  /* Without the bundle: the same numbers as a small table. */
+  function chartTable(parent, kind, spec) {
+    parent.appendChild(el("figcaption", { text: spec.title }));
+    var table = el("table", { className: "chart-fallback", dataset: { testid: "chart", chartTitle: spec.title } });
+    if (kind === "bar") {
+      spec.bars.forEach(function (bar) {
+        table.appendChild(el("tr", {}, el("th", { text: bar.label }), el("td", { text: formatNumber(bar.value, 3) + " " + spec.unit })));
+      });
+    } else {
+      table.appendChild(el.apply(null, ["tr", {}, el("th", { text: spec.xLabel })].concat(spec.series.map(function (s) { return el("th", { text: s.name }); }))));
+      spec.series[0].values.forEach(function (_, i) {
+        table.appendChild(el.apply(null, ["tr", {}, el("td", { text: String(i) })].concat(spec.series.map(function (s) {
+          return el("td", { text: formatNumber(s.values[i]) });
+        }))));
+      });
+    }
+    parent.appendChild(table);
+  }
+
+  ResultsPanel.prototype.renderOutput = function (output) {
+    var details = this.body.querySelector(".output");
+    details.hidden = !output;
+    details.querySelector(".output-text").textContent = output;  // learner output: text only
+  };
+
+  ResultsPanel.prototype.handle = function (type, data) {
+    if (type === "queued") this.queued(data.position);
+    else if (type === "progress") this.progress(data);
+    else if (type === "check") this.check(data);
+    else if (type === "done") this.done(data);
+  };
+
+  // ---------- following a submission: SSE, or polling when SSE fails ----------
+
+  function follow(submission, panel, onDone, after) {
+    var lastId = after || 0;
+    var finished = false;
+    var source = null;
+
+    function handle(type, data, id) {
+      if (finished) return;
+      if (id) lastId = Math.max(lastId, id);
+      panel.handle(type, data);
+      if (type === "done") {
+        finished = true;
+        if (source) source.close();
+        if (onDone) onDone(data);
+      }
+    }
+
+    function poll() {
+      if (finished) return;
+      api("GET", submission.urls.self + "?after=" + lastId).then(function (res) {
+        if (!res.ok) throw new Error("status " + res.status);
+        var d = res.data;
+        d.events.forEach(function (ev) { if (ev.type !== "done") handle(ev.type, ev.data, ev.id); });
+        if (d.status === "queued" && d.position) panel.queued(d.position);
+        if (d.status === "done" || d.status === "error") {
+          handle("done", { status: d.status, result: d.result, error: d.error, score: d.score, result_status: d.result_status });
+        } else {
+          setTimeout(poll, 1000);
+        }
+      }).catch(function () {
+        panel.setStatus("Lost contact with the server; retrying…", "running");
+        setTimeout(poll, 2000);
+      });
+    }
+
+    if (!window.EventSource) return poll();
+    source = new EventSource(submission.urls.stream + (lastId ? "?last_event_id=" + lastId : ""));
+    ["queued", "progress", "check", "done"].forEach(function (type) {
+      source.addEventListener(type, function (event) {
+        handle(type, JSON.parse(event.data), Number(event.lastEventId) || 0);
+      });
+    });
+    source.onerror = function () {
+      if (finished) return;
+      source.close();
+      poll();
+    };
+  }
+
+  // ---------- the editor ----------
+
+  function makeEditor(host, doc, onRun, onChange) {
+    var fallback = host.querySelector("textarea");
+    if (window.AmpDojo && window.AmpDojo.createEditor) {
+      try {
+        fallback.remove();
+        var editor = window.AmpDojo.createEditor(host, { doc: doc, onRun: onRun, onChange: onChange });
+        if (editor.view && editor.view.contentDOM) editor.view.contentDOM.setAttribute("aria-label", "Your solution");
+        return editor;
+      } catch (err) {
+        console.error("editor failed; using a plain text area", err);
+        host.appendChild(fallback);
+      }
+    }
+    fallback.value = doc;
+    fallback.dataset.testid = "editor";
+    fallback.addEventListener("input", function () { onChange(fallback.value); });
+    fallback.addEventListener("keydown", function (event) {
+      if ((event.ctrlKey || event.metaKey) && event.key === "Enter") { event.preventDefault(); onRun(); }
+      if (event.key === "Tab" && !event.shiftKey) {
+        event.preventDefault();
+        var start = fallback.selectionStart;
+        fallback.setRangeText("    ", start, fallback.selectionEnd, "end");
+        onChange(fallback.value);
+      }
+    });
+    return {
+      getValue: function () { return fallback.value; },
+      setValue: function (text) { fallback.value = text; },
+      focus: function () { fallback.focus(); },
+    };
+  }
+
+  function draftStore(lessonId) {
+    var key = "amp-dojo:draft:" + lessonId;
+    return {
+      load: function () { try { return localStorage.getItem(key); } catch (e) { return null; } },
+      save: function (text) { try { localStorage.setItem(key, text); } catch (e) { /* private mode */ } },
+      clear: function () { try { localStorage.removeItem(key); } catch (e) { /* ignore */ } },
+    };
+  }
+
+  // ---------- lesson page ----------
+
+  function renderHistory(list, items) {
+    clear(list);
+    if (!items.length) {
+      list.appendChild(el("li", { className: "muted empty", text: "None yet." }));
+      return;
+    }
+    items.forEach(function (s) {
+      var state = s.status === "done" ? s.result_status : s.status;
+      var label = { pass: "Passed", fail: "Failed", error: "Error", queued: "Queued", running: "Running" }[state] || state;
+      var score = s.status === "done" && typeof s.score === "number" ? Math.round(s.score * 100) + "%" : "";
+      list.appendChild(el("li", { className: "history-item" },
+        el("span", { className: "badge badge-" + state, text: label }),
+        el("a", { href: s.urls.page, text: timeAgo(s.created_at) }),
+        el("span", { className: "muted", text: score })));
+    });
+  }
+
+  function initHints() {
+    var button = document.querySelector('[data-testid="hint-button"]');
+    if (!button) return;
+    var hints = Array.prototype.slice.call(document.querySelectorAll(".hint"));
+    var shown = 0;
+    button.addEventListener("click", function () {
+      if (shown < hints.length) hints[shown++].hidden = false;
+      button.textContent = shown < hints.length ? "Show another hint (" + shown + " of " + hints.length + ")" : "All hints shown";
+      button.disabled = shown >= hints.length;
+    });
+  }
+
+  function initQuiz(urls) {
+    document.querySelectorAll(".quiz-choice").forEach(function (button) {
+      button.addEventListener("click", function () {
+        var fieldset = button.closest(".quiz-question");
+        var feedback = fieldset.querySelector(".quiz-feedback");
+        var url = urls.quiz + button.dataset.question;
+        api("POST", url, { choice: Number(button.dataset.choice) }).then(function (res) {
+          clear(feedback);
+          if (!res.ok) { feedback.textContent = res.data.error || "Could not check the answer."; return; }
+          fieldset.querySelectorAll(".quiz-choice").forEach(function (b) {
+            b.setAttribute("aria-pressed", b === button ? "true" : "false");
+            b.classList.remove("chosen-right", "chosen-wrong");
+          });
+          button.classList.add(res.data.correct ? "chosen-right" : "chosen-wrong");
+          fieldset.dataset.answered = res.data.correct ? "right" : "wrong";
+          feedback.className = "quiz-feedback " + (res.data.correct ? "right" : "wrong");
+          feedback.appendChild(el("strong", { text: res.data.correct ? "Right. " : "Not quite. " }));
+          feedback.appendChild(withCode(res.data.explanation));
+        });
+      });
+    });
+  }
+
+  function initLesson(page) {
+    var lesson = page.lesson;
+    var drafts = draftStore(lesson.id);
+    var draftState = document.querySelector(".draft-state");
+    var runButton = document.getElementById("run-button");
+    var panel = new ResultsPanel(document.getElementById("results"));
+    var history = document.getElementById("history-list");
+    var saveTimer = null;
+    var running = false;
+
+    function onChange(text) {
+      clearTimeout(saveTimer);
+      saveTimer = setTimeout(function () {
+        drafts.save(text);
+        draftState.textContent = "Draft saved";
+      }, 400);
+    }
+
+    function refreshHistory() {
+      api("GET", page.urls.history).then(function (res) { if (res.ok) renderHistory(history, res.data.submissions); });
+    }
+
+    function setRunning(on) {
+      running = on;
+      runButton.disabled = on;
+      runButton.setAttribute("aria-busy", on ? "true" : "false");
+    }
+
+    function run() {
+      if (running) return;
+      setRunning(true);
+      panel.reset();
+      api("POST", page.urls.submit, { code: editor.getValue() }).then(function (res) {
+        if (!res.ok) {
+          var wait = res.retryAfter ? " (try again in " + res.retryAfter + " s)" : "";
+          panel.setStatus((res.data.error || "The submission was refused (" + res.status + ")") + wait, "refused");
+          setRunning(false);
+          return;
+        }
+        panel.queued(res.data.position || 1);
+        refreshHistory();
+        follow(res.data, panel, function () { setRunning(false); refreshHistory(); });
+      }).catch(function () {
+        panel.setStatus("Could not reach the server.", "refused");
+        setRunning(false);
+      });
+    }
+
+    var saved = drafts.load();
+    var editor = makeEditor(document.getElementById("editor-host"), saved !== null ? saved : lesson.starter, run, onChange);
+    if (saved !== null && saved !== lesson.starter) draftState.textContent = "Draft restored";
+    runButton.addEventListener("click", run);
+    document.getElementById("reset-button").addEventListener("click", function () {
+      if (!window.confirm("Replace your code with the starter code? Your draft will be lost.")) return;
+      editor.setValue(lesson.starter);
+      drafts.clear();
+      draftState.textContent = "Reset to the starter";
+      editor.focus();
+    });
+    renderHistory(history, page.history || []);
+    initHints();
+    initQuiz(page.urls);
+  }
+
+  // ---------- submission permalink ----------
+
+  function initSubmission(page) {
+    var s = page.submission;
+    var panel = new ResultsPanel(document.getElementById("results"));
+    var last = 0;
+    s.events.forEach(function (ev) {
+      last = ev.id;
+      if (ev.type !== "done") panel.handle(ev.type, ev.data);
+    });
+    if (s.status === "done" || s.status === "error") {
+      panel.done({ status: s.status, result: s.result, error: s.error });
+      return;
+    }
+    if (s.position) panel.queued(s.position);
+    follow(s, panel, null, last);
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var kind = document.body.dataset.page;
+    var page = readPageData();
+    if (kind === "lesson") initLesson(page);
+    else if (kind === "submission") initSubmission(page);
+  });
+})();

@@ -1,0 +1,138 @@
+"""Submission records in the web app's database: creating them (before they are
+enqueued, so an accepted submission is never lost), the limits that guard the
+queue, and the JSON shapes the API returns."""
+
+from __future__ import annotations
+
+import json
+import math
+import secrets
+import time
+
+from webapp.db import transaction
+
+ACTIVE = ("queued", "running")
+WINDOW_S = 60.0
+
+
+class Refused(Exception):
+    """A request the app declines, with the HTTP status and Retry-After to send."""
+
+    def __init__(self, status: int, message: str, retry_after: int | None = None):
+        super().__init__(message)
+        self.status, self.message, self.retry_after = status, message, retry_after
+
+
+def payload(row, config) -> dict:
+    """The task: everything a worker needs, nothing from this database."""
+    return {
+        "submission_id": row["id"], "attempt": row["attempt"], "exercise_id": row["lesson"],
+        "code": row["code"], "device": config["DEVICE"], "sandbox": config["SANDBOX"],
+        "allow_local": bool(config["ALLOW_LOCAL_SANDBOX"]),
+        "heartbeat_s": max(0.5, float(config["LEASE_SECONDS"]) / 5),
+    }
+
+
+def _retry_after(oldest: float, now: float) -> int:
+    return max(1, math.ceil(oldest + WINDOW_S - now))
+
+
+def check_rate(db, learner: str, client_ip: str | None, config, now: float):
+    """Raises Refused(429) past RATE_LIMIT per learner or IP_RATE_LIMIT per address per minute."""
+    since = now - WINDOW_S
+    for column, value, limit in (("learner", learner, config["RATE_LIMIT"]),
+                                 ("client_ip", client_ip, config["IP_RATE_LIMIT"])):
+        if value is None or not limit:
+            continue
+        rows = db.execute(f"SELECT created_at FROM submissions WHERE {column} = ? AND created_at > ? "
+                          "ORDER BY created_at DESC LIMIT ?", (value, since, int(limit))).fetchall()
+        if len(rows) >= int(limit):
+            raise Refused(429, f"at most {limit} submissions a minute: wait a moment and run again",
+                          _retry_after(rows[-1]["created_at"], now))
+
+
+def check_queue(db, config):
+    """Raises Refused(429) when QUEUE_MAX submissions already wait."""
+    waiting = db.execute("SELECT count(*) FROM submissions WHERE status = 'queued'").fetchone()[0]
+    if waiting >= int(config["QUEUE_MAX"]):
+        raise Refused(429, f"the grading queue is full ({waiting} waiting): try again in a minute", 30)
+
+
+def create(db, *, learner: str, client_ip: str | None, lesson: str, code: str, lang: str, config) -> dict:
+    """Stores the submission (status queued) after the limits; the caller enqueues it."""
+    now = time.time()
+    with transaction(db):
+        check_rate(db, learner, client_ip, config, now)
+        check_queue(db, config)
+        sid = secrets.token_hex(8)
+        db.execute("INSERT INTO submissions (id, learner, client_ip, lesson, code, lang, status, attempt, "
+                   "created_at, queued_at) VALUES (?, ?, ?, ?, ?, ?, 'queued', 1, ?, ?)",
+                   (sid, learner, client_ip, lesson, code, lang, now, now))
+        db.execute("INSERT INTO events (submission_id, attempt, source, type, data, created_at) "
+                   "VALUES (?, 1, 'queued', 'progress', ?, ?)", (sid, json.dumps({"stage": "queued"}), now))
+    return get(db, sid)
+
+
+def mark_enqueued(db, sid: str, attempt: int):
+    db.execute("UPDATE submissions SET enqueued_at = ? WHERE id = ? AND attempt = ? AND enqueued_at IS NULL",
+               (time.time(), sid, attempt))
+
+
+def get(db, sid: str, learner: str | None = None):
+    """The row, or None; with `learner`, only that learner's own."""
+    row = db.execute("SELECT * FROM submissions WHERE id = ?", (sid,)).fetchone()
+    if row is None or (learner is not None and row["learner"] != learner):
+        return None
+    return row
+
+
+def position(db, row) -> int | None:
+    """1-based place among queued submissions, by when each was (re-)queued."""
+    if row["status"] != "queued":
+        return None
+    ahead = db.execute("SELECT count(*) FROM submissions WHERE status = 'queued' AND "
+                       "(queued_at < ? OR (queued_at = ? AND id < ?))",
+                       (row["queued_at"], row["queued_at"], row["id"])).fetchone()[0]
+    return ahead + 1
+
+
+def events(db, sid: str, after: int = 0) -> list[dict]:
+    rows = db.execute("SELECT id, type, data FROM events WHERE submission_id = ? AND id > ? ORDER BY id",
+                      (sid, after)).fetchall()
+    return [{"id": r["id"], "type": r["type"], "data": json.loads(r["data"])} for r in rows]
+
+
+def urls(sid: str) -> dict:
+    return {"self": f"/api/submissions/{sid}", "stream": f"/api/submissions/{sid}/stream",
+            "page": f"/submissions/{sid}"}
+
+
+def summary(row) -> dict:
+    """A submission without its events and result: for lists."""
+    return {
+        "id": row["id"], "lesson": row["lesson"], "status": row["status"], "attempt": row["attempt"],
+        "result_status": row["result_status"], "score": row["score"], "error": row["error"],
+        "created_at": row["created_at"], "started_at": row["started_at"], "finished_at": row["finished_at"],
+        "urls": urls(row["id"]),
+    }
+
+
+def detail(db, row, after: int = 0) -> dict:
+    """Everything the results panel needs, whether the grading is waiting, running or over."""
+    data = summary(row)
+    data.update(code=row["code"], position=position(db, row), events=events(db, row["id"], after),
+                result=json.loads(row["result"]) if row["result"] else None)
+    return data
+
+
+def history(db, learner: str, lesson: str, limit: int = 20) -> list[dict]:
+    rows = db.execute("SELECT * FROM submissions WHERE learner = ? AND lesson = ? ORDER BY created_at DESC "
+                      "LIMIT ?", (learner, lesson, limit)).fetchall()
+    return [summary(r) for r in rows]
+
+
+def progress(db, learner: str) -> dict[str, str]:
+    """lesson id -> 'attempted' or 'passed' (lessons never tried are absent)."""
+    rows = db.execute("SELECT lesson, max(result_status = 'pass') AS passed FROM submissions "
+                      "WHERE learner = ? GROUP BY lesson", (learner,)).fetchall()
+    return {r["lesson"]: "passed" if r["passed"] else "attempted" for r in rows}
