@@ -148,7 +148,7 @@ class ContainerHandle:
     def cleanup(self):
         """The container is stopped by now; removing it takes the engine a few hundred ms, which the
         learner need not wait for. Not a daemon thread, so the grader's exit waits for it."""
-        for closer in (self.sock.close, lambda: os.close(self.stdout_fd)):
+        for closer in (self.sock.close, lambda: os.close(self.stdout_fd), self.stderr.close):
             try:
                 closer()
             except OSError:

@@ -129,7 +129,7 @@ class ProcessHandle:
         return code, code is not None and code in (-signal.SIGKILL, 128 + signal.SIGKILL)
 
     def cleanup(self):
-        for pipe in (self.proc.stdin, self.proc.stdout):
+        for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             try:
                 pipe.close()
             except OSError:

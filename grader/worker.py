@@ -19,6 +19,7 @@ import os
 import signal
 import sys
 import traceback
+import warnings
 
 
 class Channel:
@@ -261,6 +262,9 @@ def main(argv=None):
     argv = argv if argv is not None else sys.argv[1:]
     channel = Channel()
     faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
+    # torch warns on import when NumPy is absent (the grading image has none); the learner's output
+    # should hold only what their code printed.
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     spec = json.load(open(argv[0], encoding="utf-8"))
     worker = None
     while True:
