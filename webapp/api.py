@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 
 from flask import Blueprint, Response, current_app, jsonify, request
@@ -150,14 +151,62 @@ def quiz(lesson_id, index):
     return jsonify(content.quiz_answer(ex, index, choice, _lang()))
 
 
+class StreamSlots:
+    """Each open stream holds a server thread for as long as grading takes; without a cap, a few
+    learners with many tabs could take every thread and stop the site. Past the cap a stream is
+    refused with 429 and the page polls instead."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.open: dict[str, int] = {}
+
+    def take(self, learner: str, total: int, per_learner: int) -> bool:
+        with self.lock:
+            if sum(self.open.values()) >= total or self.open.get(learner, 0) >= per_learner:
+                return False
+            self.open[learner] = self.open.get(learner, 0) + 1
+            return True
+
+    def give_back(self, learner: str):
+        with self.lock:
+            self.open[learner] -= 1
+            if not self.open[learner]:
+                del self.open[learner]
+
+
 @bp.get("/submissions/<sid>/stream")
 def stream(sid):
     _own_submission(sid)
     last = request.headers.get("Last-Event-ID", "") or request.args.get("last_event_id", "")
     after = int(last) if last.isdigit() else 0
     app = current_app._get_current_object()
+    slots = app.extensions.setdefault("amp_dojo_streams", StreamSlots())
+    learner = learner_id()
+    if not slots.take(learner, int(app.config["MAX_STREAMS"]), int(app.config["MAX_STREAMS_PER_LEARNER"])):
+        return error(429, "too many live result streams are open: poll GET /api/submissions/<id> instead",
+                     **{"Retry-After": "5"})
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return Response(_events(app, sid, after), mimetype="text/event-stream", headers=headers)
+    return Response(Released(_events(app, sid, after), lambda: slots.give_back(learner)),
+                    mimetype="text/event-stream", headers=headers)
+
+
+class Released:
+    """Frees the stream's slot however it ends (done, deadline, the client going away), even if
+    it never started: the WSGI server always calls close(), a generator's finally may never run."""
+
+    def __init__(self, events, release):
+        self.events, self._release = events, release
+
+    def __iter__(self):
+        return self.events
+
+    def close(self):
+        try:
+            self.events.close()
+        finally:
+            release, self._release = self._release, None
+            if release is not None:
+                release()
 
 
 def sse(event: str, data: dict, event_id: int | None = None) -> str:

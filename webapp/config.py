@@ -36,6 +36,11 @@ MAX_ATTEMPTS = 2
 COLLECT_INTERVAL = 1.0
 # Longest an SSE stream stays open, in seconds (the browser reconnects after).
 STREAM_SECONDS = 600
+# Open SSE streams per app process, all learners together, and per learner: each holds a server
+# thread (keep MAX_STREAMS well under `amp-dojo serve --threads`, 16 by default). Past either cap
+# the stream gets 429 and the page polls instead.
+MAX_STREAMS = 8
+MAX_STREAMS_PER_LEARNER = 2
 
 # Signs the session cookie; None = generated once into <instance>/secret_key.
 SECRET_KEY = None

@@ -191,3 +191,23 @@ def test_responses_carry_a_strict_content_security_policy(client):
         assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp and "unsafe-eval" not in csp
         assert "'unsafe-inline'" not in csp.split("script-src")[1].split(";")[0]
         assert headers["X-Content-Type-Options"] == "nosniff"
+
+
+def test_live_streams_are_capped_per_learner_and_a_closed_one_frees_its_slot(make_app, submit):
+    app = make_app(MAX_STREAMS=3, MAX_STREAMS_PER_LEARNER=2, STREAM_SECONDS=5)
+    client = app.test_client()
+    sid = submit(client, STARTER).get_json()["id"]
+    url = f"/api/submissions/{sid}/stream"
+    first, second = client.get(url, buffered=False), client.get(url, buffered=False)
+    assert (first.status_code, second.status_code) == (200, 200)
+    third = client.get(url, buffered=False)
+    assert third.status_code == 429 and third.headers["Retry-After"] == "5"
+    first.close()  # the tab went away before reading anything
+    again = client.get(url, buffered=False)
+    assert again.status_code == 200
+    other = app.test_client()  # the process-wide cap holds across learners
+    other_sid = submit(other, STARTER).get_json()["id"]
+    assert other.get(f"/api/submissions/{other_sid}/stream", buffered=False).status_code == 200
+    assert other.get(f"/api/submissions/{other_sid}/stream", buffered=False).status_code == 429
+    for response in (second, again):
+        response.close()

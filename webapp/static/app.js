@@ -264,8 +264,8 @@
       var findings = (check.findings || []).map(function (f) {
         return el("li", { className: "finding finding-" + f.severity, dataset: { findingId: f.id } },
           f.line ? el("span", { className: "finding-line", text: "line " + f.line }) : null,
-          el("span", { className: "finding-message", text: f.message }),
-          f.fix ? el("span", { className: "finding-fix" }, el("strong", { text: "Fix: " }), document.createTextNode(f.fix)) : null);
+          el("span", { className: "finding-message" }, withCode(f.message)),
+          f.fix ? el("span", { className: "finding-fix" }, el("strong", { text: "Fix: " }), withCode(f.fix)) : null);
       });
       if (findings.length) verdict.appendChild(el.apply(null, ["ul", { className: "findings" }].concat(findings)));
       var measured = el("td", { className: "check-measured" });
@@ -285,7 +285,8 @@
     clear(list);
     list.hidden = !notes.length;
     notes.forEach(function (f) {
-      list.appendChild(el("li", {}, f.line ? "line " + f.line + ": " : "", f.message, f.fix ? " — " + f.fix : ""));
+      list.appendChild(el("li", {}, f.line ? "line " + f.line + ": " : "", withCode(f.message),
+        f.fix ? " — " : "", f.fix ? withCode(f.fix) : ""));
     });
   };
 
@@ -295,8 +296,9 @@
     var charts = [];
     if (plots.loss) {
       charts.push(["line", { title: "Loss: your code vs the FP32 baseline", xLabel: "step", yLabel: "loss",
-        series: [{ name: "your code", values: plots.loss.submission, color: COLORS.submission },
-                 { name: "FP32 baseline", values: plots.loss.baseline, color: COLORS.baseline }] }]);
+        // the baseline first, so the learner's line is drawn on top (they coincide when parity holds)
+        series: [{ name: "FP32 baseline", values: plots.loss.baseline, color: COLORS.baseline },
+                 { name: "your code", values: plots.loss.submission, color: COLORS.submission }] }]);
     }
     if (plots.scale && plots.scale.length) {
       charts.push(["line", { title: "GradScaler scale", xLabel: "step", yLabel: "scale", logY: true,
