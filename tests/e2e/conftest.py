@@ -1,0 +1,105 @@
+"""Fixtures for the end-to-end browser tests: the real app (web server and one
+grading worker, as subprocesses on a loopback port) and a headless Chromium
+driven by Playwright's sync API.
+
+The browser is the system's Chromium (/usr/bin/chromium, or AMP_DOJO_CHROMIUM):
+Playwright's own browser download is never used. Without it the tests are
+skipped, unless AMP_DOJO_REQUIRE_BROWSER is set (CI), which makes them fail."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .amp_dojo_live import CHROMIUM, REQUIRE_BROWSER, ROOT, LiveApp
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+SCREENSHOTS = ROOT / "artifacts" / "screenshots"
+
+
+def _no_browser(reason: str):
+    if REQUIRE_BROWSER:
+        pytest.fail(f"AMP_DOJO_REQUIRE_BROWSER is set but {reason}", pytrace=False)
+    pytest.skip(f"{reason} (set AMP_DOJO_REQUIRE_BROWSER=1 to make this a failure)")
+
+
+@pytest.fixture(scope="module")
+def live_app(tmp_path_factory):
+    """`amp-dojo serve` + one `amp-dojo worker`: temp database and queue, device cpu,
+    sandbox bwrap (local, explicitly allowed, only where bubblewrap cannot run)."""
+    app = LiveApp(tmp_path_factory.mktemp("e2e-app"))
+    if app.sandbox_note:
+        print(f"e2e: bwrap unavailable ({app.sandbox_note}); grading with SANDBOX=local")
+    app.start(timeout=90)
+    try:
+        yield app
+    finally:
+        app.stop()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        _no_browser(f"no Chromium at {CHROMIUM}")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _no_browser("the playwright package is not installed")
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def js_errors():
+    """Console errors and uncaught exceptions of the test's page, as strings."""
+    return []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Keeps each phase's report on the test item, so fixtures can tell a failed test."""
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, f"rep_{report.when}", report)
+
+
+@pytest.fixture
+def page(request, browser, live_app, js_errors):
+    """A fresh browser context (a new anonymous learner, empty localStorage) on the live app.
+    When the test fails: a screenshot artifacts/screenshots/failed-<test>.png and the app's logs."""
+    context = browser.new_context(base_url=live_app.url, viewport={"width": 1280, "height": 1000})
+    context.set_default_timeout(15_000)
+    pg = context.new_page()
+    pg.on("console", lambda msg: js_errors.append(f"console.{msg.type}: {msg.text} @ {msg.location}")
+          if msg.type == "error" else None)
+    pg.on("pageerror", lambda exc: js_errors.append(f"pageerror: {exc}"))
+    try:
+        yield pg
+        report = getattr(request.node, "rep_call", None)
+        if report is not None and report.failed:
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            pg.screenshot(path=str(SCREENSHOTS / f"failed-{request.node.name}.png"))
+            print(f"JS errors: {js_errors}\n{live_app.logs()}")
+    finally:
+        context.close()
+
+
+@pytest.fixture(scope="session")
+def screenshot():
+    """screenshot(page, name, full_page=False) -> path: a PNG under artifacts/screenshots/.
+    The lesson page's editor and results column is sticky and scrolls by itself, so
+    lesson pages are shot as the viewport (after scrolling what matters into view)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+
+    def _shot(pg, name: str, full_page: bool = False) -> Path:
+        path = SCREENSHOTS / f"{name}.png"
+        pg.screenshot(path=str(path), full_page=full_page)
+        return path
+
+    return _shot

@@ -1,0 +1,209 @@
+"""End to end, in a real browser: a learner opens the lesson list, opens the
+autocast lesson, replaces the starter code in the CodeMirror editor, runs it, and
+reads the live progress and the graded results, against the real app (web
+server + grading worker subprocesses, bubblewrap sandbox, CPU).
+
+Screenshots go to artifacts/screenshots/. Each test uses its own browser context
+(its own anonymous learner), so the tests do not depend on each other's order or
+on running in the same pytest-xdist worker."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from .amp_dojo_live import CHROMIUM, REQUIRE_BROWSER
+
+if not Path(CHROMIUM).exists() and not REQUIRE_BROWSER:
+    pytest.skip(f"no Chromium at {CHROMIUM} (set AMP_DOJO_REQUIRE_BROWSER=1 to make this a failure)",
+                allow_module_level=True)
+
+from playwright.sync_api import expect  # noqa: E402
+
+from grader.loader import load_exercise  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+LESSON = "autocast"
+GRADING_TIMEOUT_MS = int(float(os.environ.get("AMP_DOJO_E2E_GRADING_TIMEOUT_S", "90")) * 1000)
+WRONG_SOLUTION = ROOT / "tests" / "submissions" / "autocast" / "backward_inside_autocast.py"
+# The svg itself carries data-testid="chart" (webapp/frontend/src/charts.js); accept an svg inside one too.
+CHART_SVG = 'svg[data-testid="chart"], [data-testid="chart"] svg'
+
+
+@pytest.fixture(scope="module")
+def exercise():
+    return load_exercise(LESSON)
+
+
+def editor_text(page) -> str:
+    """The editor's document as the learner sees it, one .cm-line per line."""
+    return "\n".join(page.locator('[data-testid="editor"] .cm-line').all_text_contents())
+
+
+def replace_editor_text(page, code: str) -> None:
+    """Focus the editor, select all, and insert the text in one input event
+    (typing it key by key would fight auto-indent and bracket closing)."""
+    page.locator('[data-testid="editor"] .cm-content').click()
+    page.keyboard.press("Control+a")
+    page.keyboard.insert_text(code)
+    assert editor_text(page) == code, editor_text(page)
+
+
+def submit(page, how: str) -> dict:
+    """Runs the editor's code (Ctrl+Enter in the editor, or the Run button) and
+    returns the accepted submission (the API's 202 body)."""
+    record_status_texts(page)
+    def is_submit(response):
+        return response.request.method == "POST" and response.url.endswith(f"/api/lessons/{LESSON}/submissions")
+
+    with page.expect_response(is_submit) as info:
+        if how == "keyboard":
+            page.locator('[data-testid="editor"] .cm-content').press("Control+Enter")
+        else:
+            page.get_by_test_id("run-button").click()
+    response = info.value
+    assert response.status == 202, response.text()
+    return response.json()
+
+
+def record_status_texts(page) -> None:
+    """From now on, every text the results status line shows is kept in window.__statusTexts."""
+    page.evaluate("""() => {
+        window.__statusTexts = [];
+        const status = document.querySelector('[data-testid="status"]');
+        new MutationObserver(() => window.__statusTexts.push(status.textContent))
+            .observe(status, {childList: true, characterData: true, subtree: true});
+    }""")
+
+
+def wait_for_result(page, expected: str) -> None:
+    """Waits for the verdict, then checks that progress was shown live on the way."""
+    results = page.get_by_test_id("results")
+    # Live progress: the steps list appears while grading (and stays after it).
+    expect(results.get_by_test_id("progress")).to_be_visible(timeout=GRADING_TIMEOUT_MS)
+    badge = page.get_by_test_id("result-status")
+    expect(badge).to_have_attribute("data-status", expected, timeout=GRADING_TIMEOUT_MS)
+    steps = results.locator('[data-testid="progress"] li')
+    step_keys = [steps.nth(i).get_attribute("data-step") for i in range(steps.count())]
+    assert "started" in step_keys, step_keys
+    assert any(k.startswith("check:") for k in step_keys), step_keys
+    expect(page.get_by_test_id("run-button")).to_be_enabled()
+    texts = page.evaluate("window.__statusTexts")
+    assert any(t.startswith("Grading:") for t in texts[:-1]), texts  # live, before the verdict
+
+
+def check_statuses(page) -> dict:
+    rows = page.get_by_test_id("check-row")
+    return {rows.nth(i).get_attribute("data-check-id"): rows.nth(i).get_attribute("data-status")
+            for i in range(rows.count())}
+
+
+def lesson_card(page):
+    return page.locator(f'[data-testid="lesson-card"][data-lesson-id="{LESSON}"]')
+
+
+def open_lesson(page, exercise) -> None:
+    page.goto("/")
+    cards = page.get_by_test_id("lesson-card")
+    expect(cards).to_have_count(4)
+    expect(lesson_card(page)).to_have_attribute("data-progress", "not_started")
+    lesson_card(page).get_by_role("link").click()
+    page.wait_for_url(f"**/lessons/{LESSON}")
+    expect(page.get_by_test_id("editor")).to_be_visible()
+    assert editor_text(page) == exercise.starter, editor_text(page)
+
+
+def test_reference_solution_passes_with_live_progress_and_loss_chart(page, exercise, js_errors, screenshot):
+    page.goto("/")
+    expect(page.get_by_test_id("lesson-card")).to_have_count(4)
+    expect(lesson_card(page)).to_contain_text("autocast")
+    screenshot(page, "01-lesson-list", full_page=True)
+
+    open_lesson(page, exercise)
+    expect(page.get_by_test_id("status")).to_have_text("Press Run to grade your code.")
+    screenshot(page, "02-lesson-editor")
+
+    replace_editor_text(page, exercise.reference)
+    accepted = submit(page, "keyboard")
+    wait_for_result(page, "pass")
+
+    # What was graded is exactly what was put in the editor.
+    stored = page.request.get(accepted["urls"]["self"]).json()
+    assert stored["code"] == exercise.reference
+    assert stored["status"] == "done" and stored["result_status"] == "pass"
+
+    expect(page.get_by_test_id("result-status")).to_have_text("Passed")
+    checks = check_statuses(page)
+    assert checks.get("call_order") == "pass" and checks.get("parity") == "pass", checks
+    assert set(checks.values()) <= {"pass", "not_applicable"}, checks  # speedup: n/a on CPU
+    charts = page.locator(CHART_SVG)
+    expect(charts.first).to_be_visible()
+    loss = page.locator('svg[data-testid="chart"][data-chart-title^="Loss"]')
+    expect(loss).to_have_count(1)
+    assert loss.locator("path").count() >= 2, "the loss chart should draw both series"
+    expect(page.get_by_test_id("history").locator("a")).to_have_count(1)
+    page.get_by_test_id("result-status").scroll_into_view_if_needed()
+    screenshot(page, "03a-passed-checks")
+    loss.scroll_into_view_if_needed()
+    screenshot(page, "03b-passed-loss-chart")
+
+    # The submission's permalink shows the same verdict, from the stored result.
+    page.get_by_test_id("history").locator("a").click()
+    page.wait_for_url(f"**/submissions/{accepted['id']}")
+    expect(page.get_by_test_id("result-status")).to_have_attribute("data-status", "pass")
+    expect(page.locator(CHART_SVG).first).to_be_attached()
+
+    page.goto("/")
+    expect(lesson_card(page)).to_have_attribute("data-progress", "passed")
+    expect(lesson_card(page).get_by_test_id("progress")).to_have_text("Passed")
+
+    assert not js_errors, js_errors
+
+
+def test_backward_inside_autocast_fails_with_its_diagnostic(page, exercise, js_errors, screenshot):
+    open_lesson(page, exercise)
+    wrong = WRONG_SOLUTION.read_text()
+    replace_editor_text(page, wrong)
+    submit(page, "button")
+    wait_for_result(page, "fail")
+
+    expect(page.get_by_test_id("result-status")).to_have_text("Failed")
+    assert check_statuses(page).get("call_order") == "fail", check_statuses(page)
+    row = page.locator('[data-testid="check-row"][data-check-id="call_order"]')
+    finding = row.locator('[data-finding-id="backward_inside_autocast"]')
+    expect(finding).to_be_visible()
+    expect(finding).to_contain_text("backward() was called inside the autocast block")
+    expect(finding).to_contain_text("dedent the backward call")
+    finding.scroll_into_view_if_needed()
+    screenshot(page, "04-failed-diagnostic")
+
+    page.goto("/")
+    expect(lesson_card(page)).to_have_attribute("data-progress", "attempted")
+    expect(lesson_card(page).get_by_test_id("progress")).to_have_text("Attempted")
+
+    assert not js_errors, js_errors
+
+
+def test_hints_unfold_one_at_a_time_and_quiz_answers_come_from_the_server(page, exercise, js_errors):
+    open_lesson(page, exercise)
+    hints = page.locator(".hint-list .hint")
+    expect(hints).to_have_count(len(exercise.hints))
+    button = page.get_by_test_id("hint-button")
+    for shown in range(1, len(exercise.hints) + 1):
+        button.click()
+        expect(page.locator(".hint-list .hint:visible")).to_have_count(shown)
+    expect(button).to_be_disabled()
+
+    question = exercise.quiz[0]
+    wrong = next(i for i in range(len(question.choices)) if i != question.answer)
+    choices = page.locator('[data-testid="quiz-choice"][data-question="0"]')
+    feedback = page.locator('.quiz-question[data-index="0"] [data-testid="quiz-feedback"]')
+    choices.nth(wrong).click()
+    expect(feedback).to_contain_text("Not quite.")
+    choices.nth(question.answer).click()
+    expect(feedback).to_contain_text("Right.")
+    expect(choices.nth(question.answer)).to_have_attribute("aria-pressed", "true")
+
+    assert not js_errors, js_errors
