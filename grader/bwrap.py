@@ -84,10 +84,11 @@ def command(spec: WorkerSpec, workdir: Path, spec_path: str, limits: Limits) -> 
             "--uid", "65534", "--gid", "65534", "--hostname", "sandbox", "--cap-drop", "ALL", "--clearenv"]
     for name, value in env.items():
         args += ["--setenv", name, value]
+    # /tmp first: the interpreter or the project may live under /tmp, and a later tmpfs would hide it.
+    args += ["--size", str(limits.tmp_bytes), "--perms", "1777", "--tmpfs", "/tmp",
+             "--proc", "/proc", "--dev", "/dev"]
     args += _system_binds() + _python_binds() + _gpu_binds(spec.device)
-    args += ["--proc", "/proc", "--dev", "/dev",
-             "--size", str(limits.tmp_bytes), "--perms", "1777", "--tmpfs", "/tmp",
-             "--ro-bind", str(GRADER_ROOT / "grader"), f"{PACKAGE_ROOT}/grader",
+    args += ["--ro-bind", str(GRADER_ROOT / "grader"), f"{PACKAGE_ROOT}/grader",
              "--ro-bind", str(workdir), INSIDE, "--remount-ro", "/", "--chdir", INSIDE,
              "--", sys.executable, "-m", "grader.worker", spec_path]
     return args

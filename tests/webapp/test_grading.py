@@ -81,7 +81,7 @@ def parse_sse(text: str) -> list[dict]:
 
 def test_stream_sends_the_events_of_a_graded_submission_then_ends(graded):
     _app, client, ids = graded
-    response = client.get(f"/api/submissions/{ids['reference']}/stream")
+    response = client.get(f"/api/submissions/{ids['reference']}/stream", buffered=True)  # closed, as a server would
     assert response.status_code == 200 and response.mimetype == "text/event-stream"
     events = parse_sse(response.get_data(as_text=True))
     kinds = [e["event"] for e in events]
@@ -96,9 +96,9 @@ def test_stream_sends_the_events_of_a_graded_submission_then_ends(graded):
 def test_stream_resumes_after_last_event_id(graded):
     _app, client, ids = graded
     url = f"/api/submissions/{ids['starter']}/stream"
-    full = parse_sse(client.get(url).get_data(as_text=True))
+    full = parse_sse(client.get(url, buffered=True).get_data(as_text=True))
     cut = full[3]["id"]
-    resumed = parse_sse(client.get(url, headers={"Last-Event-ID": str(cut)}).get_data(as_text=True))
+    resumed = parse_sse(client.get(url, headers={"Last-Event-ID": str(cut)}, buffered=True).get_data(as_text=True))
     assert [e["id"] for e in resumed] == [e["id"] for e in full if e["id"] > cut]
 
 
