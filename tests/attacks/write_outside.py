@@ -1,4 +1,6 @@
 # attack: write outside the temporary folder: the grader's code, the project, PyTorch's files, the code folder
+# (A write may land in the sandbox's own private /tmp when the project lives under /tmp; the test checks
+# the host's files, which is what matters.)
 # applies: isolated
 # expect: error
 import os
@@ -18,7 +20,7 @@ def train_step(model, optimizer, inputs, targets, device_type, amp_dtype):
             with open(path, "w") as fh:
                 fh.write("LEAK")
             written.append(path)
-            print("LEAK: wrote", path)
+            print("wrote", path)  # into the host? the test looks for the file there
         except OSError as exc:
             print("cannot write", path, exc)
     with open("/tmp/allowed.txt", "w") as fh:  # the one writable place
