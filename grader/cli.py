@@ -11,6 +11,7 @@ import click
 
 from grader import formats, runner
 from grader.errors import GraderError
+from grader.launcher import limits_from
 from grader.loader import load_all, load_exercise
 from grader.results import FAIL, NOT_APPLICABLE, PASS, GradingResult
 from grader.sandbox import SANDBOXES, make_launcher
@@ -22,6 +23,9 @@ SANDBOX = click.option("--sandbox", type=click.Choice(SANDBOXES), default="auto"
                        envvar="AMP_DOJO_SANDBOX",
                        help="where learner code runs: docker, bwrap, local (not isolated); auto picks the first "
                             "that works here")
+LIMIT = click.option("--limit", "limits", multiple=True, metavar="NAME=VALUE",
+                     help="change a sandbox limit, e.g. --limit memory_bytes=8e9 --limit step_timeout_s=120 "
+                          "(names and defaults: docs/security.md)")
 LANG = click.option("--lang", type=click.Choice(LANGUAGES), default="en", show_default=True)
 
 
@@ -84,12 +88,13 @@ def _progress(stage, **info):
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="write the document here")
 @DEVICE
 @SANDBOX
-def check(exercise_id, file, as_json, fmt, output, device, sandbox):
+@LIMIT
+def check(exercise_id, file, as_json, fmt, output, device, sandbox, limits):
     """Grade FILE against exercise EXERCISE_ID."""
     ex = load_exercise(exercise_id)
     source = file.read_text(encoding="utf-8", errors="replace")
     quiet = as_json or fmt
-    launcher = launcher_for(sandbox)
+    launcher = launcher_for(sandbox, limits)
     result = runner.run(ex, source, device=device, launcher=launcher,
                         progress=None if quiet and not output else _progress)
     if as_json or fmt:
@@ -106,8 +111,11 @@ def check(exercise_id, file, as_json, fmt, output, device, sandbox):
     sys.exit(0 if result.status == PASS else 1)
 
 
-def launcher_for(sandbox: str):
-    launcher = make_launcher(sandbox, allow_local=True)
+def launcher_for(sandbox: str, limits: tuple[str, ...] = ()):
+    pairs = [item.partition("=") for item in limits]
+    if any(not sep for _, sep, _ in pairs):
+        raise GraderError("--limit takes NAME=VALUE, e.g. --limit memory_bytes=8e9")
+    launcher = make_launcher(sandbox, limits_from({k: v for k, _, v in pairs}), allow_local=True)
     if not launcher.isolated:
         click.echo("  .. sandbox: local (your code runs unisolated, as you: fine for your own code only)", err=True)
     return launcher
@@ -145,7 +153,8 @@ def render(result: GradingResult, ex: Exercise, source: str) -> str:
 @click.option("--schema-only", is_flag=True, help="only check the files' structure, do not grade")
 @DEVICE
 @SANDBOX
-def validate(paths, schema_only, device, sandbox):
+@LIMIT
+def validate(paths, schema_only, device, sandbox, limits):
     """Prove exercises are sound: schema, reference passes, starter fails."""
     from grader.validate import expand, measured_row, validate_file
 
@@ -153,7 +162,7 @@ def validate(paths, schema_only, device, sandbox):
     if not files:
         raise GraderError("no exercise files found")
     bad = 0
-    launcher = None if schema_only else launcher_for(sandbox)
+    launcher = None if schema_only else launcher_for(sandbox, limits)
     for path in files:
         report = validate_file(path, device=device, grade=not schema_only, launcher=launcher,
                                progress=lambda m: click.echo(f"  .. {m}", err=True))
@@ -173,12 +182,13 @@ def validate(paths, schema_only, device, sandbox):
 @main.command()
 @DEVICE
 @SANDBOX
+@LIMIT
 @click.option("--json", "as_json", is_flag=True)
-def selftest(device, sandbox, as_json):
+def selftest(device, sandbox, limits, as_json):
     """Grade every reference and starter here; print what was measured."""
     from grader.validate import measured_row
 
-    launcher = launcher_for(sandbox)
+    launcher = launcher_for(sandbox, limits)
     rows = []
     for ex in load_all().values():
         for role, code in (("reference", ex.reference), ("starter", ex.starter)):

@@ -35,6 +35,27 @@ class Limits:
     cpus: float = 2.0                     # CPU share of a docker worker
 
 
+def limits_from(overrides: dict | None, base: Limits | None = None) -> Limits:
+    """Limits with some fields replaced, e.g. {"memory_bytes": 8e9} from a CLI flag or a config file."""
+    from dataclasses import fields, replace
+
+    from grader.errors import EnvironmentProblem
+
+    known = {f.name: f.type for f in fields(Limits)}
+    changes = {}
+    for name, value in (overrides or {}).items():
+        if name not in known:
+            raise EnvironmentProblem(f"unknown sandbox limit {name!r}: use one of {', '.join(known)}")
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise EnvironmentProblem(f"sandbox limit {name} must be a number, not {value!r}") from None
+        if number <= 0:
+            raise EnvironmentProblem(f"sandbox limit {name} must be positive")
+        changes[name] = number if known[name] in (float, "float") else int(number)
+    return replace(base or Limits(), **changes)
+
+
 @dataclass(frozen=True)
 class WorkerSpec:
     code: str

@@ -98,3 +98,16 @@ def _reference(exercise_id):
     from grader.loader import load_exercise
 
     return load_exercise(exercise_id).reference
+
+
+def test_sandbox_limits_can_be_changed_from_the_command_line():
+    result = invoke("check", "autocast", SUBMISSIONS / "errors" / "hangs.py", "--sandbox", "local",
+                    "--limit", "step_timeout_s=3", "--json")
+    assert result.exit_code == 1
+    error = json.loads(result.stdout)["error"]
+    assert error["kind"] == "timeout" and "within 3 s" in error["message"]
+
+
+def test_unknown_sandbox_limit_is_a_usage_error():
+    result = invoke("check", "autocast", SUBMISSIONS / "errors" / "hangs.py", "--limit", "gpus=2")
+    assert result.exit_code == 2 and "unknown sandbox limit 'gpus'" in result.output

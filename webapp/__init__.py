@@ -38,7 +38,8 @@ def make_queue(config):
     from webapp.queue import GradingQueue, WorkerSettings
 
     return GradingQueue(config["QUEUE_URL"], WorkerSettings(allow_local=bool(config["ALLOW_LOCAL_SANDBOX"]),
-                                                            exercises=config["EXERCISES"]))
+                                                            exercises=config["EXERCISES"],
+                                                            limits=tuple(dict(config["SANDBOX_LIMITS"]).items())))
 
 
 def create_app(test_config: dict | None = None) -> Flask:
@@ -81,9 +82,11 @@ def check_sandbox(config):
     problem = sandbox_problem(config)
     if problem:
         raise EnvironmentProblem(problem)
+    from grader.launcher import limits_from
     from grader.sandbox import make_launcher
 
-    return make_launcher(config["SANDBOX"], allow_local=bool(config["ALLOW_LOCAL_SANDBOX"]))
+    return make_launcher(config["SANDBOX"], limits_from(dict(config["SANDBOX_LIMITS"])),
+                         allow_local=bool(config["ALLOW_LOCAL_SANDBOX"]))
 
 
 _collector_lock = threading.Lock()

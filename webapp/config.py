@@ -15,6 +15,9 @@ EXERCISES = None
 SANDBOX = "auto"
 # Local means a plain child process: only for a learner grading their own code.
 ALLOW_LOCAL_SANDBOX = False
+# Sandbox limits a grading worker applies, replacing grader.launcher.Limits defaults by name, e.g.
+# {"memory_bytes": 8e9, "step_timeout_s": 120} (names and defaults: docs/security.md).
+SANDBOX_LIMITS = {}
 # auto, cpu, cuda or cuda:N, passed to the grader.
 DEVICE = "auto"
 

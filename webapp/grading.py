@@ -102,6 +102,7 @@ def run_grader(settings, payload: dict, progress) -> dict:
     """A learner's failure is inside the result; only platform problems come back as `error`."""
     from grader import runner
     from grader.errors import GraderError
+    from grader.launcher import limits_from
     from grader.loader import load_exercise
     from grader.sandbox import make_launcher
 
@@ -109,7 +110,8 @@ def run_grader(settings, payload: dict, progress) -> dict:
         directory = Path(settings.exercises) if settings.exercises else None
         exercise = load_exercise(payload["exercise_id"], directory)
         allow_local = bool(payload.get("allow_local")) and settings.allow_local
-        launcher = make_launcher(payload.get("sandbox", "auto"), allow_local=allow_local)
+        launcher = make_launcher(payload.get("sandbox", "auto"), limits_from(dict(settings.limits)),
+                                 allow_local=allow_local)
         result = runner.run(exercise, payload["code"], device=payload.get("device", "auto"),
                             launcher=launcher, progress=progress)
         return {"status": "done", "result": result.to_dict()}

@@ -33,6 +33,7 @@ class WorkerSettings:
     allow_local: bool = False
     exercises: str | None = None
     name: str = ""
+    limits: tuple = ()  # (name, value) pairs replacing grader.launcher.Limits defaults
 
     def worker_name(self) -> str:
         return self.name or f"{socket.gethostname()}:{os.getpid()}"

@@ -123,3 +123,13 @@ def test_history_lists_the_learners_submissions_newest_first(graded):
     _app, client, ids = graded
     listed = [s["id"] for s in client.get("/api/lessons/autocast/submissions").get_json()["submissions"]]
     assert listed == [ids["prints"], ids["starter"], ids["reference"]]
+
+
+def test_worker_applies_its_configured_sandbox_limits(make_app, submit, grade_queued):
+    app = make_app(SANDBOX_LIMITS={"step_timeout_s": 2})
+    client = app.test_client()
+    hangs = "def train_step(model, optimizer, inputs, targets, device_type, amp_dtype):\n    while True:\n        pass\n"
+    sid = submit(client, hangs).get_json()["id"]
+    assert grade_queued(app) == 1
+    error = detail(client, sid)["result"]["error"]
+    assert error["kind"] == "timeout" and "within 2 s" in error["message"] and error["line"] in (2, 3)
