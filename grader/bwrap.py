@@ -5,9 +5,9 @@ the grader package alone (not exercises/, not tests/), its own code folder
 read-only, a small private /tmp, and nothing else: no network, no other
 processes, no host /etc, no grader environment. It runs as `nobody` in its own
 user, PID, network, IPC and UTS namespaces, dies with the grader, and carries
-rlimits on memory and file size; processes are capped by a pids cgroup where
-the grader can make one, else by RLIMIT_NPROC (which binds only when the
-grader is not root)."""
+rlimits on memory and file size. Where the grader can make a cgroup, the whole
+sandbox is also capped in processes and memory; otherwise processes are capped
+by RLIMIT_NPROC, which binds only when the grader is not root."""
 
 from __future__ import annotations
 
@@ -37,8 +37,11 @@ def unavailable_reason() -> str | None:
     path = bwrap_path()
     if path is None:
         return "bwrap is not installed (apt-get install bubblewrap)"
-    probe = subprocess.run([path, "--unshare-all", "--ro-bind", "/", "/", "--uid", "65534", "true"],
-                           capture_output=True, text=True, timeout=30)
+    try:
+        probe = subprocess.run([path, "--unshare-all", "--ro-bind", "/", "/", "--uid", "65534", "true"],
+                               capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bwrap could not be run: {exc}"
     if probe.returncode != 0:
         return f"bwrap cannot create namespaces here: {probe.stderr.strip()[:300]}"
     return None
@@ -157,7 +160,16 @@ class BwrapLauncher:
 
     def start(self, spec: WorkerSpec) -> WorkerProcess:
         workdir, code_path, spec_path = write_workdir(spec, inside=INSIDE)
-        group = Cgroup.create(self.limits.processes)
+        group = Cgroup.create(self.limits.processes, self.limits.memory_bytes)
+        try:
+            return self._start(spec, workdir, code_path, spec_path, group)
+        except Exception:
+            shutil.rmtree(workdir, ignore_errors=True)
+            if group is not None:
+                group.remove()
+            raise
+
+    def _start(self, spec, workdir, code_path, spec_path, group) -> WorkerProcess:
         limit = rlimits(self.limits, spec.device, processes=True)
 
         def prepare():

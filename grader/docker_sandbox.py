@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
+import socket
 import signal
 import struct
 import threading
@@ -21,6 +23,7 @@ PACKAGE = Path(__file__).resolve().parent
 IMAGE = os.environ.get("AMP_DOJO_IMAGE", "amp-dojo-grader")
 INSIDE = "/sandbox"
 HASH_LABEL = "org.amp-dojo.grader-hash"
+OWNER_LABEL = "org.amp-dojo.owner"  # host:pid of the grading process that started the container
 
 
 def code_hash() -> str:
@@ -29,6 +32,16 @@ def code_hash() -> str:
     for path in sorted(PACKAGE.rglob("*.py")):
         h.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:16]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def client():
@@ -68,7 +81,13 @@ class ContainerHandle:
         err_r, self._err_w = os.pipe()
         self.stdout_fd = out_r
         self.stderr = os.fdopen(err_r, "rb")
-        container.start()
+        try:
+            container.start()
+        except Exception:
+            for close in (self.sock.close, self.stderr.close, lambda: os.close(out_r), lambda: os.close(self._out_w),
+                          lambda: os.close(self._err_w)):
+                close()
+            raise
         self._pump = threading.Thread(target=self._demultiplex, daemon=True)
         self._pump.start()
         self._frozen = False
@@ -121,13 +140,23 @@ class ContainerHandle:
 
     def freeze(self):
         """The cgroup freezer stops every process in the container, forked ones included."""
-        self.container.pause()
+        import docker
+
+        try:
+            self.container.pause()
+        except docker.errors.APIError as exc:  # it stopped: the caller reports how
+            raise OSError(f"cannot pause the container: {exc.explanation}") from None
         self._frozen = True
 
     def thaw(self):
+        import docker
+
         if self._frozen:
-            self.container.unpause()
             self._frozen = False
+            try:
+                self.container.unpause()
+            except docker.errors.APIError as exc:
+                raise OSError(f"cannot unpause the container: {exc.explanation}") from None
 
     def kill(self):
         try:
@@ -173,17 +202,40 @@ class DockerLauncher:
         if reason:
             raise EnvironmentProblem(f"the docker sandbox cannot run: {reason}")
         self.engine = client()
+        self.owner = f"{socket.gethostname()}:{os.getpid()}"
+        self.sweep()
+
+    def sweep(self):
+        """Removes workers' containers left by grading processes of this host that died (SIGKILL, OOM):
+        a looping submission must not keep burning CPU or GPU after its grader is gone."""
+        host = socket.gethostname()
+        for container in self.engine.containers.list(all=True, filters={"label": "org.amp-dojo.worker"}):
+            owner_host, _, pid = container.labels.get(OWNER_LABEL, "").rpartition(":")
+            if owner_host == host and pid.isdigit() and not _alive(int(pid)):
+                try:
+                    container.remove(force=True)
+                except Exception:  # noqa: BLE001 - another sweeper got there first
+                    pass
 
     def start(self, spec: WorkerSpec) -> WorkerProcess:
+        workdir, code_path, spec_path = write_workdir(spec, inside=INSIDE)
+        try:
+            return self._start(spec, workdir, code_path, spec_path)
+        except Exception:
+            shutil.rmtree(workdir, ignore_errors=True)
+            raise
+
+    def _start(self, spec: WorkerSpec, workdir: Path, code_path: str, spec_path: str) -> WorkerProcess:
         import docker
 
-        workdir, code_path, spec_path = write_workdir(spec, inside=INSIDE)
         device_requests = None
         if spec.device.startswith("cuda"):
             index = spec.device.partition(":")[2] or "0"
             device_requests = [docker.types.DeviceRequest(device_ids=[index], capabilities=[["gpu"]])]
             spec = WorkerSpec(**{**spec.__dict__, "device": "cuda"})  # the one GPU it sees is cuda:0
         env = worker_env("/tmp", spec.threads, pythonpath="/opt/amp-dojo")
+        for name in ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"):  # the device request decides the GPU
+            env.pop(name, None)
         env["PATH"] = "/opt/venv/bin:/opt/conda/bin:/usr/local/bin:/usr/bin:/bin"
         limits = self.limits
         container = self.engine.containers.create(
@@ -197,7 +249,7 @@ class DockerLauncher:
                                                       docker.types.Ulimit(name="fsize", soft=limits.file_bytes,
                                                                           hard=limits.file_bytes)],
             log_config=docker.types.LogConfig(type="none"), device_requests=device_requests,
-            labels={"org.amp-dojo.worker": "1"}, ipc_mode="private", hostname="sandbox",
+            labels={"org.amp-dojo.worker": "1", OWNER_LABEL: self.owner}, ipc_mode="private", hostname="sandbox",
         )
         try:
             handle = ContainerHandle(container)

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 GRADER_ROOT = Path(__file__).resolve().parent.parent
-MAX_REPLY_BYTES = 256 * 1024**2  # parameters travel base64-encoded in replies
+MAX_REPLY_BYTES = 4 * 1024**2          # a step's losses, trace and counts: a few KB in practice
+MAX_PARAMS_REPLY_BYTES = 512 * 1024**2  # the model's parameters, base64-encoded
 
 
 @dataclass(frozen=True)
@@ -164,9 +165,10 @@ class WorkerProcess:
     def __init__(self, handle, workdir: Path, code_path: str, limits: Limits):
         self.handle, self.workdir, self.code_path, self.limits = handle, workdir, code_path, limits
         self.stderr = OutputBuffer(handle.stderr, limits.output_bytes)
-        self._buffer = b""
+        self._buffer = bytearray()
 
-    def request(self, message: dict, timeout: float | None = None) -> dict:
+    def request(self, message: dict, timeout: float | None = None, max_bytes: int = MAX_REPLY_BYTES) -> dict:
+        """One reply line, parsed; anything else the worker sends is its failure, never the grader's."""
         timeout = timeout or self.limits.step_timeout_s
         try:
             self.handle.write((json.dumps(message) + "\n").encode())
@@ -174,7 +176,9 @@ class WorkerProcess:
             raise WorkerFailure(self._death_payload()) from None
         deadline = time.monotonic() + timeout
         fd = self.handle.stdout_fd
-        while b"\n" not in self._buffer:
+        scanned = 0  # only new bytes are searched for the end of the line
+        while (end := self._buffer.find(b"\n", scanned)) < 0:
+            scanned = len(self._buffer)
             left = deadline - time.monotonic()
             if left <= 0:
                 raise WorkerFailure(self._timeout_payload(timeout))
@@ -184,14 +188,18 @@ class WorkerProcess:
                 if not chunk:
                     raise WorkerFailure(self._death_payload())
                 self._buffer += chunk
-                if len(self._buffer) > MAX_REPLY_BYTES:
+                if len(self._buffer) > max_bytes:
                     self.kill()
                     raise WorkerFailure({"kind": "protocol", "message": "the worker sent an oversized reply",
                                          "line": None})
-        line, self._buffer = self._buffer.split(b"\n", 1)
+        line = bytes(self._buffer[:end])
+        del self._buffer[:end + 1]
         try:
-            return json.loads(line)
-        except json.JSONDecodeError:
+            reply = json.loads(line)
+            if not isinstance(reply, dict):
+                raise ValueError("not an object")
+            return reply
+        except (ValueError, RecursionError):  # bad JSON, bad UTF-8, [[[[…
             self.kill()
             raise WorkerFailure({"kind": "protocol", "message": "the worker sent something that is not a reply "
                                  "(did the code write to the grader's channel?)", "line": None}) from None
@@ -226,10 +234,16 @@ class WorkerProcess:
         return {"kind": kind, "message": f"the process running the code ended unexpectedly: {reason}", "line": None}
 
     def freeze(self):
-        self.handle.freeze()
+        try:
+            self.handle.freeze()
+        except OSError:
+            raise WorkerFailure(self._death_payload()) from None
 
     def thaw(self):
-        self.handle.thaw()
+        try:
+            self.handle.thaw()
+        except OSError:
+            raise WorkerFailure(self._death_payload()) from None
 
     def output(self) -> str:
         return self.stderr.text()
@@ -313,10 +327,14 @@ class LocalLauncher:
 
     def start(self, spec: WorkerSpec) -> WorkerProcess:
         workdir, code_path, spec_path = write_workdir(spec)
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "grader.worker", spec_path],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            cwd=workdir, env=worker_env(str(workdir), spec.threads), start_new_session=True,
-            preexec_fn=rlimits(self.limits, spec.device),
-        )
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "grader.worker", spec_path],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                cwd=workdir, env=worker_env(str(workdir), spec.threads), start_new_session=True,
+                preexec_fn=rlimits(self.limits, spec.device),
+            )
+        except Exception:
+            shutil.rmtree(workdir, ignore_errors=True)
+            raise
         return WorkerProcess(ProcessHandle(proc), workdir, code_path, self.limits)

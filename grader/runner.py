@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import base64
 import io
+import math
+import subprocess
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -16,7 +18,7 @@ import torch
 from grader import static
 from grader.checks import call_order, coverage, memory, parity, speedup
 from grader.errors import EnvironmentProblem
-from grader.launcher import LocalLauncher, WorkerFailure, WorkerProcess, WorkerSpec
+from grader.launcher import MAX_PARAMS_REPLY_BYTES, LocalLauncher, WorkerFailure, WorkerProcess, WorkerSpec
 from grader.results import ERROR, CheckResult, GradingResult, SubmissionError
 from grader.schema import Exercise
 from grader.timing import TimingPlan, TimingResult, estimate
@@ -57,15 +59,16 @@ class RunData:
 
 def load_params(worker: WorkerProcess) -> dict:
     """Plain tensors only (weights_only): the bytes come from untrusted code."""
-    reply = _ok(worker.request({"cmd": "save"}))
+    reply = _ok(worker.request({"cmd": "save"}, max_bytes=MAX_PARAMS_REPLY_BYTES))
     try:
         data = base64.b64decode(reply["params"], validate=True)
         params = torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
     except Exception:  # noqa: BLE001 - whatever a forged reply holds
         raise WorkerFailure({"kind": "protocol", "message": "the saved parameters could not be read"}) from None
-    if not isinstance(params, dict) or not all(isinstance(v, torch.Tensor) for v in params.values()):
-        raise WorkerFailure({"kind": "protocol", "message": "the saved parameters are not a dict of tensors"})
-    return params
+    if not isinstance(params, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
+                                               and v.is_floating_point() for k, v in params.items()):
+        raise WorkerFailure({"kind": "protocol", "message": "the saved parameters are not a dict of float tensors"})
+    return {k: v.float() for k, v in params.items()}
 
 
 class StepFailure(Exception):
@@ -74,17 +77,60 @@ class StepFailure(Exception):
         self.payload = payload
 
 
+PROTOCOL = {"kind": "protocol", "message": "the worker's reply was malformed (did the code write to the grader's "
+            "channel?)", "line": None}
+ERROR_KINDS = {"syntax", "import", "entrypoint", "signature", "exception", "return", "nonfinite", "oom", "exit",
+               "internal", "tampering", "timeout", "crash", "protocol"}
+
+
 def _ok(reply: dict) -> dict:
-    if not reply.get("ok"):
-        raise StepFailure(reply.get("error") or {"kind": "protocol", "message": "malformed reply"})
-    return reply
+    """A worker's reply is untrusted data: an error must look like one the worker makes."""
+    if reply.get("ok") is True:
+        return reply
+    error = reply.get("error")
+    if not isinstance(error, dict) or error.get("kind") not in ERROR_KINDS or not isinstance(error.get("message"), str):
+        raise WorkerFailure(PROTOCOL)
+    line = error.get("line")
+    raise StepFailure({**error, "line": line if isinstance(line, int) and not isinstance(line, bool) else None})
 
 
-def _floats(reply: dict, key: str) -> list[float]:
+MAX_EVENTS = 10_000  # per traced step; a real step records a few dozen
+
+
+def _floats(reply: dict, key: str, expected=None) -> list[float]:
+    """Finite numbers, as many as the request asked for."""
     values = reply[key]
-    if not isinstance(values, list):
+    if not isinstance(values, list) or (expected is not None and len(values) not in
+                                        ((expected,) if isinstance(expected, int) else expected)):
         raise TypeError(key)
-    return [float(v) for v in values]
+    out = [float(v) for v in values if not isinstance(v, (str, bool))]
+    if len(out) != len(values) or not all(math.isfinite(v) for v in out):
+        raise ValueError(key)
+    return out
+
+
+def _traces(traces) -> list[dict]:
+    if not isinstance(traces, list) or len(traces) > 1:
+        raise TypeError("traces")
+    for trace in traces:
+        events = trace["events"]
+        if not isinstance(events, list) or len(events) > MAX_EVENTS or not all(
+                isinstance(e, dict) and isinstance(e.get("ev"), str) for e in events):
+            raise TypeError("events")
+    return traces
+
+
+def _coverage(coverage):
+    """{"flops": {dtype: n}, "by_module": {name: {dtype: n}}} with non-negative numbers, or None."""
+    if coverage is None:
+        return None
+    counts = [coverage["flops"], *coverage["by_module"].values()]
+    for by_dtype in counts:
+        if not isinstance(by_dtype, dict) or not all(
+                isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1e30
+                for k, v in by_dtype.items()):
+            raise TypeError("coverage")
+    return coverage
 
 
 def _merge_coverage(total: dict | None, new: dict | None) -> dict | None:
@@ -108,15 +154,14 @@ def drive(worker: WorkerProcess, steps: int, *, trace: bool, measure_memory: boo
         reply = _ok(worker.request({"cmd": "steps", "start": step, "count": 1, "trace": traced,
                                     "coverage": traced, "memory": measure_memory and step in MEMORY_STEPS}))
         try:
-            data.losses += _floats(reply, "losses")
-            data.scales += _floats(reply, "scales")
-            data.traces += list(reply.get("traces", []))
-            data.coverage = _merge_coverage(data.coverage, reply.get("coverage"))
+            data.losses += _floats(reply, "losses", expected=1)
+            data.scales += _floats(reply, "scales", expected=(0, 1))
+            data.traces += _traces(reply.get("traces", []))
+            data.coverage = _merge_coverage(data.coverage, _coverage(reply.get("coverage")))
             if "memory" in reply:
                 data.memory = max(int(reply["memory"]), data.memory or 0)
-        except (KeyError, TypeError, ValueError, AttributeError):
-            raise WorkerFailure({"kind": "protocol", "message": "the worker's reply was malformed (did the code "
-                                 "write to the grader's channel?)", "line": None}) from None
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
+            raise WorkerFailure(PROTOCOL) from None
 
 
 _BASELINE_CACHE: dict[tuple, RunData] = {}
@@ -129,17 +174,21 @@ def _baseline_key(exercise: Exercise, device: str, launcher) -> tuple:
 
 
 def start_worker(launcher, exercise: Exercise, code: str, filename: str, device: str, trace: bool) -> WorkerProcess:
-    worker = launcher.start(WorkerSpec(code, filename, exercise.public(), device, trace=trace))
     try:
-        reply = worker.request({"cmd": "init"}, timeout=launcher.limits.init_timeout_s)
+        worker = launcher.start(WorkerSpec(code, filename, exercise.public(), device, trace=trace))
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise EnvironmentProblem(f"the {launcher.name} sandbox could not start a worker: {exc}") from None
+    try:
+        reply = _ok(worker.request({"cmd": "init"}, timeout=launcher.limits.init_timeout_s))
+    except StepFailure as exc:
+        exc.payload["output"] = worker.output()  # what the code printed before failing belongs in the result
+        worker.close()
+        raise
     except BaseException:
         worker.close()
         raise
-    if not reply.get("ok"):
-        output = worker.output()  # what the code printed before failing belongs in the result
-        worker.close()
-        raise StepFailure({**reply["error"], "output": output})
-    worker.modules = reply.get("modules", {})
+    modules = reply.get("modules", {})
+    worker.modules = {str(k): str(v) for k, v in modules.items()} if isinstance(modules, dict) else {}
     return worker
 
 
@@ -177,7 +226,10 @@ def time_interleaved(base: WorkerProcess, sub: WorkerProcess, first_step: int, p
         finally:
             other.thaw()
         if losses is not None:
-            losses += _floats(reply, "losses")
+            try:
+                losses += _floats(reply, "losses", expected=count)
+            except (KeyError, TypeError, ValueError, OverflowError):
+                raise WorkerFailure(PROTOCOL) from None
         return elapsed
 
     step = first_step
@@ -249,8 +301,8 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
             timing = time_interleaved(base_worker, sub_worker, exercise.workload.steps, plan, progress)
             timing.after_params = (load_params(sub_worker), load_params(base_worker))
     except (StepFailure, WorkerFailure) as exc:
-        if exc.payload.get("kind") == "internal":
-            raise EnvironmentProblem(f"{exc.payload['message']}\n{exc.payload.get('traceback', '')}") from None
+        # Even an "internal" error is only what the worker says, and learner code shares its process: it
+        # is reported in the result, never raised as a fault of the platform.
         result.error = submission_error(exc.payload)
         result.output += exc.payload.get("output", "") if sub_worker is None else ""
         traces = sub_data.traces + ([{"step": exc.payload.get("step"), "events": exc.payload["events"],
@@ -261,15 +313,27 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
                 result.output += w.output() if w is sub_worker else ""
                 w.close()
     if result.error is None:
-        traces = sub_data.traces
-        result.checks = evaluate(exercise, kind, result.amp_dtype, static_findings, sub_data, base, timing)
-        result.plots = plots(sub_data, base, timing)
-    else:
-        result.checks = error_checks(exercise, kind, result, traces, static_findings)
+        result.checks = judged(lambda: evaluate(exercise, kind, result.amp_dtype, static_findings, sub_data, base,
+                                                timing), result, exercise)
+        result.plots = plots(sub_data, base, timing) if result.error is None else {}
+    if result.error is not None:
+        result.checks = judged(lambda: error_checks(exercise, kind, result, traces, static_findings), result,
+                               exercise)
     for c in result.checks:
         progress("check", check=c.id, status=c.status)
     result.notes = [f for c in result.checks for f in c.findings if f.severity == "info"]
     return _finish(result, exercise, started, progress)
+
+
+def judged(decide, result: GradingResult, exercise: Exercise) -> list[CheckResult]:
+    """The evidence came from an untrusted process: if deciding on it fails, that is the submission's
+    error, not an exception out of run()."""
+    try:
+        return decide()
+    except Exception as exc:  # noqa: BLE001
+        result.error = submission_error({**PROTOCOL, "message": f"{PROTOCOL['message']} ({type(exc).__name__})"})
+        return [CheckResult(spec.id, ERROR, f"not run: {result.error.message}", weight=spec.weight)
+                for spec in exercise.checks]
 
 
 def _finish(result: GradingResult, exercise: Exercise, started: float, progress: Progress) -> GradingResult:

@@ -180,6 +180,9 @@ def test_sandbox_limits_are_named_in_the_verdict(backend, launchers, all_exercis
     assert _explains(disk, "the disk filled after")
     hog = runner.run(ex, (ATTACKS / "memory_hog.py").read_text(), device="cpu", launcher=launcher)
     assert hog.error.kind == "oom" and _explains(hog, "memory")
+    spread = runner.run(ex, (ATTACKS / "memory_hog_processes.py").read_text(), device="cpu", launcher=launcher)
+    killed = re.search(r"(\d) of 4 memory-hungry children were killed", spread.error.message)
+    assert killed and int(killed.group(1)) >= 1, spread.error.message  # 4 GiB in all, over the 3 GiB cap
     loop = runner.run(ex, (ATTACKS / "infinite_loop.py").read_text(), device="cpu", launcher=launcher)
     assert loop.error.kind == "timeout" and loop.error.line in (6, 7)
 

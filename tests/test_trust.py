@@ -2,6 +2,8 @@
 patches or reads in its own process does not change it, and it never sees the
 reference solution or the grader's environment."""
 
+import pytest
+
 from grader import runner
 from grader.launcher import Limits, LocalLauncher, WorkerSpec
 from grader.loader import load_exercise
@@ -91,3 +93,53 @@ def test_worker_processes_are_gone_after_grading():
     assert launcher.started, "the grading started no worker"
     assert all(not w.handle.alive() for w in launcher.started)
     assert all(not w.workdir.exists() for w in launcher.started)
+
+
+FORGED_REPLIES = {
+    "not_an_object": b"[]\n",
+    "error_not_an_object": b'{"ok": false, "error": "x"}\n',
+    "claims_grader_fault": b'{"ok": false, "error": {"kind": "internal", "message": "the grader broke"}}\n',
+    "invalid_utf8": b"\xff\xfe\n",
+    "deep_nesting": b"[" * 100_000 + b"\n",
+    "infinite_memory": b'{"ok": true, "losses": [1.0], "scales": [], "memory": Infinity}\n',
+    "nan_loss": b'{"ok": true, "losses": [NaN], "scales": []}\n',
+    "no_losses": b'{"ok": true, "losses": [], "scales": []}\n',
+    "bad_coverage": b'{"ok": true, "losses": [1.0], "scales": [], "coverage": {"flops": {"bfloat16": "x"}, '
+                    b'"by_module": {}}}\n',
+}
+
+FORGER = '''
+import fcntl, os
+import torch.nn.functional as F
+
+FORGED = {payload!r}
+
+
+def protocol_fds():
+    for fd in range(3, 64):
+        try:
+            writable = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY
+            if writable and os.readlink(f"/proc/self/fd/{{fd}}").startswith("pipe:"):
+                yield fd
+        except OSError:
+            pass
+
+
+def train_step(model, optimizer, inputs, targets, device_type, amp_dtype):
+    for fd in protocol_fds():
+        os.write(fd, FORGED)
+    optimizer.zero_grad()
+    loss = F.cross_entropy(model(inputs), targets)
+    loss.backward()
+    optimizer.step()
+    return loss
+'''
+
+
+@pytest.mark.parametrize("name", sorted(FORGED_REPLIES))
+def test_forged_reply_ends_as_the_submissions_error_never_as_a_grader_crash(name):
+    ex = load_exercise("autocast")
+    source = FORGER.format(payload=FORGED_REPLIES[name])
+    result = runner.run(ex, source, device="cpu", launcher=LocalLauncher(Limits(step_timeout_s=20)))
+    assert result.status in ("error", "fail"), result.to_dict()
+    assert result.status == "error" or result.check("coverage").status == "fail"

@@ -50,6 +50,11 @@ def _refused(exc):
     return error(exc.status, exc.message, **headers)
 
 
+def event_id(text: str) -> int:
+    """An event id from the client; SQLite integers stop at 2**63."""
+    return min(int(text), 2**62) if text.isdigit() else 0
+
+
 def _lang() -> str:
     return content.language(request.args.get("lang") or request.cookies.get("lang"))
 
@@ -131,7 +136,7 @@ def submission(sid):
     _own_submission(sid)
     db = get_db()
     collect(db, _queue(), current_app.config, [sid])
-    after = request.args.get("after", 0, type=int)
+    after = event_id(request.args.get("after", ""))
     return jsonify(store.detail(db, store.get(db, sid), after))
 
 
@@ -178,7 +183,7 @@ class StreamSlots:
 def stream(sid):
     _own_submission(sid)
     last = request.headers.get("Last-Event-ID", "") or request.args.get("last_event_id", "")
-    after = int(last) if last.isdigit() else 0
+    after = event_id(last)
     app = current_app._get_current_object()
     slots = app.extensions.setdefault("amp_dojo_streams", StreamSlots())
     learner = learner_id()

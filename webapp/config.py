@@ -29,6 +29,10 @@ RATE_LIMIT = 6
 IP_RATE_LIMIT = 30
 # Submissions waiting in the queue, all learners together (more: 429).
 QUEUE_MAX = 50
+# Submissions one learner, or one client address, may have waiting or being graded at once (more: 429).
+# A class behind one NAT address shares the address cap: raise it (or 0 for none) there.
+MAX_WAITING_PER_LEARNER = 2
+MAX_WAITING_PER_IP = 25
 
 # A running grading whose worker has not sent a heartbeat for this long is lost.
 LEASE_SECONDS = 30

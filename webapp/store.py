@@ -51,11 +51,21 @@ def check_rate(db, learner: str, client_ip: str | None, config, now: float):
                           _retry_after(rows[-1]["created_at"], now))
 
 
-def check_queue(db, config):
-    """Raises Refused(429) when QUEUE_MAX submissions already wait."""
+def check_queue(db, config, learner: str, client_ip: str | None):
+    """Raises Refused(429) when QUEUE_MAX submissions already wait, or when this learner (or address)
+    already has its share waiting: one client must not fill the queue for everyone."""
     waiting = db.execute("SELECT count(*) FROM submissions WHERE status = 'queued'").fetchone()[0]
     if waiting >= int(config["QUEUE_MAX"]):
         raise Refused(429, f"the grading queue is full ({waiting} waiting): try again in a minute", 30)
+    for column, value, limit in (("learner", learner, config["MAX_WAITING_PER_LEARNER"]),
+                                 ("client_ip", client_ip, config["MAX_WAITING_PER_IP"])):
+        if value is None or not limit:
+            continue
+        mine = db.execute(f"SELECT count(*) FROM submissions WHERE {column} = ? AND status IN ('queued', 'running')",
+                          (value,)).fetchone()[0]
+        if mine >= int(limit):
+            raise Refused(429, f"{mine} of your submissions are still waiting or being graded: "
+                               "wait for their results, then run again", 10)
 
 
 def create(db, *, learner: str, client_ip: str | None, lesson: str, code: str, lang: str, config) -> dict:
@@ -63,7 +73,7 @@ def create(db, *, learner: str, client_ip: str | None, lesson: str, code: str, l
     now = time.time()
     with transaction(db):
         check_rate(db, learner, client_ip, config, now)
-        check_queue(db, config)
+        check_queue(db, config, learner, client_ip)
         sid = secrets.token_hex(8)
         db.execute("INSERT INTO submissions (id, learner, client_ip, lesson, code, lang, status, attempt, "
                    "created_at, queued_at) VALUES (?, ?, ?, ?, ?, ?, 'queued', 1, ?, ?)",

@@ -211,3 +211,22 @@ def test_live_streams_are_capped_per_learner_and_a_closed_one_frees_its_slot(mak
     assert other.get(f"/api/submissions/{other_sid}/stream", buffered=False).status_code == 429
     for response in (second, again):
         response.close()
+
+
+def test_one_learner_or_address_cannot_fill_the_queue(make_app, submit):
+    app = make_app(MAX_WAITING_PER_LEARNER=2, MAX_WAITING_PER_IP=3, QUEUE_MAX=50)
+    learner = app.test_client()
+    assert [submit(learner, STARTER).status_code for _ in range(2)] == [202, 202]
+    third = submit(learner, STARTER)
+    assert third.status_code == 429 and "still waiting" in third.get_json()["error"] and third.headers["Retry-After"]
+    assert submit(app.test_client(), STARTER).status_code == 202  # another learner: the address has room for one
+    assert submit(app.test_client(), STARTER).status_code == 429  # a cookie-less client is held by its address
+
+
+def test_absurd_event_ids_from_the_client_are_harmless(client, submit):
+    sid = submit(client, STARTER).get_json()["id"]
+    huge = "9" * 40
+    assert client.get(f"/api/submissions/{sid}?after={huge}").status_code == 200
+    response = client.get(f"/api/submissions/{sid}/stream", headers={"Last-Event-ID": huge}, buffered=False)
+    assert response.status_code == 200
+    response.close()

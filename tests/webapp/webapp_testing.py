@@ -14,6 +14,8 @@ def base_config(tmp_path, **overrides) -> dict:
         "STREAM_SECONDS": 5,
         "RATE_LIMIT": 100,
         "IP_RATE_LIMIT": 100,
+        "MAX_WAITING_PER_LEARNER": 0,  # tests queue several submissions of one learner; its own test sets it
+        "MAX_WAITING_PER_IP": 0,
     }
     config.update(overrides)
     return config
