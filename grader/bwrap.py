@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -143,10 +142,6 @@ class NamespaceHandle(ProcessHandle):
             except OSError:
                 pass
         super().signal_all(sig)
-
-    def exit_status(self, timeout: float) -> tuple[int | None, bool]:
-        code, killed = super().exit_status(timeout)
-        return code, killed or code == 128 + signal.SIGKILL
 
 
 class BwrapLauncher:

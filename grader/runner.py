@@ -10,6 +10,7 @@ import io
 import math
 import subprocess
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -94,6 +95,15 @@ def _ok(reply: dict) -> dict:
     raise StepFailure({**error, "line": line if isinstance(line, int) and not isinstance(line, bool) else None})
 
 
+@contextmanager
+def malformed_is_protocol():
+    """Reading a reply of the wrong shape is the worker's failure, whatever the validator tripped on."""
+    try:
+        yield
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
+        raise WorkerFailure(PROTOCOL) from None
+
+
 MAX_EVENTS = 10_000  # per traced step; a real step records a few dozen
 
 
@@ -153,15 +163,13 @@ def drive(worker: WorkerProcess, steps: int, *, trace: bool, measure_memory: boo
         traced = trace and step < TRACED_STEPS
         reply = _ok(worker.request({"cmd": "steps", "start": step, "count": 1, "trace": traced,
                                     "coverage": traced, "memory": measure_memory and step in MEMORY_STEPS}))
-        try:
+        with malformed_is_protocol():
             data.losses += _floats(reply, "losses", expected=1)
             data.scales += _floats(reply, "scales", expected=(0, 1))
             data.traces += _traces(reply.get("traces", []))
             data.coverage = _merge_coverage(data.coverage, _coverage(reply.get("coverage")))
             if "memory" in reply:
                 data.memory = max(int(reply["memory"]), data.memory or 0)
-        except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
-            raise WorkerFailure(PROTOCOL) from None
 
 
 _BASELINE_CACHE: dict[tuple, RunData] = {}
@@ -226,10 +234,8 @@ def time_interleaved(base: WorkerProcess, sub: WorkerProcess, first_step: int, p
         finally:
             other.thaw()
         if losses is not None:
-            try:
+            with malformed_is_protocol():
                 losses += _floats(reply, "losses", expected=count)
-            except (KeyError, TypeError, ValueError, OverflowError):
-                raise WorkerFailure(PROTOCOL) from None
         return elapsed
 
     step = first_step
@@ -378,17 +384,15 @@ def evaluate(exercise, kind, amp_dtype, static_findings, sub: RunData, base: Run
 def speedup_check(spec, exercise, kind, amp_dtype, timing, earlier: list[CheckResult]) -> CheckResult:
     """Only reached where the device has a threshold, so `timing` was measured."""
     par = exercise.check("parity")
-    sub_after, base_after = timing.after_params
-    if par is not None and par.tolerances.get(amp_dtype):
-        dev, name = parity.param_deviation(sub_after, base_after)
-        if not dev <= 3 * par.tolerances[amp_dtype].param_rtol:
+    tol = par.tolerances.get(amp_dtype) if par is not None else None
+    if tol is not None:
+        dev, name = parity.param_deviation(*timing.after_params)
+        if not dev <= 3 * tol.param_rtol:
             return CheckResult("speedup", ERROR, "the timed steps did not train the model the way the baseline's "
                                f"did (parameter {name!r} off by {dev:.1%} afterwards): timed steps must do the real "
                                "work", {"max_param_rel_diff": dev}, weight=spec.weight)
-    if par is not None and par.tolerances.get(amp_dtype):
         dev, at = parity.loss_deviation(timing.losses["submission"], timing.losses["baseline"])
-        if len(timing.losses["submission"]) != len(timing.losses["baseline"]) or \
-                not dev <= 3 * par.tolerances[amp_dtype].loss_rtol:
+        if len(timing.losses["submission"]) != len(timing.losses["baseline"]) or not dev <= 3 * tol.loss_rtol:
             return CheckResult("speedup", ERROR, f"the losses of the timed steps do not match the baseline's (step "
                                f"{at} off by {dev:.1%}): timed steps must compute the real loss",
                                {"max_loss_rel_diff": dev}, weight=spec.weight)

@@ -24,25 +24,35 @@ def unavailable_reason(name: str) -> str | None:
 
 
 def make_launcher(name: str = "auto", limits: Limits | None = None, *, allow_local: bool = True):
-    """`auto` prefers docker, then bwrap, then (only where allowed) local.
-    Raises EnvironmentProblem when the asked-for backend cannot run here."""
+    """`auto` prefers docker, then bwrap, then (only where allowed) local. Each backend is probed once,
+    here. Raises EnvironmentProblem when the asked-for backend cannot run here."""
     if name not in SANDBOXES:
         raise EnvironmentProblem(f"unknown sandbox {name!r}: use one of {', '.join(SANDBOXES)}")
-    if name == "auto":
-        reasons = {n: unavailable_reason(n) for n in ("docker", "bwrap")}
-        name = next((n for n, why in reasons.items() if why is None), "local")
-        if name == "local" and not allow_local:
-            raise EnvironmentProblem("no isolating sandbox is available: " + "; ".join(
-                f"{n}: {why}" for n, why in reasons.items()) + f"; and {LOCAL_REFUSED}")
     if name == "local":
-        if not allow_local:
-            raise EnvironmentProblem(LOCAL_REFUSED)
-        return LocalLauncher(limits)
+        return _local(limits, allow_local)
+    reasons = {}
+    for candidate in ("docker", "bwrap") if name == "auto" else (name,):
+        reasons[candidate] = unavailable_reason(candidate)
+        if reasons[candidate] is None:
+            return _isolating(candidate, limits)
+    if name != "auto":
+        raise EnvironmentProblem(f"the {name} sandbox cannot run: {reasons[name]}")
+    if not allow_local:
+        raise EnvironmentProblem("no isolating sandbox is available: " + "; ".join(
+            f"{n}: {why}" for n, why in reasons.items()) + f"; and {LOCAL_REFUSED}")
+    return _local(limits, allow_local)
+
+
+def _local(limits: Limits | None, allow_local: bool) -> LocalLauncher:
+    if not allow_local:
+        raise EnvironmentProblem(LOCAL_REFUSED)
+    return LocalLauncher(limits)
+
+
+def _isolating(name: str, limits: Limits | None):
     if name == "bwrap":
         from grader.bwrap import BwrapLauncher
 
-        if (why := unavailable_reason("bwrap")) is not None:
-            raise EnvironmentProblem(f"the bwrap sandbox cannot run: {why}")
         return BwrapLauncher(limits)
     from grader.docker_sandbox import DockerLauncher
 

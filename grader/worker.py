@@ -151,8 +151,6 @@ class Worker:
         return fn
 
     def steps(self, msg: dict) -> dict:
-        import torch
-
         from grader import memory, tracing, workload
 
         self._backend_flags()
@@ -195,9 +193,9 @@ class Worker:
             losses.append(self._loss_value(loss, step))
             if self.scaler is not None:
                 scales.append(float(self.scaler.get_scale()))
-            if rec and rec.tampered():
+            if rec and (changed := rec.tampered()):
                 raise StepError("tampering", "the code replaced functions the grader uses to watch the training "
-                                f"({', '.join(rec.tampered()[:4])}): that is not allowed", step=step)
+                                f"({', '.join(changed[:4])}): that is not allowed", step=step)
             if rec and msg.get("trace"):
                 dtypes = sorted({str(p.dtype).replace("torch.", "") for p in self.model.parameters()})
                 reply.setdefault("traces", []).append({"step": step, "events": rec.events, "param_dtypes": dtypes})
