@@ -151,11 +151,12 @@ def render(result: GradingResult, ex: Exercise, source: str) -> str:
 @main.command()
 @click.argument("paths", nargs=-1)
 @click.option("--schema-only", is_flag=True, help="only check the files' structure, do not grade")
+@click.option("--no-mutants", is_flag=True, help="skip the mutants (faster; the lesson's power is not checked)")
 @DEVICE
 @SANDBOX
 @LIMIT
-def validate(paths, schema_only, device, sandbox, limits):
-    """Prove exercises are sound: schema, reference passes, starter fails."""
+def validate(paths, schema_only, no_mutants, device, sandbox, limits):
+    """Prove exercises are sound: schema, a workload that learns, reference passes, starter and mutants fail."""
     from grader.validate import expand, measured_row, validate_file
 
     files = expand(list(paths))
@@ -165,18 +166,34 @@ def validate(paths, schema_only, device, sandbox, limits):
     launcher = None if schema_only else launcher_for(sandbox, limits)
     for path in files:
         report = validate_file(path, device=device, grade=not schema_only, launcher=launcher,
-                               progress=lambda m: click.echo(f"  .. {m}", err=True))
+                               progress=lambda m: click.echo(f"  .. {m}", err=True), with_mutants=not no_mutants)
         for problem in report.problems:
             click.echo(problem)
         if report.reference:
             row = measured_row(report.reference)
             click.echo(f"{report.exercise_id}: reference {row['status']} (coverage {row['coverage']}, "
-                       f"parity {row['parity_param']}, memory ratio {row['memory_ratio']}, speedup {row['speedup']}); "
+                       f"parity {row['parity_update']}, memory ratio {row['memory_ratio']}, speedup {row['speedup']}); "
                        f"starter {report.starter.status}")
+        if report.mutants:
+            counted = [m for m in report.mutants if m.skipped is None]
+            click.echo(f"{report.exercise_id}: mutation score {report.mutation_score:.0%} "
+                       f"({sum(m.killed for m in counted)} of {len(counted)} mutants fail)")
+            for m in report.mutants:
+                click.echo("  " + mutant_line(m))
         click.echo(f"{path}: {'ok' if report.ok else 'PROBLEMS'}")
         bad += not report.ok
     if bad:
         raise SystemExit(1)
+
+
+def mutant_line(m) -> str:
+    if m.skipped is not None:
+        return f"skipped  {m.name:<22} {m.skipped}"
+    if not m.killed:
+        return click.style("SURVIVED", fg="red", bold=True) + f" {m.name:<22} {m.description}"
+    by = ", ".join(m.failed_checks) or "-"
+    how = f"error: {m.error[:80]}" if m.status == "error" else f"failed {by}"
+    return f"killed   {m.name:<22} {how}"
 
 
 @main.command()
@@ -206,7 +223,7 @@ def selftest(device, sandbox, limits, as_json):
 def table(rows: list[dict], device: str) -> str:
     fmt = lambda v: "-" if v is None else (f"{v:.3g}" if isinstance(v, float) else str(v))  # noqa: E731
     head = ["exercise", "code", "status", "score", "coverage", "speedup", "speedup_low", "memory_ratio",
-            "parity_param", "seconds"]
+            "parity_update", "seconds"]
     body = [[fmt(r[h]) for h in head] for r in rows]
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
     line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731

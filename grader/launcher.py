@@ -252,6 +252,9 @@ class WorkerProcess:
         self.handle.kill()
 
     def close(self):
+        if getattr(self, "_closed", False):
+            return
+        self._closed = True
         if self.handle.alive():
             try:
                 self.handle.write(b'{"cmd": "exit"}\n')

@@ -1,7 +1,12 @@
-"""Peak memory of training steps, measured the same way for the baseline and
-the submission. CUDA: the caching allocator's `max_memory_allocated` after a
-reset. CPU: the allocator events seen by the PyTorch profiler, replayed to
-find the peak of live bytes, which is deterministic (unlike RSS)."""
+"""Peak memory of training steps, and what each step leaves alive, measured
+the same way for the baseline and the submission. CUDA: the caching
+allocator's `max_memory_allocated` after a reset and `memory_allocated` before
+and after. CPU: the allocator events seen by the PyTorch profiler, replayed to
+find the peak of live bytes, which is deterministic (unlike RSS).
+
+`retained_bytes` is what a step left allocated beyond parameters, gradients and
+optimizer state: zero for a step that keeps nothing, the size of the kept
+tensors for one that appends outputs (and their graphs) to a list."""
 
 from __future__ import annotations
 
@@ -10,13 +15,13 @@ from contextlib import contextmanager
 import torch
 
 
-def resident_bytes(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> int:
+def resident_bytes(model: torch.nn.Module, optimizer: torch.optim.Optimizer, device_type: str = "cpu") -> int:
     """Bytes held between steps by parameters, gradients and optimizer state."""
     seen, total = set(), 0
 
     def add(t):
         nonlocal total
-        if isinstance(t, torch.Tensor) and t.device.type == "cpu":
+        if isinstance(t, torch.Tensor) and t.device.type == device_type:
             storage = t.untyped_storage()
             if storage.data_ptr() not in seen:
                 seen.add(storage.data_ptr())
@@ -53,20 +58,26 @@ def cpu_peak(result: dict, model, optimizer):
     for _, size in sorted(deltas):
         live += size
         peak = max(peak, live)
+    end = resident_bytes(model, optimizer)
     result["peak_bytes"] = start + peak
     result["resident_bytes"] = start
+    result["retained_bytes"] = live - (end - start)
 
 
 @contextmanager
-def cuda_peak(result: dict, device: torch.device):
+def cuda_peak(result: dict, device: torch.device, model, optimizer):
     torch.cuda.synchronize(device)
     torch.cuda.reset_peak_memory_stats(device)
+    before, start = torch.cuda.memory_allocated(device), resident_bytes(model, optimizer, "cuda")
     yield
     torch.cuda.synchronize(device)
+    after, end = torch.cuda.memory_allocated(device), resident_bytes(model, optimizer, "cuda")
     result["peak_bytes"] = int(torch.cuda.max_memory_allocated(device))
+    result["resident_bytes"] = start
+    result["retained_bytes"] = int((after - before) - (end - start))
 
 
 def measure(result: dict, device: torch.device, model, optimizer):
     if device.type == "cuda":
-        return cuda_peak(result, device)
+        return cuda_peak(result, device, model, optimizer)
     return cpu_peak(result, model, optimizer)

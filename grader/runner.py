@@ -16,8 +16,8 @@ from typing import Callable
 
 import torch
 
-from grader import static
-from grader.checks import call_order, coverage, memory, parity, speedup
+from grader import static, workload
+from grader.checks import call_order, coverage, memory, overflow, parity, speedup
 from grader.errors import EnvironmentProblem
 from grader.launcher import MAX_PARAMS_REPLY_BYTES, LocalLauncher, WorkerFailure, WorkerProcess, WorkerSpec
 from grader.results import ERROR, CheckResult, GradingResult, SubmissionError
@@ -26,7 +26,9 @@ from grader.timing import TimingPlan, TimingResult, estimate
 
 Progress = Callable[..., None]
 TRACED_STEPS = 2
-MEMORY_STEPS = (2, 3)
+# Steps 0 and 1 create gradients and optimizer state: memory is judged from step 2 on. It is profiled from step 0,
+# because the CPU profiler cannot report freeing a block that was allocated while it was off.
+MEMORY_FROM = 2
 
 
 def resolve_device(device: str = "auto") -> str:
@@ -53,9 +55,10 @@ class RunData:
     scales: list[float] = field(default_factory=list)
     traces: list[dict] = field(default_factory=list)
     coverage: dict | None = None
-    memory: int | None = None
+    memory: list[dict] = field(default_factory=list)  # per measured step: peak_bytes, retained_bytes
     params: dict | None = None
     modules: dict = field(default_factory=dict)
+    overflow: dict | None = None  # the forced-overflow step: weights before and after, scale before and after
 
 
 def load_params(worker: WorkerProcess) -> dict:
@@ -157,35 +160,70 @@ def _merge_coverage(total: dict | None, new: dict | None) -> dict | None:
     return total
 
 
+def _memory(steps) -> list[dict]:
+    if not isinstance(steps, list) or len(steps) != 1:
+        raise TypeError("memory")
+    out = []
+    for m in steps:
+        peak, kept = m["peak_bytes"], m["retained_bytes"]
+        if not all(isinstance(v, int) and not isinstance(v, bool) and abs(v) < 2**50 for v in (peak, kept)):
+            raise TypeError("memory")
+        out.append({"peak_bytes": peak, "retained_bytes": kept})
+    return out
+
+
 def drive(worker: WorkerProcess, steps: int, *, trace: bool, measure_memory: bool, data: RunData):
     """Runs the compared steps one request at a time, collecting evidence."""
     for step in range(steps):
         traced = trace and step < TRACED_STEPS
         reply = _ok(worker.request({"cmd": "steps", "start": step, "count": 1, "trace": traced,
-                                    "coverage": traced, "memory": measure_memory and step in MEMORY_STEPS}))
+                                    "coverage": traced, "memory": measure_memory}))
         with malformed_is_protocol():
             data.losses += _floats(reply, "losses", expected=1)
             data.scales += _floats(reply, "scales", expected=(0, 1))
             data.traces += _traces(reply.get("traces", []))
             data.coverage = _merge_coverage(data.coverage, _coverage(reply.get("coverage")))
-            if "memory" in reply:
-                data.memory = max(int(reply["memory"]), data.memory or 0)
+            if "memory" in reply and step >= MEMORY_FROM:
+                data.memory += _memory(reply["memory"])
 
 
-_BASELINE_CACHE: dict[tuple, RunData] = {}
+def probe_overflow(worker: WorkerProcess, step: int, data: RunData):
+    """One extra step with inf gradients (after the compared and timed steps, so it changes neither)."""
+    before = load_params(worker)
+    reply = _ok(worker.request({"cmd": "steps", "start": step, "count": 1, "overflow": True}))
+    with malformed_is_protocol():
+        _floats(reply, "losses", expected=1)
+        scales = _floats(reply, "scales", expected=(0, 1))
+    data.overflow = {"step": step, "before": before, "after": load_params(worker),
+                     "scale_before": data.scales[-1] if data.scales else None,
+                     "scale_after": scales[0] if scales else None}
 
 
-def _baseline_key(exercise: Exercise, device: str, launcher) -> tuple:
+_TRUSTED_CACHE: dict[tuple, RunData] = {}
+NEAR_FP32 = 0.05  # where a lesson has no parity check: how close to the FP32 run a forged run would end
+TRUSTED = {"baseline": "baseline.py", "reference": "reference.py"}
+
+
+def _trusted_key(exercise: Exercise, role: str, device: str, launcher) -> tuple:
     """The sandbox is part of the key: its image may carry another PyTorch than the grader's."""
-    return (exercise.model_dump_json(include={"workload", "baseline", "entrypoint"}), device, torch.__version__,
-            launcher.name)
+    return (role, exercise.model_dump_json(include={"workload", role, "entrypoint", "checks"}), device,
+            torch.__version__, launcher.name)
+
+
+def spawn_worker(launcher, exercise: Exercise, code: str, filename: str, device: str, trace: bool) -> WorkerProcess:
+    """Starts the process (it imports torch while the grader does other work); `init_worker` waits for it."""
+    kind = "cuda" if device.startswith("cuda") else "cpu"
+    try:
+        return launcher.start(WorkerSpec(code, filename, exercise.public(kind), device, trace=trace))
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise EnvironmentProblem(f"the {launcher.name} sandbox could not start a worker: {exc}") from None
 
 
 def start_worker(launcher, exercise: Exercise, code: str, filename: str, device: str, trace: bool) -> WorkerProcess:
-    try:
-        worker = launcher.start(WorkerSpec(code, filename, exercise.public(), device, trace=trace))
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise EnvironmentProblem(f"the {launcher.name} sandbox could not start a worker: {exc}") from None
+    return init_worker(launcher, spawn_worker(launcher, exercise, code, filename, device, trace))
+
+
+def init_worker(launcher, worker: WorkerProcess) -> WorkerProcess:
     try:
         reply = _ok(worker.request({"cmd": "init"}, timeout=launcher.limits.init_timeout_s))
     except StepFailure as exc:
@@ -200,25 +238,41 @@ def start_worker(launcher, exercise: Exercise, code: str, filename: str, device:
     return worker
 
 
-def baseline_data(launcher, exercise: Exercise, device: str, worker: WorkerProcess | None = None) -> RunData:
-    key = _baseline_key(exercise, device, launcher)
-    if worker is None and key in _BASELINE_CACHE:
-        return _BASELINE_CACHE[key]
-    own = worker is None
+def cached_run(launcher, exercise: Exercise, role: str, device: str) -> RunData | None:
+    return _TRUSTED_CACHE.get(_trusted_key(exercise, role, device, launcher))
+
+
+def trusted_run(launcher, exercise: Exercise, role: str, device: str, worker: WorkerProcess | None = None,
+                keep: bool = False) -> RunData:
+    """The public FP32 baseline or the hidden reference, each in a process of its own that never sees learner
+    code, over the same steps as the submission; cached per process. `keep` leaves a given worker open (timing)."""
+    key = _trusted_key(exercise, role, device, launcher)
+    if worker is None and key in _TRUSTED_CACHE:
+        return _TRUSTED_CACHE[key]
+    code = exercise.baseline if role == "baseline" else exercise.reference
     try:
-        worker = worker or start_worker(launcher, exercise, exercise.baseline, "baseline.py", device, trace=False)
+        worker = init_worker(launcher, worker or spawn_worker(launcher, exercise, code, TRUSTED[role], device, False))
         data = RunData()
-        drive(worker, exercise.workload.steps, trace=False, measure_memory=exercise.check("memory") is not None,
-              data=data)
+        drive(worker, workload_of(exercise, device).steps, trace=False,
+              measure_memory=exercise.check("memory") is not None, data=data)
         data.params = load_params(worker)
     except (StepFailure, WorkerFailure) as exc:
-        raise EnvironmentProblem(f"the FP32 baseline of {exercise.id!r} failed on {device}: {exc.payload['message']}"
+        what = "FP32 baseline" if role == "baseline" else "reference solution"
+        raise EnvironmentProblem(f"the {what} of {exercise.id!r} failed on {device}: {exc.payload['message']}"
                                  f"\n{exc.payload.get('traceback', '')}") from None
     finally:
-        if own and worker is not None:
+        if worker is not None and not keep:
             worker.close()
-    _BASELINE_CACHE[key] = data
+    _TRUSTED_CACHE[key] = data
     return data
+
+
+def baseline_data(launcher, exercise: Exercise, device: str, worker: WorkerProcess | None = None) -> RunData:
+    return trusted_run(launcher, exercise, "baseline", device, worker, keep=worker is not None)
+
+
+def workload_of(exercise: Exercise, device: str):
+    return exercise.workload.for_device("cuda" if device.startswith("cuda") else "cpu")
 
 
 def time_interleaved(base: WorkerProcess, sub: WorkerProcess, first_step: int, plan: TimingPlan,
@@ -255,6 +309,7 @@ def time_interleaved(base: WorkerProcess, sub: WorkerProcess, first_step: int, p
         result.elapsed_s = time.perf_counter() - started
         progress("timing", rounds=result.estimate.rounds, speedup=result.estimate.ratio)
         if plan.done(result.estimate, result.elapsed_s):
+            result.next_step = step
             return result
 
 
@@ -288,24 +343,37 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
     static_findings = static.analyse(source)
     speed_spec = exercise.check("speedup")
     needs_timing = speed_spec is not None and kind in speed_spec.min_speedup
+    wl = workload_of(exercise, device)
     sub_data, traces, base_worker, sub_worker, timing = RunData(), [], None, None, None
+    trusted: dict[str, RunData] = {}
+    spawned: list[WorkerProcess] = []
     try:
         progress("baseline")
-        if needs_timing:
-            base_worker = start_worker(launcher, exercise, exercise.baseline, "baseline.py", device, trace=False)
-        base = baseline_data(launcher, exercise, device, base_worker)
+        # Every process is started before any is waited for: they import torch side by side.
+        roles = [r for r in ("baseline", "reference") if r == "baseline" or exercise.check("coverage")]
+        pending = {r: spawn_worker(launcher, exercise, exercise.baseline if r == "baseline" else exercise.reference,
+                                   TRUSTED[r], device, False)
+                   for r in roles if (r == "baseline" and needs_timing) or cached_run(launcher, exercise, r, device)
+                   is None}
+        spawned += pending.values()
+        sub_worker = spawn_worker(launcher, exercise, source, "submission.py", device, trace=True)
+        base_worker = pending.get("baseline") if needs_timing else None
+        for role in roles:
+            trusted[role] = trusted_run(launcher, exercise, role, device, pending.get(role),
+                                        keep=pending.get(role) is base_worker and base_worker is not None)
         progress("starting")
-        sub_worker = start_worker(launcher, exercise, source, "submission.py", device, trace=True)
+        init_worker(launcher, sub_worker)
         sub_data.modules = sub_worker.modules
-        progress("steps", total=exercise.workload.steps)
-        drive(sub_worker, exercise.workload.steps, trace=True,
-              measure_memory=exercise.check("memory") is not None, data=sub_data)
+        progress("steps", total=wl.steps)
+        drive(sub_worker, wl.steps, trace=True, measure_memory=exercise.check("memory") is not None, data=sub_data)
         sub_data.params = load_params(sub_worker)
         if needs_timing:
             progress("timing", rounds=0)
             plan = timing_plan or TimingPlan(budget_s=speed_spec.budget_s)
-            timing = time_interleaved(base_worker, sub_worker, exercise.workload.steps, plan, progress)
+            timing = time_interleaved(base_worker, sub_worker, wl.steps, plan, progress)
             timing.after_params = (load_params(sub_worker), load_params(base_worker))
+        if exercise.check("overflow"):
+            probe_overflow(sub_worker, timing.next_step if timing else wl.steps, sub_data)
     except (StepFailure, WorkerFailure) as exc:
         # Even an "internal" error is only what the worker says, and learner code shares its process: it
         # is reported in the result, never raised as a fault of the platform.
@@ -314,13 +382,15 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
         traces = sub_data.traces + ([{"step": exc.payload.get("step"), "events": exc.payload["events"],
                                       "param_dtypes": [], "partial": True}] if exc.payload.get("events") else [])
     finally:
-        for w in (sub_worker, base_worker):
+        for w in (sub_worker, base_worker, *spawned):
             if w is not None:
                 result.output += w.output() if w is sub_worker else ""
                 w.close()
+    base, ref = trusted.get("baseline"), trusted.get("reference")
+    start = workload.initial_state(wl.model.model_dump(), wl.seed)
     if result.error is None:
-        result.checks = judged(lambda: evaluate(exercise, kind, result.amp_dtype, static_findings, sub_data, base,
-                                                timing), result, exercise)
+        result.checks = judged(lambda: evaluate(exercise, kind, result.amp_dtype, static_findings, sub_data,
+                                                Evidence(base, ref, start), timing), result, exercise)
         result.plots = plots(sub_data, base, timing) if result.error is None else {}
     if result.error is not None:
         result.checks = judged(lambda: error_checks(exercise, kind, result, traces, static_findings), result,
@@ -349,7 +419,8 @@ def _finish(result: GradingResult, exercise: Exercise, started: float, progress:
 
 
 def _ctx(exercise: Exercise, kind: str, amp_dtype: str) -> dict:
-    return {"device_type": kind, "amp_dtype": amp_dtype, "micro_batches": exercise.workload.data.micro_batches}
+    return {"device_type": kind, "amp_dtype": amp_dtype,
+            "micro_batches": exercise.workload.for_device(kind).data.micro_batches}
 
 
 def inapplicable(spec, kind: str) -> CheckResult | None:
@@ -361,8 +432,29 @@ def inapplicable(spec, kind: str) -> CheckResult | None:
     return None
 
 
-def evaluate(exercise, kind, amp_dtype, static_findings, sub: RunData, base: RunData, timing) -> list[CheckResult]:
+@dataclass
+class Evidence:
+    """What the trusted processes produced, and where every run started."""
+
+    baseline: RunData
+    reference: RunData | None
+    start: dict
+
+
+def closeness(sub: RunData, ev: Evidence, near: float) -> dict | None:
+    """Where the submission ended against the FP32 run and the mixed-precision reference run."""
+    if ev.reference is None or not sub.params:
+        return None
+    base, ref, start = ev.baseline.params, ev.reference.params, ev.start
+    return {"to_fp32": parity.trajectory_distance(sub.params, base, base, start),
+            "to_amp": parity.trajectory_distance(sub.params, ref, base, start),
+            "amp_vs_fp32": parity.trajectory_distance(ref, base, base, start),
+            "toward_amp": parity.toward(sub.params, ref, base), "near": near}
+
+
+def evaluate(exercise, kind, amp_dtype, static_findings, sub: RunData, ev: Evidence, timing) -> list[CheckResult]:
     describe = lambda name: sub.modules.get(name, f"module {name}")  # noqa: E731
+    base = ev.baseline
     out = []
     for spec in exercise.checks:
         if (na := inapplicable(spec, kind)) is not None:
@@ -370,27 +462,33 @@ def evaluate(exercise, kind, amp_dtype, static_findings, sub: RunData, base: Run
         elif spec.id == "call_order":
             out.append(call_order.check(spec, sub.traces, _ctx(exercise, kind, amp_dtype), static_findings))
         elif spec.id == "parity":
-            out.append(parity.check(spec, amp_dtype, sub.losses, base.losses, sub.params, base.params))
+            out.append(parity.check(spec, amp_dtype, sub.losses, base.losses, sub.params, base.params, ev.start,
+                                    describe))
         elif spec.id == "coverage":
-            param_dev = parity.param_deviation(sub.params, base.params)[0] if sub.params and base.params else None
-            out.append(coverage.check(spec, sub.coverage, describe, param_dev))
+            par = exercise.check("parity")
+            tol = par.tolerances.get(amp_dtype) if par is not None else None
+            out.append(coverage.check(spec, sub.coverage, describe,
+                                      closeness(sub, ev, tol.update_rtol if tol else NEAR_FP32)))
         elif spec.id == "memory":
             out.append(memory.check(spec, kind, sub.memory, base.memory))
+        elif spec.id == "overflow":
+            o = sub.overflow
+            out.append(overflow.check(spec, o["step"], o["before"], o["after"], o["scale_before"], o["scale_after"]))
         elif spec.id == "speedup":
-            out.append(speedup_check(spec, exercise, kind, amp_dtype, timing, out))
+            out.append(speedup_check(spec, exercise, kind, amp_dtype, timing, out, ev.start))
     return out
 
 
-def speedup_check(spec, exercise, kind, amp_dtype, timing, earlier: list[CheckResult]) -> CheckResult:
+def speedup_check(spec, exercise, kind, amp_dtype, timing, earlier: list[CheckResult], start: dict) -> CheckResult:
     """Only reached where the device has a threshold, so `timing` was measured."""
     par = exercise.check("parity")
     tol = par.tolerances.get(amp_dtype) if par is not None else None
     if tol is not None:
-        dev, name = parity.param_deviation(*timing.after_params)
-        if not dev <= 3 * tol.param_rtol:
+        dev, name = parity.worst(parity.update_deviations(*timing.after_params, start))
+        if not dev <= 3 * tol.update_rtol:
             return CheckResult("speedup", ERROR, "the timed steps did not train the model the way the baseline's "
                                f"did (parameter {name!r} off by {dev:.1%} afterwards): timed steps must do the real "
-                               "work", {"max_param_rel_diff": dev}, weight=spec.weight)
+                               "work", {"max_update_rel_diff": dev}, weight=spec.weight)
         dev, at = parity.loss_deviation(timing.losses["submission"], timing.losses["baseline"])
         if len(timing.losses["submission"]) != len(timing.losses["baseline"]) or not dev <= 3 * tol.loss_rtol:
             return CheckResult("speedup", ERROR, f"the losses of the timed steps do not match the baseline's (step "
@@ -422,7 +520,8 @@ def plots(sub: RunData, base: RunData, timing) -> dict:
     if sub.scales:
         data["scale"] = sub.scales
     if sub.memory and base.memory:
-        data["memory"] = {"submission_bytes": sub.memory, "baseline_bytes": base.memory}
+        data["memory"] = {"submission_bytes": memory.whole_run_peak(sub.memory),
+                          "baseline_bytes": memory.whole_run_peak(base.memory)}
     if timing is not None:
         data["timing"] = {"baseline_s": timing.baseline_s, "submission_s": timing.submission_s,
                           "steps_per_block": timing.steps_per_block}

@@ -78,6 +78,8 @@ class OptimizerSpec(Strict):
 class DataSpec(Strict):
     batch_size: int = Field(gt=0)
     micro_batches: int = Field(1, ge=1, description="micro-batches per step (gradient accumulation)")
+    separation: float = Field(1.0, gt=0, description="distance of the class centres against unit noise: "
+                              "larger learns faster, smaller makes each sample matter more")
 
     @model_validator(mode="after")
     def _divisible(self):
@@ -92,6 +94,16 @@ class AmpSpec(Strict):
     scaler: bool = Field(False, description="the grader passes a torch.amp.GradScaler to the entrypoint")
 
 
+class WorkloadOverride(Strict):
+    """Parts of the workload that differ on one device kind, e.g. a larger model on CUDA, where a small
+    one cannot show a speedup, and a small one on CPU, where 16-bit matmuls may be emulated."""
+
+    steps: int | None = Field(None, ge=2, le=200)
+    model: ModelSpec | None = None
+    optimizer: OptimizerSpec | None = None
+    data: DataSpec | None = None
+
+
 class Workload(Strict):
     seed: int = 0
     steps: int = Field(8, ge=2, le=200, description="training steps compared with the FP32 baseline")
@@ -99,11 +111,29 @@ class Workload(Strict):
     optimizer: OptimizerSpec
     data: DataSpec
     amp: AmpSpec = AmpSpec()
+    cuda: WorkloadOverride | None = Field(None, description="what changes when grading on CUDA")
+
+    def for_device(self, kind: str) -> "Workload":
+        """The workload as graded on `kind` ("cpu" or "cuda"), overrides applied."""
+        if kind != "cuda" or self.cuda is None:
+            return self.model_copy(update={"cuda": None})
+        changes = {k: v for k, v in self.cuda if v is not None}
+        return self.model_copy(update={**changes, "cuda": None})
 
 
 class Tolerance(Strict):
     loss_rtol: float = Field(gt=0, description="largest allowed |loss - loss_fp32| / |loss_fp32| at any step")
-    param_rtol: float = Field(gt=0, description="largest allowed ||p - p_fp32|| / ||p_fp32|| over parameters")
+    update_rtol: float = Field(gt=0, description="largest allowed ||(p - p0) - (p_fp32 - p0)|| / ||p_fp32 - p0|| "
+                               "for any parameter tensor: how far the submission's training moved each tensor "
+                               "away from where FP32 training moved it")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data):
+        if isinstance(data, dict) and "param_rtol" in data:
+            raise ValueError("param_rtol was replaced by update_rtol, which is measured on what training changed "
+                             "(p - p0) rather than on the weights themselves; see docs/results.md")
+        return data
 
 
 class CallOrderCheck(Strict):
@@ -125,6 +155,11 @@ class CoverageCheck(Strict):
     weight: float = Field(1.0, gt=0)
 
 
+class OverflowCheck(Strict):
+    id: Literal["overflow"]
+    weight: float = Field(1.0, gt=0)
+
+
 class SpeedupCheck(Strict):
     id: Literal["speedup"]
     min_speedup: dict[Literal["cpu", "cuda"], float] = Field(
@@ -141,9 +176,14 @@ class MemoryCheck(Strict):
 
 
 CheckSpec = Annotated[
-    Union[CallOrderCheck, ParityCheck, CoverageCheck, SpeedupCheck, MemoryCheck],
+    Union[CallOrderCheck, ParityCheck, CoverageCheck, OverflowCheck, SpeedupCheck, MemoryCheck],
     Field(discriminator="id"),
 ]
+
+
+class MutantSettings(Strict):
+    skip: dict[str, str] = Field(default_factory=dict, description="mutant name -> why it cannot be caught on "
+                                 "this lesson (an equivalent mutant); `grader validate` prints the reason")
 
 
 class Exercise(Strict):
@@ -161,6 +201,7 @@ class Exercise(Strict):
     quiz: list[QuizQuestion] = Field(min_length=1)
     workload: Workload
     checks: list[CheckSpec] = Field(min_length=1)
+    mutants: MutantSettings = MutantSettings()
 
     _en = field_validator("title", "summary", "lesson", "task")(_require_english)
 
@@ -170,6 +211,8 @@ class Exercise(Strict):
             raise ValueError("the memory check measures steps 2 and 3: set workload.steps to 4 or more")
         if "scaler" in self.entrypoint.params and not self.workload.amp.scaler:
             raise ValueError("the entrypoint takes a scaler: set workload.amp.scaler to true")
+        if self.check("overflow") and "scaler" not in self.entrypoint.params:
+            raise ValueError("the overflow check needs a GradScaler: add scaler to entrypoint.params")
         return self
 
     @model_validator(mode="after")
@@ -183,10 +226,10 @@ class Exercise(Strict):
     def check(self, check_id: str):
         return next((c for c in self.checks if c.id == check_id), None)
 
-    def public(self) -> dict:
+    def public(self, device_kind: str = "cpu") -> dict:
         """What a submission's process may see: never the reference solution."""
         return {
             "id": self.id,
             "entrypoint": self.entrypoint.model_dump(),
-            "workload": self.workload.model_dump(),
+            "workload": self.workload.for_device(device_kind).model_dump(),
         }

@@ -70,3 +70,4 @@ class TimingResult:
     elapsed_s: float = 0.0
     after_params: tuple = ()  # (submission, baseline) parameters once timing is over
     losses: dict = field(default_factory=lambda: {"baseline": [], "submission": []})  # of the timed steps
+    next_step: int = 0  # the first step index that timing did not use

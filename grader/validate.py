@@ -1,13 +1,15 @@
 """`grader validate` and `grader selftest`: an exercise is sound when its file
-parses, its reference solution passes every applicable check and its starter
-fails at least one. Problems are data; the CLI decides the exit code."""
+parses, its workload learns within the graded steps, its reference solution
+passes every applicable check, its starter fails at least one, and every
+mutant of the reference (grader/mutants.py) fails. Problems are data; the CLI
+decides the exit code."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader import runner
+from grader import mutants, runner
 from grader.loader import exercise_files, parse_exercise
 from grader.results import NOT_APPLICABLE, PASS, GradingResult
 
@@ -19,13 +21,34 @@ class Report:
     problems: list[str] = field(default_factory=list)
     reference: GradingResult | None = None
     starter: GradingResult | None = None
+    mutants: list[mutants.MutantResult] = field(default_factory=list)
+
+    @property
+    def mutation_score(self) -> float | None:
+        return mutants.score(self.mutants) if self.mutants else None
 
     @property
     def ok(self) -> bool:
         return not self.problems
 
 
-def validate_file(path: Path, *, device: str = "auto", launcher=None, grade: bool = True, progress=None) -> Report:
+MIN_LOSS_DROP = 1 / 3  # how much the FP32 loss must fall over the graded steps
+
+
+def learning_problem(path: Path, baseline_losses: list[float]) -> str | None:
+    if len(baseline_losses) < 2 or baseline_losses[0] <= 0:
+        return None
+    first, last = baseline_losses[0], baseline_losses[-1]
+    drop = 1 - last / first
+    if drop >= MIN_LOSS_DROP:
+        return None
+    return (f"{path}: workload: the FP32 baseline's loss falls only {drop:.0%} over {len(baseline_losses)} steps "
+            f"({first:.3f} -> {last:.3f}); it must fall by at least {MIN_LOSS_DROP:.0%}, or the checks cannot tell a "
+            "step that trains from one that does not (raise optimizer.lr, data.separation or steps)")
+
+
+def validate_file(path: Path, *, device: str = "auto", launcher=None, grade: bool = True, progress=None,
+                  with_mutants: bool = True) -> Report:
     exercise, problems = parse_exercise(path)
     report = Report(path, exercise.id if exercise else None, [str(p) for p in problems])
     if exercise is None or not grade:
@@ -41,9 +64,17 @@ def validate_file(path: Path, *, device: str = "auto", launcher=None, grade: boo
             report.problems.append(f"{path}: checks.{c.id}: the reference solution does not pass: {c.message}")
     if progress:
         progress(f"{exercise.id}: grading the starter")
+    if ref.error is None and (problem := learning_problem(path, ref.plots.get("loss", {}).get("baseline", []))):
+        report.problems.append(problem)
     report.starter = runner.run(exercise, exercise.starter, device=device, launcher=launcher)
     if report.starter.status == PASS:
         report.problems.append(f"{path}: starter: the starter code passes every check; it must leave work to do")
+    if with_mutants and not report.problems:
+        report.mutants = mutants.run_all(exercise, device=device, launcher=launcher, progress=progress)
+        for m in report.mutants:
+            if not m.killed and m.skipped is None:
+                report.problems.append(f"{path}: checks: the mutant {m.name!r} ({m.description}) passes every "
+                                       "check; tighten a tolerance or make the workload exercise what it changes")
     return report
 
 
@@ -65,5 +96,5 @@ def measured_row(result: GradingResult) -> dict:
 
     return {"status": result.status, "score": result.score, "coverage": value("coverage", "fraction_16bit"),
             "speedup": value("speedup", "speedup"), "speedup_low": value("speedup", "ci95_low"),
-            "memory_ratio": value("memory", "ratio"), "parity_param": value("parity", "max_param_rel_diff"),
+            "memory_ratio": value("memory", "ratio"), "parity_update": value("parity", "max_update_rel_diff"),
             "seconds": result.duration_s}

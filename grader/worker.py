@@ -168,6 +168,7 @@ class Worker:
                 precision = tracing.PrecisionMode(rec, self.module_names)
                 precision.attach(self.model)
             mem: dict = {}
+            hooks = self._overflow_hooks() if msg.get("overflow") else []
             try:
                 with (memory.measure(mem, self.device, self.model, self.optimizer)
                       if msg.get("memory") else _null()):
@@ -186,6 +187,8 @@ class Worker:
                     err.payload["events"] = rec.events
                 raise err from None
             finally:
+                for hook in hooks:
+                    hook.remove()
                 if precision is not None:
                     precision.detach()
                 if rec:
@@ -202,11 +205,22 @@ class Worker:
             if precision is not None:
                 reply["coverage"] = {"flops": precision.flops, "by_module": precision.by_module}
             if mem:
-                reply["memory"] = max(mem["peak_bytes"], reply.get("memory", 0))
+                reply.setdefault("memory", []).append(mem)
         if self.device_type == "cuda":
             self._synchronize(self.device)
         reply.update(losses=losses, scales=scales)
         return reply
+
+    def _overflow_hooks(self) -> list:
+        """Puts an inf into every parameter's gradient during this step, as a float16 backward that overflows
+        would: the grader then looks from outside at whether the step was skipped and the scale backed off."""
+
+        def poison(grad):
+            grad = grad.clone()
+            grad.view(-1)[0] = float("inf")
+            return grad
+
+        return [p.register_hook(poison) for p in self.model.parameters() if p.requires_grad]
 
     def _loss_value(self, loss, step: int) -> float:
         import torch

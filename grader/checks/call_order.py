@@ -147,15 +147,41 @@ def accumulation(events, ctx) -> list[Finding]:
             "accumulate: call backward for every micro-batch, but step (and update) only once, after the last one",
             steps[1]["line"]))
     updates = _all(events, "update")
-    early = updates and sum(e["ev"] == "backward" for e in events[:events.index(updates[0])]) < n
-    if len(updates) > 1 or early:
-        out.append(Finding(
-            "update_every_micro_batch", "scaler.update() ran before the last micro-batch's backward: the scale "
-            "must stay the same for all micro-batches of one effective batch",
-            "call scaler.update() once per effective batch, after scaler.step(optimizer)", updates[0]["line"]))
+    if updates:
+        first = events.index(updates[0])
+        forwards = sum(e["ev"] == "loss_op" for e in events[:first])
+        counted = any(e["ev"] == "loss_op" for e in events)  # a loss autograd knows (not a custom formula)
+        later_backward = any(e["ev"] == "backward" for e in events[first:])
+        if len(updates) > 1 or later_backward or (counted and forwards < n):
+            out.append(Finding(
+                "update_every_micro_batch", f"scaler.update() ran after {forwards} of the {n} micro-batches' "
+                "losses were computed" + (f", and {len(updates)} times in one step" if len(updates) > 1 else "") +
+                ": the scale must stay the same for all micro-batches of one effective batch",
+                "call scaler.update() once per effective batch, after scaler.step(optimizer)", updates[0]["line"]))
+    if not ctx.get("partial"):
+        out += _backward_per_micro_batch(events, n)
     out += _zero_grad_between(events)
     out += _undivided_loss(events, n)
     return out
+
+
+def _backward_per_micro_batch(events, n) -> list[Finding]:
+    """Accumulation means one backward per micro-batch, each freeing its graph before the next forward."""
+    backwards, losses = _all(events, "backward"), _all(events, "loss_op")
+    if not backwards or len(backwards) >= n:
+        return []
+    if len(losses) >= n:
+        return [Finding(
+            "one_backward_for_all_micro_batches",
+            f"the losses of {len(losses)} micro-batches were added up and back-propagated in {len(backwards)} "
+            "backward() call(s), so every micro-batch's graph and activations stayed in memory until then: "
+            "that is the memory gradient accumulation exists to save",
+            "call scaler.scale(loss / n).backward() inside the loop, once per micro-batch",
+            backwards[0]["line"])]
+    return [Finding(
+        "micro_batch_skipped", f"backward() ran {len(backwards)} time(s) for {n} micro-batches, so some "
+        "micro-batches never reached the gradient",
+        "loop over every micro-batch and call backward once for each", backwards[0]["line"])]
 
 
 def _zero_grad_between(events) -> list[Finding]:

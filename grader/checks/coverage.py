@@ -18,12 +18,17 @@ def fp32_modules(by_module: dict[str, dict[str, int]], total: int) -> list[tuple
     return sorted(rows, key=lambda r: -r[1])
 
 
-# Weights trained with 16-bit matmuls drift from the FP32 run by 1e-4 (float16) to 1e-3 (bfloat16) after a few
-# steps; FP32 arithmetic stays within ~1e-7. Closer than this means the matmuls were float32 whatever was reported.
-FP32_LIKE = 1e-5
+def fp32_numbers(closeness: dict | None) -> bool:
+    """The grader also runs the trusted reference (real mixed precision) in a process of its own. The
+    16-bit rounding moves that run away from the FP32 run in one particular direction; a submission that
+    did its matmuls in 16-bit moves the same way (`toward_amp` near 1), one that trained in float32 and
+    nudged its weights does not (near 0), since that direction cannot be had without the 16-bit work.
+    Only judged where the submission ended near the FP32 run: a far-off one fails parity instead."""
+    return (closeness is not None and closeness["amp_vs_fp32"] > 0 and closeness["to_fp32"] <= closeness["near"]
+            and closeness["toward_amp"] < 0.5)
 
 
-def check(spec, coverage: dict | None, describe_module, param_dev: float | None = None) -> CheckResult:
+def check(spec, coverage: dict | None, describe_module, closeness: dict | None = None) -> CheckResult:
     if not coverage or not coverage["flops"]:
         return CheckResult("coverage", FAIL, "no matmul or convolution ran during the traced step",
                            {"fraction_16bit": 0.0}, {"min_fraction": spec.min_fraction}, weight=spec.weight)
@@ -31,13 +36,18 @@ def check(spec, coverage: dict | None, describe_module, param_dev: float | None 
     low = sum(v for k, v in coverage["flops"].items() if k in LOW)
     fraction = low / total
     measured = {"fraction_16bit": round(fraction, 4), "flops_by_dtype": coverage["flops"], "total_flops": total}
+    if closeness is not None:
+        measured.update({f"distance_{k}": round(v, 6) for k, v in closeness.items()})
     threshold = {"min_fraction": spec.min_fraction}
-    if fraction >= spec.min_fraction and param_dev is not None and param_dev < FP32_LIKE:
-        return CheckResult("coverage", FAIL, "the trained weights are identical to the FP32 run's (off by "
-                           f"{param_dev:.1e}), which 16-bit matmuls cannot give: the 16-bit work that was "
-                           "reported did not happen", {**measured, "param_rel_diff_vs_fp32": param_dev}, threshold,
+    if fraction >= spec.min_fraction and fp32_numbers(closeness):
+        return CheckResult("coverage", FAIL, "the trained weights did not move the way 16-bit arithmetic moves "
+                           f"them: measured from the FP32 run, they went {closeness['toward_amp']:.0%} of the way "
+                           "toward a real mixed-precision run (a real one goes about 100%). The 16-bit work that "
+                           "was reported did not happen",
+                           measured, threshold,
                            [Finding("numbers_fp32", "the numbers show float32 arithmetic",
-                                    "run the forward pass under torch.autocast, and do not patch the grader")],
+                                    "run the forward pass under torch.autocast with amp_dtype, and do not patch "
+                                    "the grader")],
                            weight=spec.weight)
     if fraction >= spec.min_fraction:
         return CheckResult("coverage", PASS, f"{fraction:.0%} of the matmul FLOPs ran in 16-bit", measured, threshold,

@@ -23,6 +23,7 @@
     call_order: "Call order",
     parity: "Parity with FP32",
     coverage: "16-bit coverage",
+    overflow: "Overflow handling",
     speedup: "Speedup",
     memory: "Peak memory",
   };
@@ -94,6 +95,7 @@
   }
 
   function formatBytes(bytes) {
+    if (Math.abs(bytes) < 102400) return (bytes / 1024).toFixed(1) + " KiB";
     return (bytes / (1024 * 1024)).toFixed(1) + " MiB";
   }
 
@@ -120,10 +122,17 @@
       if (m.max_loss_rel_diff !== undefined) {
         rows.push(["loss vs FP32", percent(m.max_loss_rel_diff), t && percent(t.loss_rtol)]);
       }
-      if (m.max_param_rel_diff !== undefined && m.max_param_rel_diff !== null) {
-        rows.push(["weights vs FP32", percent(m.max_param_rel_diff), t && percent(t.param_rtol)]);
+      if (m.max_update_rel_diff !== undefined && m.max_update_rel_diff !== null) {
+        rows.push(["update vs FP32" + (m.worst_param ? " (worst: " + m.worst_param + ")" : ""),
+                   percent(m.max_update_rel_diff), t && percent(t.update_rtol)]);
       }
       return rows;
+    },
+    overflow: function (m) {
+      if (m.params_changed === undefined) return [];
+      return [["weights changed by the overflowed step " + m.step, String(m.params_changed), "0"],
+              ["loss scale before → after", formatNumber(m.scale_before, 0) + " → " + formatNumber(m.scale_after, 0),
+               "lower after"]];
     },
     coverage: function (m, t) {
       return m.fraction_16bit === undefined ? [] :
@@ -135,8 +144,14 @@
       return [["speedup", formatNumber(m.speedup, 2) + "×" + range, t && "≥ " + t.min_speedup + "×"]];
     },
     memory: function (m, t) {
-      return m.ratio === undefined ? [] :
-        [["peak memory vs FP32", formatNumber(m.ratio, 2) + "× (" + formatBytes(m.peak_bytes) + ")", t && "≤ " + t.max_ratio + "×"]];
+      if (m.ratio === undefined) return [];
+      var rows = [["peak memory vs FP32", formatNumber(m.ratio, 2) + "× (" + formatBytes(m.peak_bytes) + ")", t && "≤ " + t.max_ratio + "×"]];
+      if (m.retained_bytes_per_step) {
+        var most = Math.max.apply(null, m.retained_bytes_per_step);
+        rows.push(["kept alive after each step (most)", formatBytes(Math.max(most, 0)),
+                   t && t.max_retained_bytes_per_step !== undefined ? "≤ " + formatBytes(t.max_retained_bytes_per_step) : ""]);
+      }
+      return rows;
     },
   };
 

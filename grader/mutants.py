@@ -1,0 +1,177 @@
+"""Mutants: wrong versions of a lesson's reference that its checks must fail.
+
+A check that never fails proves nothing. `grader validate` makes each mutant
+from the lesson's own reference by wrapping its entrypoint (the reference's
+source is kept, and a few lines appended patch the step's objects around each
+call), grades it like any submission and counts the mutants that failed. The
+mutants are generic (a frozen block, a doubled learning rate, a scaled
+gradient, a dropped micro-batch, ...), so an instructor's new lesson is
+checked for power without writing any.
+
+A mutant that cannot be caught on a given lesson (an "equivalent mutant",
+e.g. a scaled gradient under Adam) is skipped with a reason in the lesson's
+`mutants.skip`."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Callable
+
+from grader import runner
+from grader.results import FAIL, PASS, GradingResult
+from grader.schema import Exercise
+
+CLIP_FUNCTIONS = ("clip_grad_norm_", "clip_grad_value_", "clip_grad_norm")
+
+
+def calls(source: str, names: tuple[str, ...]) -> bool:
+    """Whether the source calls one of `names` (as a bare name or an attribute)."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            fn = node.func
+            name = fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", None)
+            if name in names:
+                return True
+    return False
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    description: str
+    applies: Callable[[Exercise], bool]
+    before: str  # runs before each call of the entrypoint; `a` maps parameter names to arguments, `s` is state
+    after: str = ""  # runs after each call (also when it raised)
+    args: str = ""  # an expression that replaces the positional arguments, e.g. with a micro-batch dropped
+
+
+def _has(param: str) -> Callable[[Exercise], bool]:
+    return lambda ex: param in ex.entrypoint.params
+
+
+MUTANTS = [
+    Mutant("no_step", "the optimizer never updates the weights (optimizer.step does nothing)", _has("optimizer"),
+           "a['optimizer'].step = lambda *x, **k: None", "del a['optimizer'].step"),
+    Mutant("frozen_block", "the first block with parameters never trains (requires_grad is off)", _has("model"),
+           "blocks = [list(m.parameters()) for m in a['model'].children()]\n"
+           "s['frozen'] = next((b for b in blocks if b), list(a['model'].parameters())[:1])\n"
+           "for p in s['frozen']: p.requires_grad_(False)",
+           "for p in s['frozen']: p.requires_grad_(True)"),
+    Mutant("lr_doubled", "the learning rate is twice what the lesson sets", _has("optimizer"),
+           "for g in a['optimizer'].param_groups: g['lr'] *= 2",
+           "for g in a['optimizer'].param_groups: g['lr'] /= 2"),
+    Mutant("grad_scaled", "one parameter's gradient is doubled right before the optimizer step", _has("optimizer"),
+           "first = next(p for g in a['optimizer'].param_groups for p in g['params'])\n"
+           "def double(opt, x, k):\n"
+           "    if first.grad is not None: first.grad.mul_(2)\n"
+           "s['hook'] = a['optimizer'].register_step_pre_hook(double)",
+           "s['hook'].remove()"),
+    Mutant("no_clip", "gradient clipping is removed (the clipping functions never clip)",
+           lambda ex: calls(ex.reference, CLIP_FUNCTIONS),
+           "import torch.nn.utils as U, torch.nn.utils.clip_grad as C\n"
+           "s['orig'] = {n: getattr(C, n) for n in CLIP_NAMES if hasattr(C, n)}\n"
+           "def loose(f, n):\n"
+           "    def clip(params, *x, **k):\n"
+           "        if n == 'clip_grad_value_': return f(params, float('inf'))\n"
+           "        return f(params, float('inf'), *x[1:], **{q: v for q, v in k.items() if q != 'max_norm'})\n"
+           "    return clip\n"
+           "s['new'] = {n: loose(f, n) for n, f in s['orig'].items()}\n"
+           "for n, f in s['new'].items():\n"
+           "    setattr(C, n, f); setattr(U, n, f)\n"
+           "    for g, v in list(G.items()):\n"
+           "        if v is s['orig'][n]: G[g] = f",
+           "for n, f in s['orig'].items():\n"
+           "    setattr(C, n, f); setattr(U, n, f)\n"
+           "    for g, v in list(G.items()):\n"
+           "        if v is s['new'][n]: G[g] = f"),
+    Mutant("skip_update", "scaler.update() is never run", _has("scaler"),
+           "a['scaler'].update = lambda *x, **k: None", "del a['scaler'].update"),
+    Mutant("step_bypasses_scaler", "scaler.step(optimizer) calls optimizer.step() without checking for inf/NaN",
+           _has("scaler"),
+           "a['scaler'].step = lambda opt, *x, **k: opt.step()", "del a['scaler'].step"),
+    Mutant("micro_batch_dropped", "the last micro-batch of each step is left out", _has("micro_batches"),
+           "", "", "[v[:-1] if n == 'micro_batches' else v for n, v in zip(PARAMS, args)]"),
+    Mutant("outputs_kept", "every block's output is appended to a list that lives across steps",
+           lambda ex: ex.check("memory") is not None and "model" in ex.entrypoint.params,
+           "if 'hooks' not in S:\n"
+           "    S['kept'] = []\n"
+           "    S['hooks'] = [m.register_forward_hook(lambda mod, i, o: S['kept'].append(o))"
+           " for m in a['model'].children()]"),
+]
+
+
+def _indent(code: str, spaces: int) -> str:
+    return "\n".join(" " * spaces + line for line in code.splitlines()) if code.strip() else " " * spaces + "pass"
+
+
+def source(exercise: Exercise, mutant: Mutant) -> str:
+    """The reference with its entrypoint wrapped. `S` is state shared by all calls, `s` per call."""
+    ep = exercise.entrypoint
+    return f'''{exercise.reference.rstrip()}
+
+
+# ---- mutant {mutant.name!r} generated by grader.mutants: {mutant.description} ----
+def _amp_dojo_mutant():
+    import functools
+    G = globals()
+    PARAMS = {list(ep.params)!r}
+    CLIP_NAMES = {CLIP_FUNCTIONS!r}
+    S = {{}}
+    target = G[{ep.name!r}]
+
+    @functools.wraps(target)
+    def entry(*args):
+        a, s = dict(zip(PARAMS, args)), {{}}
+{_indent(mutant.before, 8)}
+        try:
+            return target(*({mutant.args or "args"}))
+        finally:
+{_indent(mutant.after, 12)}
+
+    G[{ep.name!r}] = entry
+
+
+_amp_dojo_mutant()
+'''
+
+
+@dataclass
+class MutantResult:
+    name: str
+    description: str
+    killed: bool
+    status: str
+    failed_checks: list[str] = field(default_factory=list)
+    skipped: str | None = None  # the lesson's reason, for an equivalent mutant
+    error: str | None = None
+
+
+def applicable(exercise: Exercise) -> list[Mutant]:
+    return [m for m in MUTANTS if m.applies(exercise)]
+
+
+def judge(mutant: Mutant, result: GradingResult) -> MutantResult:
+    """Killed means not passed: a mutant whose step raises (as skipping scaler.update() makes the next
+    unscale_ raise) is stopped by the grader as surely as one that fails a check."""
+    failed = [c.id for c in result.checks if c.status == FAIL]
+    error = result.error.message if result.error else None
+    return MutantResult(mutant.name, mutant.description, result.status != PASS, result.status, failed, error=error)
+
+
+def run_all(exercise: Exercise, *, device: str = "auto", launcher=None, progress=None) -> list[MutantResult]:
+    out = []
+    for mutant in applicable(exercise):
+        reason = exercise.mutants.skip.get(mutant.name)
+        if reason:
+            out.append(MutantResult(mutant.name, mutant.description, False, "skipped", skipped=reason))
+            continue
+        if progress:
+            progress(f"{exercise.id}: mutant {mutant.name}")
+        out.append(judge(mutant, runner.run(exercise, source(exercise, mutant), device=device, launcher=launcher)))
+    return out
+
+
+def score(results: list[MutantResult]) -> float:
+    counted = [r for r in results if r.skipped is None]
+    return sum(r.killed for r in counted) / len(counted) if counted else 1.0
