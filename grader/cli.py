@@ -205,7 +205,12 @@ def selftest(device, sandbox, limits, as_json):
     """Grade every reference and starter here; print what was measured."""
     from grader.validate import measured_row
 
+    from grader.cpu import bf16_support
+
     launcher = launcher_for(sandbox, limits)
+    support = bf16_support()
+    if runner.resolve_device(device) == "cpu":
+        click.echo(support.describe(), err=as_json)
     rows = []
     for ex in load_all().values():
         for role, code in (("reference", ex.reference), ("starter", ex.starter)):

@@ -280,10 +280,15 @@ def worker_env(home: str, threads: int, pythonpath: str = str(GRADER_ROOT)) -> d
         "OMP_NUM_THREADS": str(threads),
         "KINETO_LOG_LEVEL": "5",
     }
-    for name in ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"):
+    for name in PASSED_TO_WORKERS:
         if name in os.environ:
             env[name] = os.environ[name]
     return env
+
+
+# Device selection, and oneDNN's instruction-set cap: `ONEDNN_MAX_CPU_ISA=AVX2` makes a CPU with native
+# bfloat16 emulate it like an AVX2-only one, which the test suite uses to hold every lesson to the slow kind.
+PASSED_TO_WORKERS = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "ONEDNN_MAX_CPU_ISA")
 
 
 def write_workdir(spec: WorkerSpec, inside: str | None = None) -> tuple[Path, str, str]:

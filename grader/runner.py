@@ -10,6 +10,7 @@ import io
 import math
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
@@ -344,12 +345,13 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
     speed_spec = exercise.check("speedup")
     needs_timing = speed_spec is not None and kind in speed_spec.min_speedup
     wl = workload_of(exercise, device)
-    sub_data, traces, base_worker, sub_worker, timing = RunData(), [], None, None, None
-    trusted: dict[str, RunData] = {}
+    sub_data, traces, base_worker, sub_worker, timing, futures = RunData(), [], None, None, None, {}
     spawned: list[WorkerProcess] = []
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trusted-runs")
     try:
         progress("baseline")
-        # Every process is started before any is waited for: they import torch side by side.
+        # Every process starts before any is waited for, so they import torch side by side; the trusted runs
+        # are then driven on a thread while the submission is driven here (they are separate processes).
         roles = [r for r in ("baseline", "reference") if r == "baseline" or exercise.check("coverage")]
         pending = {r: spawn_worker(launcher, exercise, exercise.baseline if r == "baseline" else exercise.reference,
                                    TRUSTED[r], device, False)
@@ -358,15 +360,17 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
         spawned += pending.values()
         sub_worker = spawn_worker(launcher, exercise, source, "submission.py", device, trace=True)
         base_worker = pending.get("baseline") if needs_timing else None
-        for role in roles:
-            trusted[role] = trusted_run(launcher, exercise, role, device, pending.get(role),
-                                        keep=pending.get(role) is base_worker and base_worker is not None)
+        futures = {role: pool.submit(trusted_run, launcher, exercise, role, device, pending.get(role),
+                                     keep=base_worker is not None and pending.get(role) is base_worker)
+                   for role in roles}
         progress("starting")
         init_worker(launcher, sub_worker)
         sub_data.modules = sub_worker.modules
         progress("steps", total=wl.steps)
         drive(sub_worker, wl.steps, trace=True, measure_memory=exercise.check("memory") is not None, data=sub_data)
         sub_data.params = load_params(sub_worker)
+        for future in futures.values():
+            future.result()  # the baseline's worker is free for timing only once its run is over
         if needs_timing:
             progress("timing", rounds=0)
             plan = timing_plan or TimingPlan(budget_s=speed_spec.budget_s)
@@ -378,14 +382,15 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
         # Even an "internal" error is only what the worker says, and learner code shares its process: it
         # is reported in the result, never raised as a fault of the platform.
         result.error = submission_error(exc.payload)
-        result.output += exc.payload.get("output", "") if sub_worker is None else ""
         traces = sub_data.traces + ([{"step": exc.payload.get("step"), "events": exc.payload["events"],
                                       "param_dtypes": [], "partial": True}] if exc.payload.get("events") else [])
     finally:
+        pool.shutdown(wait=True)  # a trusted run still going finishes (and is cached) before its worker closes
         for w in (sub_worker, base_worker, *spawned):
             if w is not None:
                 result.output += w.output() if w is sub_worker else ""
                 w.close()
+    trusted = {role: future.result() for role, future in futures.items()}  # a failed baseline is the platform's
     base, ref = trusted.get("baseline"), trusted.get("reference")
     start = workload.initial_state(wl.model.model_dump(), wl.seed)
     if result.error is None:

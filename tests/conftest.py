@@ -41,9 +41,9 @@ def grade(exercises, launcher):
 
 def expectations(path: Path) -> dict:
     """`# expect-...:` header lines of a golden submission."""
-    out = {"findings": [], "checks": {}, "messages": [], "status": None, "error": None}
+    out = {"findings": [], "absent": [], "checks": {}, "messages": [], "status": None, "error": None}
     for line in path.read_text().splitlines():
-        m = re.match(r"# expect-([a-z]+): (.*)", line)
+        m = re.match(r"# expect-([a-z-]+): (.*)", line)
         if not m:
             continue
         key, value = m.groups()
@@ -51,6 +51,8 @@ def expectations(path: Path) -> dict:
             out["status"] = value
         elif key == "finding":
             out["findings"].append(value)
+        elif key == "no-finding":
+            out["absent"].append(value)
         elif key == "check":
             check_id, status = value.split("=")
             out["checks"][check_id] = status

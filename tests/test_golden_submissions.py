@@ -24,6 +24,8 @@ def test_submission_is_graded_as_its_header_says(path, grade):
     found = {f.id for c in result.checks for f in c.findings}
     for finding in expected["findings"]:
         assert finding in found, f"expected diagnosis {finding!r}, got {sorted(found)}"
+    for finding in expected["absent"]:
+        assert finding not in found, f"{finding!r} was diagnosed, but the code does not do that: {doc}"
     for check_id, status in expected["checks"].items():
         assert result.check(check_id).status == status, result.check(check_id)
     text = " ".join(c.message for c in result.checks)

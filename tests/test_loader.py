@@ -27,7 +27,7 @@ def test_shipped_lessons_have_no_problems():
 
 
 def test_negative_learning_rate_names_line_and_field(tmp_path):
-    path = _copy(tmp_path, lambda t: t.replace("lr: 0.05", "lr: -1"))
+    path = _copy(tmp_path, lambda t: t.replace("lr: 0.02", "lr: -1"))
     _, problems = parse_exercise(path)
     assert len(problems) == 1
     line = next(i for i, ln in enumerate(path.read_text().splitlines(), 1) if "lr: -1" in ln)

@@ -1,0 +1,64 @@
+"""Checks proven to have power: every mutant of every shipped lesson's
+reference must fail, and a lesson whose checks let a mutant through fails
+`grader validate`."""
+
+import pytest
+
+from conftest import FIXTURES
+from grader import mutants
+from grader.loader import exercise_files, load_all, parse_exercise
+from grader.validate import validate_file
+
+CASES = [(path.stem, m.name) for path in exercise_files() for m in mutants.applicable(load_all()[path.stem])]
+
+
+@pytest.mark.parametrize("exercise_id,mutant", CASES, ids=[f"{e}-{m}" for e, m in CASES])
+def test_every_mutant_of_a_shipped_reference_fails(exercise_id, mutant, exercises, grade):
+    ex = exercises[exercise_id]
+    m = next(m for m in mutants.MUTANTS if m.name == mutant)
+    assert mutant not in ex.mutants.skip
+    result = grade(exercise_id, mutants.source(ex, m))
+    assert result.status != "pass", f"mutant {mutant} ({m.description}) passed: {result.to_dict()}"
+
+
+def test_each_lesson_gets_the_mutants_its_task_exercises(exercises):
+    names = {ex_id: {m.name for m in mutants.applicable(ex)} for ex_id, ex in exercises.items()}
+    assert {"no_step", "frozen_block", "lr_doubled", "grad_scaled"} <= names["autocast"]
+    assert "no_clip" in names["grad_scaler"] and "no_clip" not in names["autocast"]
+    assert "micro_batch_dropped" in names["grad_accumulation"]
+    assert "outputs_kept" in names["reduce_memory"] and "outputs_kept" not in names["grad_scaler"]
+
+
+def test_a_mutant_keeps_the_reference_and_its_entrypoint_signature(exercises):
+    ex = exercises["grad_scaler"]
+    src = mutants.source(ex, mutants.MUTANTS[0])
+    assert src.startswith(ex.reference.rstrip())
+    namespace = {}
+    exec(compile(src, "mutant.py", "exec"), namespace)
+    import inspect
+    assert list(inspect.signature(namespace["train_step"]).parameters) == list(ex.entrypoint.params)
+
+
+def test_validate_fails_a_lesson_whose_checks_let_a_mutant_through(launcher):
+    path = FIXTURES / "exercises" / "weak.yaml"
+    exercise, problems = parse_exercise(path)
+    assert not problems
+    report = validate_file(path, device="cpu", launcher=launcher)
+    survived = {m.name for m in report.mutants if not m.killed}
+    assert "lr_doubled" in survived, [(m.name, m.status) for m in report.mutants]
+    assert report.mutation_score < 1.0
+    assert any("mutant 'lr_doubled'" in p and "passes every check" in p for p in report.problems)
+    assert not report.ok
+
+
+def test_skipped_mutants_are_reported_with_their_reason_and_not_graded(launcher, tmp_path):
+    path = FIXTURES / "exercises" / "weak.yaml"
+    names = [m.name for m in mutants.applicable(parse_exercise(path)[0])]
+    skip = "".join(f"    {n}: an equivalent mutant here\n" for n in names)
+    target = tmp_path / "weak.yaml"
+    target.write_text(path.read_text() + "mutants:\n  skip:\n" + skip)
+    exercise, problems = parse_exercise(target)
+    assert not problems
+    results = mutants.run_all(exercise, device="cpu", launcher=launcher)
+    assert [r.name for r in results] == names
+    assert all(r.status == "skipped" and r.skipped == "an equivalent mutant here" for r in results)
