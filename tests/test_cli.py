@@ -92,6 +92,8 @@ def test_validate_grades_reference_and_starter():
     result = invoke("validate", ROOT / "exercises" / "autocast.yaml", "--device", "cpu")
     assert result.exit_code == 0, result.output
     assert "reference pass" in result.output and "starter fail" in result.output
+    assert "autocast: mutation score 100%" in result.output
+    assert "killed   lr_doubled" in result.output and "SURVIVED" not in result.output
 
 
 def _reference(exercise_id):
