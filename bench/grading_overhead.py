@@ -69,7 +69,7 @@ def main():
     device = runner.resolve_device(args.device)
     rows = []
     for ex in load_all().values():
-        runner._BASELINE_CACHE.clear()
+        runner._TRUSTED_CACHE.clear()
         first = runner.run(ex, ex.reference, device=device)
         graded = [first.duration_s] + [runner.run(ex, ex.reference, device=device).duration_s
                                        for _ in range(args.repeat - 1)]
