@@ -206,8 +206,10 @@ class DockerLauncher:
         """Removes workers' containers left by grading processes of this host that died (SIGKILL, OOM):
         a looping submission must not keep burning CPU or GPU after its grader is gone."""
         host = socket.gethostname()
-        for container in self.engine.containers.list(all=True, filters={"label": "org.amp-dojo.worker"}):
-            owner_host, _, pid = container.labels.get(OWNER_LABEL, "").rpartition(":")
+        # sparse: no inspect call per container, which raced with containers being removed in the background
+        for container in self.engine.containers.list(all=True, sparse=True, filters={"label": "org.amp-dojo.worker"}):
+            labels = container.attrs.get("Labels") or {}
+            owner_host, _, pid = labels.get(OWNER_LABEL, "").rpartition(":")
             if owner_host == host and pid.isdigit() and not _alive(int(pid)):
                 try:
                     container.remove(force=True)

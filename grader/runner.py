@@ -205,6 +205,11 @@ NEAR_FP32 = 0.05  # where a lesson has no parity check: how close to the FP32 ru
 TRUSTED = {"baseline": "baseline.py", "reference": "reference.py"}
 
 
+def spawn_trusted(launcher, exercise: Exercise, role: str, device: str) -> WorkerProcess:
+    code = exercise.baseline if role == "baseline" else exercise.reference
+    return spawn_worker(launcher, exercise, code, TRUSTED[role], device, False)
+
+
 def _trusted_key(exercise: Exercise, role: str, device: str, launcher) -> tuple:
     """The sandbox is part of the key: its image may carry another PyTorch than the grader's."""
     return (role, exercise.model_dump_json(include={"workload", role, "entrypoint", "checks"}), device,
@@ -218,10 +223,6 @@ def spawn_worker(launcher, exercise: Exercise, code: str, filename: str, device:
         return launcher.start(WorkerSpec(code, filename, exercise.public(kind), device, trace=trace))
     except (OSError, subprocess.SubprocessError) as exc:
         raise EnvironmentProblem(f"the {launcher.name} sandbox could not start a worker: {exc}") from None
-
-
-def start_worker(launcher, exercise: Exercise, code: str, filename: str, device: str, trace: bool) -> WorkerProcess:
-    return init_worker(launcher, spawn_worker(launcher, exercise, code, filename, device, trace))
 
 
 def init_worker(launcher, worker: WorkerProcess) -> WorkerProcess:
@@ -250,9 +251,8 @@ def trusted_run(launcher, exercise: Exercise, role: str, device: str, worker: Wo
     key = _trusted_key(exercise, role, device, launcher)
     if worker is None and key in _TRUSTED_CACHE:
         return _TRUSTED_CACHE[key]
-    code = exercise.baseline if role == "baseline" else exercise.reference
     try:
-        worker = init_worker(launcher, worker or spawn_worker(launcher, exercise, code, TRUSTED[role], device, False))
+        worker = init_worker(launcher, worker or spawn_trusted(launcher, exercise, role, device))
         data = RunData()
         drive(worker, workload_of(exercise, device).steps, trace=False,
               measure_memory=exercise.check("memory") is not None, data=data)
@@ -266,10 +266,6 @@ def trusted_run(launcher, exercise: Exercise, role: str, device: str, worker: Wo
             worker.close()
     _TRUSTED_CACHE[key] = data
     return data
-
-
-def baseline_data(launcher, exercise: Exercise, device: str, worker: WorkerProcess | None = None) -> RunData:
-    return trusted_run(launcher, exercise, "baseline", device, worker, keep=worker is not None)
 
 
 def workload_of(exercise: Exercise, device: str):
@@ -353,10 +349,8 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
         # Every process starts before any is waited for, so they import torch side by side; the trusted runs
         # are then driven on a thread while the submission is driven here (they are separate processes).
         roles = [r for r in ("baseline", "reference") if r == "baseline" or exercise.check("coverage")]
-        pending = {r: spawn_worker(launcher, exercise, exercise.baseline if r == "baseline" else exercise.reference,
-                                   TRUSTED[r], device, False)
-                   for r in roles if (r == "baseline" and needs_timing) or cached_run(launcher, exercise, r, device)
-                   is None}
+        pending = {r: spawn_trusted(launcher, exercise, r, device) for r in roles
+                   if (r == "baseline" and needs_timing) or cached_run(launcher, exercise, r, device) is None}
         spawned += pending.values()
         sub_worker = spawn_worker(launcher, exercise, source, "submission.py", device, trace=True)
         base_worker = pending.get("baseline") if needs_timing else None

@@ -228,3 +228,17 @@ def test_auto_prefers_an_isolating_backend():
     available = [n for n in ("docker", "bwrap") if unavailable_reason(n) is None]
     launcher = make_launcher("auto", allow_local=True)
     assert launcher.name == (available[0] if available else "local")
+
+
+def test_containers_of_a_dead_grader_are_swept(launchers):
+    """A grader killed mid-grading leaves its containers; the next docker launcher on the host removes them."""
+    from grader import docker_sandbox
+
+    launcher = launchers("docker")
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    left = launcher.engine.containers.create(
+        docker_sandbox.IMAGE, ["true"],
+        labels={"org.amp-dojo.worker": "1", docker_sandbox.OWNER_LABEL: f"{socket.gethostname()}:{dead.pid}"})
+    docker_sandbox.DockerLauncher(launcher.limits)
+    assert left.id not in [c.id for c in launcher.engine.containers.list(all=True, sparse=True)]
