@@ -38,16 +38,21 @@ def main():
 @main.command("list")
 @LANG
 def list_(lang):
-    """List the exercises."""
-    for ex in load_all().values():
+    """List the exercises (a broken lesson file is named, with its problems, and skipped)."""
+    problems = []
+    for ex in load_all(problems=problems).values():
         click.echo(f"{ex.id:<20} {localize(ex.title, lang)}")
         click.echo(f"{'':<20} {localize(ex.summary, lang)}")
+    for problem in problems:
+        click.echo(f"skipped: {problem}", err=True)
 
 
 @main.command()
 @click.argument("exercise_id")
 @LANG
-def show(exercise_id, lang):
+@click.option("--hints", is_flag=True, help="also print the hints")
+@click.option("--quiz", is_flag=True, help="also print the quick-check quiz (answers at the end)")
+def show(exercise_id, lang, hints, quiz):
     """Show a lesson, its task and the function to write."""
     ex = load_exercise(exercise_id)
     click.echo(click.style(localize(ex.title, lang), bold=True) + "\n")
@@ -55,6 +60,18 @@ def show(exercise_id, lang):
     click.echo(click.style("Task", bold=True))
     click.echo(localize(ex.task, lang))
     click.echo(f"Write: def {ex.entrypoint.name}({', '.join(ex.entrypoint.params)})  ->  {ex.entrypoint.returns}")
+    if hints:
+        click.echo("\n" + click.style("Hints", bold=True))
+        for i, hint in enumerate(ex.hints, 1):
+            click.echo(f"  {i}. {localize(hint, lang)}")
+    if quiz:
+        click.echo("\n" + click.style("Quiz", bold=True))
+        for i, q in enumerate(ex.quiz, 1):
+            click.echo(f"  {i}. {localize(q.question, lang)}")
+            for letter, choice in zip("abcdefgh", q.choices):
+                click.echo(f"     {letter}) {localize(choice, lang)}")
+        click.echo("  Answers: " + "; ".join(f"{i}. {'abcdefgh'[q.answer]}: {localize(q.explanation, lang)}"
+                                          for i, q in enumerate(ex.quiz, 1)))
     click.echo(f"\nStart with: grader start {ex.id}   Check with: grader check {ex.id} {ex.id}.py")
 
 

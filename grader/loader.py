@@ -5,22 +5,28 @@ locations are mapped back onto the YAML nodes they came from."""
 from __future__ import annotations
 
 import os
+import typing
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from grader.errors import ExerciseError, ExerciseNotFound
 from grader.schema import Exercise
 
 EXERCISES_ENV = "AMP_DOJO_EXERCISES"
+BUILT_IN = Path(__file__).resolve().parent.parent / "exercises"
 
 
-def default_exercise_dir() -> Path:
-    if os.environ.get(EXERCISES_ENV):
-        return Path(os.environ[EXERCISES_ENV])
-    return Path(__file__).resolve().parent.parent / "exercises"
+def exercise_dirs() -> list[Path]:
+    """The built-in lessons, then every folder named in AMP_DOJO_EXERCISES (separated by ':'), which *adds*
+    lessons. A named folder that does not exist is an error: an empty course from a typo helps nobody."""
+    extra = [Path(p) for p in os.environ.get(EXERCISES_ENV, "").split(os.pathsep) if p]
+    for folder in extra:
+        if not folder.is_dir():
+            raise ExerciseError(f"{EXERCISES_ENV} names {str(folder)!r}, which is not a folder")
+    return [BUILT_IN, *[f for f in extra if f.resolve() != BUILT_IN]]
 
 
 @dataclass(frozen=True)
@@ -58,12 +64,37 @@ def _node_at(node: yaml.Node, loc: tuple) -> yaml.Node:
 def _describe(err: dict) -> str:
     kind = err["type"]
     if kind == "extra_forbidden":
-        return "unknown field (check its spelling; see docs/authoring.md)"
+        allowed = allowed_fields(err["loc"])
+        where = f"; the fields here are: {', '.join(allowed)}" if allowed else ""
+        return f"unknown field {err['loc'][-1]!r} (check its spelling; see docs/authoring.md){where}"
     if kind == "missing":
         return "required field is missing"
     if kind == "union_tag_invalid":
         return f"unknown check id; expected one of {err['ctx']['expected_tags']}"
     return err["msg"] + (f" (got {err['input']!r})" if kind.endswith("_type") or kind.startswith("literal") else "")
+
+
+def _models_in(annotation) -> list[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
+
+
+def allowed_fields(loc: tuple) -> list[str]:
+    """The fields the lesson format supports where an unknown one was found, so the message teaches the
+    format: walks the schema along the error's location (list indexes skipped, check ids pick the check)."""
+    current: list[type[BaseModel]] = [Exercise]
+    for key in loc[:-1]:
+        if isinstance(key, int):
+            continue
+        inner = [m for model in current if key in model.model_fields
+                 for m in _models_in(model.model_fields[key].annotation)]
+        tagged = [m for m in current if "id" in m.model_fields
+                  and key in typing.get_args(m.model_fields["id"].annotation)]
+        current = inner or tagged
+        if not current:
+            return []
+    return list(current[0].model_fields) if len(current) == 1 else []
 
 
 def _field_name(loc: tuple) -> str:
@@ -121,9 +152,12 @@ def _dedupe(problems: list[Problem]) -> list[Problem]:
 
 
 def exercise_files(directory: Path | None = None) -> list[Path]:
-    directory = directory or default_exercise_dir()
-    files = sorted(directory.glob("*.yaml")) + sorted(directory.glob("*/exercise.yaml"))
-    return files
+    """Lesson files of one folder, or of all the lesson folders (exercise_dirs) when none is given."""
+    if directory is None:
+        return [f for folder in exercise_dirs() for f in exercise_files(folder)]
+    if not directory.is_dir():
+        raise ExerciseError(f"the lesson folder {str(directory)!r} does not exist")
+    return sorted(directory.glob("*.yaml")) + sorted(directory.glob("*/exercise.yaml"))
 
 
 def load_exercise_file(path: Path) -> Exercise:
@@ -133,15 +167,26 @@ def load_exercise_file(path: Path) -> Exercise:
     return exercise
 
 
-def load_all(directory: Path | None = None) -> dict[str, Exercise]:
-    exercises = [load_exercise_file(p) for p in exercise_files(directory)]
-    return {e.id: e for e in sorted(exercises, key=lambda e: (e.order, e.id))}
+def load_all(directory: Path | None = None, problems: list[Problem] | None = None) -> dict[str, Exercise]:
+    """Every valid lesson. A broken file is skipped, never fatal: its problems go to `problems` (file:line),
+    so one bad draft cannot take down the lesson list. The first of two lessons with one id wins."""
+    exercises: dict[str, Exercise] = {}
+    for path in exercise_files(directory):
+        exercise, found = parse_exercise(path)
+        if exercise is not None and exercise.id in exercises:
+            found = [Problem(path, None, "id", f"another lesson folder already has a lesson {exercise.id!r}")]
+        if found:
+            if problems is not None:
+                problems.extend(found)
+            continue
+        exercises[exercise.id] = exercise
+    return dict(sorted(exercises.items(), key=lambda item: (item[1].order, item[0])))
 
 
 def load_exercise(exercise_id: str, directory: Path | None = None) -> Exercise:
-    directory = directory or default_exercise_dir()
-    for candidate in (directory / f"{exercise_id}.yaml", directory / exercise_id / "exercise.yaml"):
-        if candidate.exists():
-            return load_exercise_file(candidate)
+    for folder in [directory] if directory else exercise_dirs():
+        for candidate in (folder / f"{exercise_id}.yaml", folder / exercise_id / "exercise.yaml"):
+            if candidate.exists():
+                return load_exercise_file(candidate)
     known = ", ".join(p.stem if p.name != "exercise.yaml" else p.parent.name for p in exercise_files(directory))
     raise ExerciseNotFound(f"no exercise {exercise_id!r}; known: {known or 'none'}")

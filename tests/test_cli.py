@@ -113,3 +113,23 @@ def test_sandbox_limits_can_be_changed_from_the_command_line():
 def test_unknown_sandbox_limit_is_a_usage_error():
     result = invoke("check", "autocast", SUBMISSIONS / "errors" / "hangs.py", "--limit", "gpus=2")
     assert result.exit_code == 2 and "unknown sandbox limit 'gpus'" in result.output
+
+
+def test_list_skips_a_broken_lesson_and_names_it(tmp_path, monkeypatch):
+    text = (ROOT / "exercises" / "autocast.yaml").read_text().replace("id: autocast", "id: draft", 1)
+    (tmp_path / "draft.yaml").write_text(text.replace("hints:", "hintz:"))
+    monkeypatch.setenv("AMP_DOJO_EXERCISES", str(tmp_path))
+    result = CliRunner().invoke(main, ["list"])
+    assert result.exit_code == 0 and "reduce_memory" in result.stdout and "draft" not in result.stdout
+    assert f"skipped: {tmp_path / 'draft.yaml'}:" in result.stderr and "hintz" in result.stderr
+
+
+def test_list_with_a_missing_lesson_folder_exits_2(tmp_path, monkeypatch):
+    monkeypatch.setenv("AMP_DOJO_EXERCISES", str(tmp_path / "typo"))
+    result = CliRunner().invoke(main, ["list"])
+    assert result.exit_code == 2 and "typo" in result.output
+
+
+def test_show_can_print_hints_and_quiz():
+    out = invoke("show", "grad_scaler", "--hints", "--quiz").output
+    assert "Hints" in out and "1. " in out and "Quiz" in out and "Answers:" in out

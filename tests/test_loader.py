@@ -84,3 +84,45 @@ def test_reference_is_not_public():
 def test_committed_json_schema_is_current():
     committed = json.loads((ROOT / "docs" / "exercise.schema.json").read_text())
     assert committed == Exercise.model_json_schema()
+
+
+def test_unknown_field_names_the_fields_the_format_supports_there(tmp_path):
+    path = _copy(tmp_path, lambda t: t.replace("in_features: 128,", "in_channels: 3, in_features: 128,", 1))
+    _, problems = parse_exercise(path)
+    assert len(problems) == 1 and problems[0].field == "workload.model.in_channels"
+    assert "unknown field 'in_channels'" in problems[0].message
+    assert "in_features, hidden, out_features" in problems[0].message
+
+
+def test_one_broken_lesson_file_is_skipped_and_named_not_fatal(tmp_path, monkeypatch):
+    from grader.loader import load_all
+
+    _copy(tmp_path, lambda t: t.replace("id: autocast", "id: extra", 1), name="extra")
+    _copy(tmp_path, lambda t: t.replace("id: autocast", "id: broken", 1).replace("hints:", "hintz:"), name="broken")
+    monkeypatch.setenv("AMP_DOJO_EXERCISES", str(tmp_path))
+    problems = []
+    lessons = load_all(problems=problems)
+    assert {"autocast", "reduce_memory", "extra"} <= set(lessons) and "broken" not in lessons
+    assert problems and all(str(p.path).endswith("broken.yaml") and p.line for p in problems)
+
+
+def test_exercises_variable_adds_folders_and_a_missing_one_is_an_error(tmp_path, monkeypatch):
+    from grader.errors import ExerciseError
+    from grader.loader import exercise_dirs, load_exercise
+
+    _copy(tmp_path, lambda t: t.replace("id: autocast", "id: extra", 1), name="extra")
+    monkeypatch.setenv("AMP_DOJO_EXERCISES", str(tmp_path))
+    assert load_exercise("extra").id == "extra" and load_exercise("autocast").id == "autocast"
+    monkeypatch.setenv("AMP_DOJO_EXERCISES", str(tmp_path / "nowhere"))
+    with pytest.raises(ExerciseError, match="nowhere"):
+        exercise_dirs()
+
+
+def test_a_lesson_id_in_two_folders_is_reported_once_loaded(tmp_path, monkeypatch):
+    from grader.loader import load_all
+
+    _copy(tmp_path, lambda t: t)
+    monkeypatch.setenv("AMP_DOJO_EXERCISES", str(tmp_path))
+    problems = []
+    assert "autocast" in load_all(problems=problems)
+    assert any("already has a lesson 'autocast'" in p.message for p in problems)

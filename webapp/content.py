@@ -73,7 +73,10 @@ def exercises() -> dict[str, Exercise]:
     ext = current_app.extensions
     if "amp_dojo_exercises" not in ext:
         directory = current_app.config.get("EXERCISES")
-        ext["amp_dojo_exercises"] = load_all(Path(directory) if directory else None)
+        problems = []
+        ext["amp_dojo_exercises"] = load_all(Path(directory) if directory else None, problems)
+        for problem in problems:  # one broken lesson file must not take the others down
+            current_app.logger.warning("lesson skipped: %s", problem)
     return ext["amp_dojo_exercises"]
 
 
