@@ -174,7 +174,7 @@ def render(result: GradingResult, ex: Exercise, source: str) -> str:
 @LIMIT
 def validate(paths, schema_only, no_mutants, device, sandbox, limits):
     """Prove exercises are sound: schema, a workload that learns, reference passes, starter and mutants fail."""
-    from grader.validate import expand, measured_row, validate_file
+    from grader.validate import expand, margins, measured_row, validate_file
 
     files = expand(list(paths))
     if not files:
@@ -191,6 +191,11 @@ def validate(paths, schema_only, no_mutants, device, sandbox, limits):
             click.echo(f"{report.exercise_id}: reference {row['status']} (coverage {row['coverage']}, "
                        f"parity {row['parity_update']}, memory ratio {row['memory_ratio']}, speedup {row['speedup']}); "
                        f"starter {report.starter.status}")
+            click.echo(f"{report.exercise_id}: reference margins: " + "; ".join(margins(report.reference)))
+            if report.examples:
+                right = sum(not m for m in report.examples.values())
+                click.echo(f"{report.exercise_id}: examples: {right} of {len(report.examples)} judged as the "
+                           "lesson says")
         if report.mutants:
             counted = [m for m in report.mutants if m.skipped is None]
             click.echo(f"{report.exercise_id}: mutation score {report.mutation_score:.0%} "

@@ -181,6 +181,24 @@ CheckSpec = Annotated[
 ]
 
 
+class ExampleExpectation(Strict):
+    status: Literal["pass", "fail", "error"]
+    findings: list[str] = Field(default_factory=list, description="finding ids the verdict must include")
+    checks: dict[str, Literal["pass", "fail", "error", "not_applicable"]] = Field(
+        default_factory=dict, description="check id -> the status that check must get")
+    error: str | None = Field(None, description="the error kind (e.g. exception, timeout), when status is error")
+
+
+class Example(Strict):
+    """A known-wrong (or alternative right) solution and the verdict it must get: `grader validate` grades it
+    and fails the lesson when it is judged otherwise, so an instructor learns that a tolerance is too loose."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    why: Text | None = Field(None, description="the mistake it shows, or why this variant is right")
+    code: str
+    expect: ExampleExpectation
+
+
 class MutantSettings(Strict):
     skip: dict[str, str] = Field(default_factory=dict, description="mutant name -> why it cannot be caught on "
                                  "this lesson (an equivalent mutant); `grader validate` prints the reason")
@@ -202,6 +220,7 @@ class Exercise(Strict):
     workload: Workload
     checks: list[CheckSpec] = Field(min_length=1)
     mutants: MutantSettings = MutantSettings()
+    examples: list[Example] = Field(default_factory=list, description="solutions with the verdict each must get")
 
     _en = field_validator("title", "summary", "lesson", "task")(_require_english)
 
@@ -213,6 +232,18 @@ class Exercise(Strict):
             raise ValueError("the entrypoint takes a scaler: set workload.amp.scaler to true")
         if self.check("overflow") and "scaler" not in self.entrypoint.params:
             raise ValueError("the overflow check needs a GradScaler: add scaler to entrypoint.params")
+        return self
+
+    @model_validator(mode="after")
+    def _examples_name_known_checks(self):
+        names = [e.name for e in self.examples]
+        if len(set(names)) != len(names):
+            raise ValueError("examples: each example needs its own name")
+        ids = {c.id for c in self.checks}
+        for e in self.examples:
+            unknown = sorted(set(e.expect.checks) - ids)
+            if unknown:
+                raise ValueError(f"examples: {e.name} expects checks this lesson does not have: {', '.join(unknown)}")
         return self
 
     @model_validator(mode="after")

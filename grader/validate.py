@@ -22,6 +22,7 @@ class Report:
     reference: GradingResult | None = None
     starter: GradingResult | None = None
     mutants: list[mutants.MutantResult] = field(default_factory=list)
+    examples: dict[str, list[str]] = field(default_factory=dict)  # example name -> how its verdict differed
 
     @property
     def mutation_score(self) -> float | None:
@@ -47,6 +48,40 @@ def learning_problem(path: Path, baseline_losses: list[float]) -> str | None:
             "step that trains from one that does not (raise optimizer.lr, data.separation or steps)")
 
 
+def example_mismatches(expect, result: GradingResult) -> list[str]:
+    """How a verdict differs from what a lesson's example says it must be (empty: as expected)."""
+    out = []
+    if result.status != expect.status:
+        why = f" ({result.error.message[:120]})" if result.error else ""
+        out.append(f"status {result.status}{why}, expected {expect.status}")
+    found = {f.id for c in result.checks for f in c.findings}
+    out += [f"no {f} finding (found: {', '.join(sorted(found)) or 'none'})" for f in expect.findings
+            if f not in found]
+    for check_id, status in expect.checks.items():
+        got = result.check(check_id)
+        if got is None or got.status != status:
+            out.append(f"check {check_id} {got.status if got else 'missing'}, expected {status}")
+    if expect.error and (result.error is None or result.error.kind != expect.error):
+        out.append(f"error kind {result.error.kind if result.error else 'none'}, expected {expect.error}")
+    return out
+
+
+def margins(result: GradingResult) -> list[str]:
+    """How close a (reference) verdict is to each threshold: the instructor's view of a lesson's slack."""
+    out = []
+    for c in result.checks:
+        m, t = c.measured, c.threshold or {}
+        if c.id == "parity" and m.get("max_update_rel_diff") is not None:
+            out.append(f"parity update {m['max_update_rel_diff']:.2%} of {t['update_rtol']:.0%} allowed "
+                       f"({m['max_update_rel_diff'] / t['update_rtol']:.0%} of the tolerance), loss "
+                       f"{m['max_loss_rel_diff']:.2%} of {t['loss_rtol']:.0%}")
+        elif c.id == "coverage" and "fraction_16bit" in m:
+            out.append(f"coverage {m['fraction_16bit']:.0%} (at least {t['min_fraction']:.0%})")
+        elif c.id == "memory" and "ratio" in m:
+            out.append(f"memory {m['ratio']:.0%} of the FP32 peak (at most {t['max_ratio']:.0%})")
+    return out
+
+
 def validate_file(path: Path, *, device: str = "auto", launcher=None, grade: bool = True, progress=None,
                   with_mutants: bool = True) -> Report:
     exercise, problems = parse_exercise(path)
@@ -69,7 +104,14 @@ def validate_file(path: Path, *, device: str = "auto", launcher=None, grade: boo
     report.starter = runner.run(exercise, exercise.starter, device=device, launcher=launcher)
     if report.starter.status == PASS:
         report.problems.append(f"{path}: starter: the starter code passes every check; it must leave work to do")
-    if with_mutants and not report.problems:
+    sound = not report.problems  # mutants only say something about a lesson whose reference passes
+    for i, example in enumerate(exercise.examples):
+        if progress:
+            progress(f"{exercise.id}: example {example.name}")
+        got = runner.run(exercise, example.code, device=device, launcher=launcher)
+        report.examples[example.name] = example_mismatches(example.expect, got)
+        report.problems += [f"{path}: examples[{i}] {example.name}: {m}" for m in report.examples[example.name]]
+    if with_mutants and sound:
         report.mutants = mutants.run_all(exercise, device=device, launcher=launcher, progress=progress)
         for m in report.mutants:
             if not m.killed and m.skipped is None:

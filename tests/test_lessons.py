@@ -5,8 +5,10 @@ import pytest
 
 from grader.loader import exercise_files, load_all
 from grader.schema import LANGUAGES, localize
+from grader.validate import example_mismatches
 
 IDS = [p.stem for p in exercise_files()]
+EXAMPLES = [(ex.id, e.name) for ex in load_all().values() for e in ex.examples]
 
 
 @pytest.mark.parametrize("exercise_id", IDS)
@@ -51,3 +53,15 @@ def test_lessons_are_ordered_as_taught():
 def test_localize_falls_back_to_english():
     assert localize({"en": "hello"}, "it") == "hello"
     assert localize("plain", "id") == "plain"
+
+
+@pytest.mark.parametrize("exercise_id,name", EXAMPLES, ids=[f"{e}-{n}" for e, n in EXAMPLES])
+def test_lesson_example_gets_the_verdict_its_lesson_states(exercise_id, name, exercises, grade):
+    example = next(e for e in exercises[exercise_id].examples if e.name == name)
+    result = grade(exercise_id, example.code)
+    assert example_mismatches(example.expect, result) == [], result.to_dict()
+
+
+def test_every_shipped_lesson_carries_wrong_examples(exercises):
+    for ex in exercises.values():
+        assert sum(e.expect.status != "pass" for e in ex.examples) >= 2, ex.id

@@ -48,6 +48,8 @@ def test_validate_fails_a_lesson_whose_checks_let_a_mutant_through(launcher):
     assert "lr_doubled" in survived, [(m.name, m.status) for m in report.mutants]
     assert report.mutation_score < 1.0
     assert any("mutant 'lr_doubled'" in p and "passes every check" in p for p in report.problems)
+    assert report.examples["doubled_learning_rate"]  # its wrong example passed, against what the lesson says
+    assert any("examples[" in p and "doubled_learning_rate: status pass" in p for p in report.problems)
     assert not report.ok
 
 
