@@ -77,6 +77,26 @@ def show(exercise_id, lang, hints, quiz):
 
 @main.command()
 @click.argument("exercise_id")
+@click.option("--dir", "folder", type=click.Path(file_okay=False, path_type=Path), default=Path("exercises"),
+              show_default=True, help="the lesson folder to write into")
+def new(exercise_id, folder):
+    """Write a lesson skeleton to fill in (text marked TODO, working code, workload and checks)."""
+    import re
+
+    from grader.skeleton import skeleton
+
+    if not re.fullmatch(r"[a-z][a-z0-9_-]*", exercise_id):
+        raise GraderError(f"{exercise_id!r} is not a lesson id: use lower-case letters, digits, _ and -")
+    target = folder / f"{exercise_id}.yaml"
+    if target.exists():
+        raise GraderError(f"{target} exists already")
+    folder.mkdir(parents=True, exist_ok=True)
+    target.write_text(skeleton(exercise_id, str(target)), encoding="utf-8")
+    click.echo(f"wrote {target}: fill in every TODO, then run: grader validate {target}")
+
+
+@main.command()
+@click.argument("exercise_id")
 @click.argument("path", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--force", is_flag=True, help="overwrite an existing file")
 def start(exercise_id, path, force):

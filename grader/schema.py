@@ -146,6 +146,8 @@ class CallOrderCheck(Strict):
 class ParityCheck(Strict):
     id: Literal["parity"]
     tolerances: dict[Literal["float16", "bfloat16"], Tolerance]
+    advice: Text | None = Field(None, description="what a parity failure usually means in this lesson; replaces "
+                                "the generic advice (zero_grad, loss division, double step, 16-bit weights)")
     weight: float = Field(1.0, gt=0)
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from grader import mutants, runner
 from grader.loader import exercise_files, parse_exercise
+from grader.skeleton import todo_fields
 from grader.results import NOT_APPLICABLE, PASS, GradingResult
 
 
@@ -86,6 +87,8 @@ def validate_file(path: Path, *, device: str = "auto", launcher=None, grade: boo
                   with_mutants: bool = True) -> Report:
     exercise, problems = parse_exercise(path)
     report = Report(path, exercise.id if exercise else None, [str(p) for p in problems])
+    if exercise is not None:
+        report.problems += [f"{path}: {f}: still says TODO" for f in todo_fields(exercise.model_dump())]
     if exercise is None or not grade:
         return report
     if progress:

@@ -133,3 +133,15 @@ def test_list_with_a_missing_lesson_folder_exits_2(tmp_path, monkeypatch):
 def test_show_can_print_hints_and_quiz():
     out = invoke("show", "grad_scaler", "--hints", "--quiz").output
     assert "Hints" in out and "1. " in out and "Quiz" in out and "Answers:" in out
+
+
+def test_new_writes_a_skeleton_that_validates_once_its_todos_are_written(tmp_path):
+    assert invoke("new", "my_lesson", "--dir", tmp_path).exit_code == 0
+    path = tmp_path / "my_lesson.yaml"
+    todo = invoke("validate", "--schema-only", path)
+    assert todo.exit_code == 1 and "title.en: still says TODO" in todo.output and "quiz[0]" in todo.output
+    path.write_text(path.read_text().replace('"TODO: ', '"Written: ').replace("TODO: ", "Written: "))
+    result = invoke("validate", path, "--device", "cpu", "--sandbox", "local", "--no-mutants")
+    assert result.exit_code == 0, result.output
+    assert "my_lesson: reference pass" in result.output and "starter fail" in result.output
+    assert invoke("new", "my_lesson", "--dir", tmp_path).exit_code == 2  # never overwrites

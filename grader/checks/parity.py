@@ -12,6 +12,12 @@ import math
 import torch
 
 from grader.results import ERROR, FAIL, PASS, CheckResult, Finding
+from grader.schema import localize
+
+
+GENERIC_ADVICE = ("The training step itself differs: check the learning rate and what scales the gradients "
+                  "(clipping, loss division for accumulation, the loss scale), a missing or doubled step or "
+                  "zero_grad, and 16-bit weights.")
 
 
 def loss_deviation(sub: list[float], base: list[float]) -> tuple[float, int]:
@@ -112,9 +118,7 @@ def check(spec, amp_dtype: str, sub_losses, base_losses, sub_params, base_params
                             f"{update_dev:.1%} away from the FP32 run's update (allowed {tol.update_rtol:.1%}; "
                             f"{len(off)} of {len(devs)} tensors are off)")
     if problems:
-        hint = (" The training step itself differs: check the learning rate and what scales the gradients "
-                "(clipping, loss division for accumulation, the loss scale), a missing or doubled step or "
-                "zero_grad, and 16-bit weights.")
+        hint = " " + (localize(spec.advice) if spec.advice else GENERIC_ADVICE)
         return CheckResult("parity", FAIL, "; ".join(problems) + "." + hint, measured, threshold, findings,
                            weight=spec.weight)
     return CheckResult("parity", PASS, f"matches the FP32 run within tolerance over {len(sub_losses)} steps "

@@ -1,6 +1,7 @@
 # expect-status: fail
 # expect-check: parity=fail
 # expect-check: call_order=pass
+# expect-message: then clip_grad_norm_(model.parameters(), max_norm=1.0)
 # The scaler is used right, but the task asks for clipping to a norm of 1.0: the gradient norm is above
 # 1.0 on most steps of this workload, so leaving it out changes the training.
 import torch
