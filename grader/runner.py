@@ -188,9 +188,9 @@ def drive(worker: WorkerProcess, steps: int, *, trace: bool, measure_memory: boo
                 data.memory += _memory(reply["memory"])
 
 
-def probe_overflow(worker: WorkerProcess, step: int, data: RunData):
-    """One extra step with inf gradients (after the compared and timed steps, so it changes neither)."""
-    before = load_params(worker)
+def probe_overflow(worker: WorkerProcess, step: int, data: RunData, before: dict):
+    """One extra step with inf gradients (after the compared and timed steps, so it changes neither);
+    `before` are the weights as they stand now."""
     reply = _ok(worker.request({"cmd": "steps", "start": step, "count": 1, "overflow": True}))
     with malformed_is_protocol():
         _floats(reply, "losses", expected=1)
@@ -371,7 +371,8 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
             timing = time_interleaved(base_worker, sub_worker, wl.steps, plan, progress)
             timing.after_params = (load_params(sub_worker), load_params(base_worker))
         if exercise.check("overflow"):
-            probe_overflow(sub_worker, timing.next_step if timing else wl.steps, sub_data)
+            probe_overflow(sub_worker, timing.next_step if timing else wl.steps, sub_data,
+                           timing.after_params[0] if timing else sub_data.params)
     except (StepFailure, WorkerFailure) as exc:
         # Even an "internal" error is only what the worker says, and learner code shares its process: it
         # is reported in the result, never raised as a fault of the platform.
