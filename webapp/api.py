@@ -44,6 +44,24 @@ def _http_error(exc):
     return error(exc.code or 500, exc.description or exc.name)
 
 
+@bp.app_errorhandler(405)
+@bp.app_errorhandler(404)
+def _api_routing_error(exc):
+    """Routing fails before a blueprint is chosen, so the blueprint's handler never sees these: under /api
+    they are answered in JSON like every other API error, elsewhere as the pages' usual HTML."""
+    if request.path.startswith("/api/"):
+        headers = {"Allow": ", ".join(exc.valid_methods)} if getattr(exc, "valid_methods", None) else {}
+        return error(exc.code, exc.description or exc.name, **headers)
+    return exc
+
+
+@bp.after_request
+def _no_store(response):
+    """API answers carry learners' code, results and the CSRF token: no cache may keep them."""
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
 @bp.errorhandler(store.Refused)
 def _refused(exc):
     headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else {}
@@ -51,8 +69,25 @@ def _refused(exc):
 
 
 def event_id(text: str) -> int:
-    """An event id from the client; SQLite integers stop at 2**63."""
-    return min(int(text), 2**62) if text.isdigit() else 0
+    """An event id from the client: ASCII digits only ('²' is a digit to str.isdigit), anything else is a 400.
+    A huge one is clamped without int() (which refuses over 4300 digits): SQLite integers stop at 2**63."""
+    if not text:
+        return 0
+    if not (text.isascii() and text.isdigit()):
+        raise store.Refused(400, "an event id is a non-negative integer")
+    return int(text) if len(text) <= 18 else 2**62
+
+
+def _json_object() -> dict:
+    """The request's JSON body, which must be an object. Malformed, non-object or absurdly nested bodies are
+    the client's error (a RecursionError escapes get_json(silent=True))."""
+    try:
+        body = request.get_json(silent=True)
+    except RecursionError:
+        body = None
+    if not isinstance(body, dict):
+        raise store.Refused(400, "send a JSON object")
+    return body
 
 
 def _lang() -> str:
@@ -82,12 +117,16 @@ def lesson(lesson_id):
 
 
 def _code_from_request() -> str:
-    body = request.get_json(silent=True)
-    if not isinstance(body, dict) or not isinstance(body.get("code"), str):
+    body = _json_object()
+    if not isinstance(body.get("code"), str):
         raise store.Refused(400, 'send JSON like {"code": "..."}')
     code = body["code"]
     limit = int(current_app.config["MAX_CODE_BYTES"])
-    if len(code.encode("utf-8")) > limit:
+    try:
+        size = len(code.encode("utf-8"))
+    except UnicodeEncodeError:  # a lone surrogate ("\ud800") is valid JSON but not text
+        raise store.Refused(400, "the code is not valid Unicode text") from None
+    if size > limit:
         raise store.Refused(413, f"the code is larger than {limit} bytes")
     return code
 
@@ -149,8 +188,7 @@ def lesson_submissions(lesson_id):
 @bp.post("/quiz/<lesson_id>/<int:index>")
 def quiz(lesson_id, index):
     ex = content.exercise(lesson_id)
-    body = request.get_json(silent=True) or {}
-    choice = body.get("choice")
+    choice = _json_object().get("choice")
     if index >= len(ex.quiz) or not isinstance(choice, int) or not 0 <= choice < len(ex.quiz[index].choices):
         raise store.Refused(400, "send JSON like {\"choice\": 0} for an existing question and choice")
     return jsonify(content.quiz_answer(ex, index, choice, _lang()))

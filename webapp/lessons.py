@@ -84,9 +84,17 @@ def submission(sid):
                            code_html=content.highlight_code(row["code"]))
 
 
+@bp.after_request
+def _no_store(response):
+    """Pages carry the session's CSRF token, and lesson pages the learner's submissions: never cached."""
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
 def _safe_next(target: str | None) -> str:
     """Only paths on this site: never an open redirect."""
-    if not target or not target.startswith("/") or target.startswith("//") or urlparse(target).netloc:
+    if (not target or not target.startswith("/") or target.startswith("//") or urlparse(target).netloc
+            or any(ord(c) < 32 or ord(c) == 127 for c in target)):  # a newline would split the header
         return "/"
     return target
 

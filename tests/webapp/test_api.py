@@ -230,3 +230,51 @@ def test_absurd_event_ids_from_the_client_are_harmless(client, submit):
     response = client.get(f"/api/submissions/{sid}/stream", headers={"Last-Event-ID": huge}, buffered=False)
     assert response.status_code == 200
     response.close()
+
+
+MALFORMED = [
+    ("post", "/api/quiz/autocast/0", b"[1]"),
+    ("post", "/api/quiz/autocast/0", b'"x"'),
+    ("post", "/api/quiz/autocast/0", b"[" * 1100 + b"]" * 1100),
+    ("post", "/api/lessons/autocast/submissions", b"[" * 1100 + b"]" * 1100),
+    ("post", "/api/lessons/autocast/submissions", b'{"code": "\\ud800 print(1)"}'),
+    ("post", "/api/lessons/autocast/submissions", b'{"code": 1}'),
+]
+
+
+@pytest.mark.parametrize("method,url,body", MALFORMED, ids=lambda v: repr(v)[:40])
+def test_malformed_body_is_a_json_400_never_a_500(client, csrf, method, url, body):
+    response = getattr(client, method)(url, data=body, headers={**csrf(client), "Content-Type": "application/json"})
+    assert response.status_code == 400, response.get_data(as_text=True)[:300]
+    assert "error" in response.get_json()
+
+
+@pytest.mark.parametrize("value", ["%C2%B2", "-1", "1e3"])
+def test_malformed_event_ids_are_a_json_400(client, csrf, submit, value):
+    sid = submit(client, STARTER).get_json()["id"]
+    for response in (client.get(f"/api/submissions/{sid}?after={value}"),
+                     client.get(f"/api/submissions/{sid}/stream?last_event_id={value}")):
+        assert response.status_code == 400 and "error" in response.get_json()
+
+
+def test_an_event_id_of_5000_digits_is_clamped_not_a_500(client, submit):
+    sid = submit(client, STARTER).get_json()["id"]
+    assert client.get(f"/api/submissions/{sid}?after={'9' * 5000}").status_code == 200
+
+
+def test_wrong_method_under_api_is_json_with_allow(client):
+    response = client.get("/api/quiz/autocast/0")
+    assert response.status_code == 405 and "error" in response.get_json()
+    assert "POST" in response.headers["Allow"]
+    assert client.get("/api/nothing-here").get_json()["error"]
+
+
+def test_api_answers_and_pages_are_never_cached(client):
+    assert client.get("/api/session").headers["Cache-Control"] == "no-store"
+    assert client.get("/lessons/autocast").headers["Cache-Control"] == "no-store"
+
+
+def test_language_switch_never_puts_a_newline_in_a_header(client):
+    response = client.get("/lang/en?next=/%0D%0AX-Injected:%201")
+    assert response.status_code == 302 and response.headers["Location"].endswith("/")
+    assert "X-Injected" not in response.headers
