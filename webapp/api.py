@@ -188,10 +188,13 @@ def lesson_submissions(lesson_id):
 @bp.post("/quiz/<lesson_id>/<int:index>")
 def quiz(lesson_id, index):
     ex = content.exercise(lesson_id)
-    choice = _json_object().get("choice")
+    body = _json_object()
+    choice, attempt = body.get("choice"), body.get("attempt", 1)
     if index >= len(ex.quiz) or not isinstance(choice, int) or not 0 <= choice < len(ex.quiz[index].choices):
         raise store.Refused(400, "send JSON like {\"choice\": 0} for an existing question and choice")
-    return jsonify(content.quiz_answer(ex, index, choice, _lang()))
+    if not isinstance(attempt, int) or isinstance(attempt, bool) or attempt < 1:
+        raise store.Refused(400, "attempt counts this question's answers from 1")
+    return jsonify(content.quiz_answer(ex, index, choice, _lang(), attempt))
 
 
 class StreamSlots:

@@ -111,8 +111,12 @@ def public_lesson(ex: Exercise, lang: str) -> dict:
     }
 
 
-def quiz_answer(ex: Exercise, index: int, choice: int, lang: str) -> dict:
+def quiz_answer(ex: Exercise, index: int, choice: int, lang: str, attempt: int = 1) -> dict:
+    """A first wrong answer only says so, so the learner can think again; the right answer, or a second
+    wrong one, comes with the explanation."""
     q = ex.quiz[index]
+    if choice != q.answer and attempt < 2:
+        return {"correct": False, "retry": True}
     explanation = localize(q.explanation, lang)
     return {"correct": choice == q.answer, "answer": q.answer, "explanation": explanation,
             "explanation_html": str(markdown_inline(explanation))}

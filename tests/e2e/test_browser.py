@@ -202,6 +202,7 @@ def test_hints_unfold_one_at_a_time_and_quiz_answers_come_from_the_server(page, 
     feedback = page.locator('.quiz-question[data-index="0"] [data-testid="quiz-feedback"]')
     choices.nth(wrong).click()
     expect(feedback).to_contain_text("Not quite.")
+    expect(feedback).to_contain_text("try another answer")  # no explanation yet: the learner may retry
     choices.nth(question.answer).click()
     expect(feedback).to_contain_text("Right.")
     expect(choices.nth(question.answer)).to_have_attribute("aria-pressed", "true")

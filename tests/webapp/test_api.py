@@ -148,9 +148,12 @@ def test_other_learner_gets_404_for_a_submission(app, client, submit):
 
 def test_quiz_answers_one_question_at_a_time(client, csrf):
     right = client.post("/api/quiz/autocast/0", json={"choice": 2}, headers=csrf(client)).get_json()
-    wrong = client.post("/api/quiz/autocast/0", json={"choice": 0}, headers=csrf(client)).get_json()
-    assert right["correct"] is True and wrong["correct"] is False
-    assert "Softmax" in wrong["explanation"] and wrong["answer"] == 2
+    first = client.post("/api/quiz/autocast/0", json={"choice": 0}, headers=csrf(client)).get_json()
+    wrong = client.post("/api/quiz/autocast/0", json={"choice": 1, "attempt": 2}, headers=csrf(client)).get_json()
+    assert right["correct"] is True and "Softmax" in right["explanation"]
+    assert first == {"correct": False, "retry": True}  # a first wrong answer does not give the answer away
+    assert wrong["correct"] is False and "Softmax" in wrong["explanation"] and wrong["answer"] == 2
+    assert client.post("/api/quiz/autocast/0", json={"choice": 0, "attempt": 0}, headers=csrf(client)).status_code == 400
     assert client.post("/api/quiz/autocast/9", json={"choice": 0}, headers=csrf(client)).status_code == 400
     assert client.post("/api/quiz/autocast/0", json={"choice": 7}, headers=csrf(client)).status_code == 400
 

@@ -94,3 +94,13 @@ def test_lesson_markdown_with_script_and_handlers_is_sanitised(make_app, hostile
     assert "&lt;script&gt;alert(&#39;lesson&#39;)" in html or "&lt;script&gt;alert('lesson')" in html
     api_html = client.get("/api/lessons/autocast").get_json()["lesson_html"]
     assert "<script" not in api_html and "<img" not in api_html
+
+
+def test_breadcrumb_and_page_titles_use_the_lesson_title_not_ids(client, submit):
+    html = client.get("/lessons/grad_scaler").get_data(as_text=True)
+    title = EXERCISES["grad_scaler"].title["en"]
+    assert f"Lessons</a> / {title}" in html
+    sid = submit(client, EXERCISES["autocast"].starter).get_json()["id"]
+    page = client.get(f"/submissions/{sid}").get_data(as_text=True)
+    assert f"<title>Attempt 1 · {EXERCISES['autocast'].title['en']} · AMP Dojo</title>" in page
+    assert f"<title>Submission {sid}" not in page

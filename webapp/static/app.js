@@ -509,7 +509,9 @@
         var fieldset = button.closest(".quiz-question");
         var feedback = fieldset.querySelector(".quiz-feedback");
         var url = urls.quiz + button.dataset.question;
-        api("POST", url, { choice: Number(button.dataset.choice) }).then(function (res) {
+        var attempt = Number(fieldset.dataset.attempts || 0) + 1;
+        fieldset.dataset.attempts = String(attempt);
+        api("POST", url, { choice: Number(button.dataset.choice), attempt: attempt }).then(function (res) {
           clear(feedback);
           if (!res.ok) { feedback.textContent = res.data.error || "Could not check the answer."; return; }
           fieldset.querySelectorAll(".quiz-choice").forEach(function (b) {
@@ -520,7 +522,11 @@
           fieldset.dataset.answered = res.data.correct ? "right" : "wrong";
           feedback.className = "quiz-feedback " + (res.data.correct ? "right" : "wrong");
           feedback.appendChild(el("strong", { text: res.data.correct ? "Right. " : "Not quite. " }));
-          feedback.appendChild(withCode(res.data.explanation));
+          if (res.data.retry) {
+            feedback.appendChild(document.createTextNode("Think again and try another answer."));
+          } else {
+            feedback.appendChild(withCode(res.data.explanation));
+          }
         });
       });
     });
