@@ -1,0 +1,134 @@
+"""Calibration run for a GPU (or any device): every lesson's reference graded
+several times in each available sandbox, reporting what the thresholds must
+be tuned from: speedup (mean and coefficient of variation), its 95% lower
+bound, memory ratio, parity, and verdict flips between repeats. The project
+had never graded on a GPU: run this (via scripts/gpu-check) whenever one is at
+hand, and tune the CUDA thresholds and `workload.cuda` from its table.
+
+    python bench/gpu_check.py [--device cuda] [--repeats 5] [--sandboxes docker,bwrap]
+                              [--lessons autocast,...] [--budget 10] [--output docs/gpu-calibration.md]"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+from grader import runner  # noqa: E402
+from grader.cpu import bf16_support  # noqa: E402
+from grader.loader import load_all  # noqa: E402
+from grader.sandbox import SANDBOXES, make_launcher, unavailable_reason  # noqa: E402
+from grader.timing import TimingPlan  # noqa: E402
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--device", default="cuda", help="cuda (default), cuda:N or cpu")
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--sandboxes", default="docker,bwrap", help="comma-separated; unavailable ones are reported")
+    p.add_argument("--lessons", default="", help="comma-separated lesson ids (default: all)")
+    p.add_argument("--budget", type=float, default=10.0, help="seconds of timing rounds per grading at most")
+    p.add_argument("--output", type=Path, default=ROOT / "docs" / "gpu-calibration.md")
+    args = p.parse_args(argv)
+    if args.repeats < 1:
+        p.error("--repeats must be at least 1")
+    return args
+
+
+def summarize(lesson: str, sandbox: str, results: list) -> dict:
+    """One row of the table from the repeated gradings of one reference."""
+    def values(check_id, key):
+        out = []
+        for r in results:
+            c = r.check(check_id)
+            if c is not None and c.status != "not_applicable" and isinstance(c.measured.get(key), (int, float)):
+                out.append(float(c.measured[key]))
+        return out
+
+    speed = values("speedup", "speedup")
+    statuses = [r.status for r in results]
+    mode = max(set(statuses), key=statuses.count)
+    return {
+        "lesson": lesson, "sandbox": sandbox, "repeats": len(results),
+        "verdict": mode, "flips": sum(s != mode for s in statuses),
+        "speedup_mean": statistics.fmean(speed) if speed else None,
+        "speedup_cv": statistics.pstdev(speed) / statistics.fmean(speed) if len(speed) > 1 else None,
+        "speedup_low_min": min(values("speedup", "ci95_low"), default=None),
+        "memory_ratio": max(values("memory", "ratio"), default=None),
+        "parity_update_max": max(values("parity", "max_update_rel_diff"), default=None),
+        "seconds_mean": statistics.fmean(r.duration_s for r in results),
+        "errors": sorted({r.error.message[:80] for r in results if r.error}),
+    }
+
+
+def fmt(value, spec=".3g") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def report(rows: list[dict], skipped: dict[str, str], device: str, args) -> str:
+    name = torch.cuda.get_device_name(device) if device.startswith("cuda") else bf16_support().describe()
+    head = ["lesson", "sandbox", "verdict", "flips", "speedup mean", "speedup CV", "lowest 95% bound",
+            "memory ratio", "parity update (max)", "s per grading"]
+    lines = [
+        "# GPU calibration",
+        "",
+        f"Made by `scripts/gpu-check` on {datetime.date.today().isoformat()}: {name}; torch {torch.__version__}; "
+        f"device {device}; {args.repeats} gradings of each reference per sandbox; timing budget {args.budget:g} s.",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+    ]
+    for r in rows:
+        cells = [r["lesson"], r["sandbox"], r["verdict"], str(r["flips"]), fmt(r["speedup_mean"]),
+                 fmt(r["speedup_cv"], ".1%") if r["speedup_cv"] is not None else "-", fmt(r["speedup_low_min"]),
+                 fmt(r["memory_ratio"]), fmt(r["parity_update_max"], ".2%") if r["parity_update_max"] is not None
+                 else "-", fmt(r["seconds_mean"], ".1f")]
+        lines.append("| " + " | ".join(cells) + " |")
+    for sandbox, why in skipped.items():
+        lines.append(f"\nNot run in the {sandbox} sandbox: {why}")
+    errors = [f"- {r['lesson']} ({r['sandbox']}): {e}" for r in rows for e in r["errors"]]
+    if errors:
+        lines += ["", "Errors:", *errors]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    device = runner.resolve_device(args.device)
+    lessons = load_all()
+    wanted = [x for x in args.lessons.split(",") if x] or list(lessons)
+    unknown = [x for x in wanted if x not in lessons]
+    if unknown:
+        print(f"gpu-check: unknown lessons: {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    rows, skipped = [], {}
+    for sandbox in [s for s in args.sandboxes.split(",") if s]:
+        why = unavailable_reason(sandbox) if sandbox in SANDBOXES else f"unknown sandbox (use {', '.join(SANDBOXES)})"
+        if why is not None:
+            skipped[sandbox] = why
+            continue
+        launcher = make_launcher(sandbox, allow_local=True)
+        for lesson in wanted:
+            ex = lessons[lesson]
+            results = []
+            for i in range(args.repeats):
+                print(f"  .. {sandbox} {lesson} {i + 1}/{args.repeats}", file=sys.stderr, flush=True)
+                results.append(runner.run(ex, ex.reference, device=device, launcher=launcher,
+                                          timing_plan=TimingPlan(budget_s=args.budget)))
+            rows.append(summarize(lesson, sandbox, results))
+    text = report(rows, skipped, device, args)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(text, encoding="utf-8")
+    print(text)
+    return 0 if rows and all(r["verdict"] == "pass" and not r["flips"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
