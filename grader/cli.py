@@ -16,6 +16,7 @@ from grader.loader import load_all, load_exercise
 from grader.results import FAIL, NOT_APPLICABLE, PASS, GradingResult
 from grader.sandbox import SANDBOXES, make_launcher
 from grader.schema import LANGUAGES, Exercise, localize
+from grader.wording import measured_in_words
 
 STATUS_MARK = {PASS: "PASS", FAIL: "FAIL", "error": "ERROR", NOT_APPLICABLE: "n/a"}
 DEVICE = click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda")
@@ -170,9 +171,8 @@ def render(result: GradingResult, ex: Exercise, source: str) -> str:
     for c in result.checks:
         colour = {PASS: "green", FAIL: "red", "error": "red"}.get(c.status, "yellow")
         out.append(f"{click.style(STATUS_MARK[c.status].ljust(5), fg=colour, bold=True)} {c.id:<11} {c.message}")
-        if c.threshold:
-            measured = ", ".join(f"{k}={v}" for k, v in c.measured.items() if not isinstance(v, dict))
-            out.append(f"      measured: {measured}; threshold: {c.threshold}")
+        for line in measured_in_words(c):
+            out.append(f"      {line}")
         for f in c.findings:
             tag = "note" if f.severity == "info" else "mistake"
             out.append(f"      {tag} [{f.id}]" + (f" line {f.line}" if f.line else "") + f": {f.message}")

@@ -154,3 +154,12 @@ def test_grader_prints_no_warning_that_is_not_the_learners_business():
     done = subprocess.run([sys.executable, "-m", "grader", "list"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "autocast" in done.stdout
     assert "Warning" not in done.stderr and "NumPy" not in done.stderr, done.stderr
+
+
+def test_check_report_words_each_figure_against_its_threshold():
+    result = invoke("check", "grad_scaler", SUBMISSIONS / "grad_scaler" / "clip_without_unscale.py", "--device", "cpu",
+                    "--sandbox", "local")
+    assert result.exit_code == 1
+    assert "update vs FP32 100.0% (worst: " in result.output and "needs at most 5.00%" in result.output
+    assert "matmul FLOPs in 16-bit 100.0%, needs at least 90.0%" in result.output
+    assert "threshold: {" not in result.output and "max_loss_rel_diff=" not in result.output
