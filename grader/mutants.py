@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from grader import runner
+from grader.static import dotted
 from grader.results import FAIL, PASS, GradingResult
 from grader.schema import Exercise
 
@@ -27,13 +28,8 @@ CLIP_FUNCTIONS = ("clip_grad_norm_", "clip_grad_value_", "clip_grad_norm")
 
 def calls(source: str, names: tuple[str, ...]) -> bool:
     """Whether the source calls one of `names` (as a bare name or an attribute)."""
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Call):
-            fn = node.func
-            name = fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", None)
-            if name in names:
-                return True
-    return False
+    return any(isinstance(node, ast.Call) and dotted(node.func).split(".")[-1] in names
+               for node in ast.walk(ast.parse(source)))
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ when every step keeps more memory than the one before."""
 from __future__ import annotations
 
 from grader.results import FAIL, NOT_APPLICABLE, PASS, CheckResult, Finding
+from grader.wording import size
 
 # What one step may leave allocated and still count as keeping nothing: the returned loss and the
 # scaler's bookkeeping are a few bytes; a kept output, loss graph or activation is kilobytes to megabytes.
@@ -29,10 +30,6 @@ def leaks(steps: list[dict]) -> bool:
     return len(steps) >= 2 and all(s["retained_bytes"] > LEAK_BYTES for s in steps)
 
 
-def mib(b: float) -> str:
-    return f"{b / 2**20:.1f} MiB" if abs(b) >= 2**20 / 10 else f"{b / 1024:.1f} KiB"
-
-
 def check(spec, device_kind: str, sub_steps: list[dict] | None, base_steps: list[dict] | None) -> CheckResult:
     limit = spec.max_ratio.get(device_kind)
     if limit is None:
@@ -48,18 +45,18 @@ def check(spec, device_kind: str, sub_steps: list[dict] | None, base_steps: list
     threshold = {"max_ratio": limit, "max_retained_bytes_per_step": LEAK_BYTES}
     if leaks(sub_steps):
         grow = sum(kept) / len(kept)
-        return CheckResult("memory", FAIL, f"live memory grew by about {mib(grow)} at every step "
+        return CheckResult("memory", FAIL, f"live memory grew by about {size(grow)} at every step "
                            f"({len(kept)} steps measured): the code keeps tensors from one step to the next, so a "
                            "long training run runs out of memory", measured, threshold,
-                           [Finding("memory_leak", f"each step left {mib(grow)} allocated after it returned: "
+                           [Finding("memory_leak", f"each step left {size(grow)} allocated after it returned: "
                                     "tensors (an output, a loss with its graph, activations) are kept across steps",
                                     "keep plain numbers across steps (loss.item()), not tensors; do not append "
                                     "outputs or losses to a list that outlives the step")], weight=spec.weight)
     if ratio <= limit:
-        return CheckResult("memory", PASS, f"peak memory {mib(sub_peak)} is {ratio:.0%} of the FP32 baseline's "
-                           f"{mib(base_peak)} (at most {limit:.0%} allowed)", measured, threshold, weight=spec.weight)
-    return CheckResult("memory", FAIL, f"peak memory {mib(sub_peak)} is {ratio:.0%} of the FP32 baseline's "
-                       f"{mib(base_peak)}; at most {limit:.0%} is allowed. Activations dominate: run the forward "
+        return CheckResult("memory", PASS, f"peak memory {size(sub_peak)} is {ratio:.0%} of the FP32 baseline's "
+                           f"{size(base_peak)} (at most {limit:.0%} allowed)", measured, threshold, weight=spec.weight)
+    return CheckResult("memory", FAIL, f"peak memory {size(sub_peak)} is {ratio:.0%} of the FP32 baseline's "
+                       f"{size(base_peak)}; at most {limit:.0%} is allowed. Activations dominate: run the forward "
                        "under autocast, recompute activations with torch.utils.checkpoint, free gradients with "
                        "zero_grad(set_to_none=True), and do not keep tensors that hold the graph",
                        measured, threshold, weight=spec.weight)
