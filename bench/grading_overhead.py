@@ -34,15 +34,13 @@ mod_spec = importlib.util.spec_from_file_location("ref", sys.argv[2])
 mod = importlib.util.module_from_spec(mod_spec); mod_spec.loader.exec_module(mod)
 w = spec["workload"]; device = torch.device(sys.argv[3])
 torch.set_num_threads(1)
-model = workload.build_model(w["model"], w["seed"]).to(device)
-opt = workload.build_optimizer(w["optimizer"], model.parameters())
+problem = workload.build_problem(w, device)
 scaler = torch.amp.GradScaler(device.type) if w["amp"]["scaler"] else None
-batches = workload.Batches(w, device)
 dtype = workload.DTYPES[w["amp"]["cuda_dtype" if device.type == "cuda" else "cpu_dtype"]]
 fn = getattr(mod, spec["entrypoint"]["name"])
 for step in range(w["steps"]):
-    args = workload.step_arguments(spec["entrypoint"]["params"], model=model, optimizer=opt, scaler=scaler,
-                                   batches=batches, step=step, device_type=device.type, amp_dtype=dtype)
+    args = problem.arguments(spec["entrypoint"]["params"], step, scaler=scaler, device_type=device.type,
+                             amp_dtype=dtype)
     loss = fn(*args)
     float(loss.detach() if isinstance(loss, torch.Tensor) else loss)
 import os; os._exit(0)  # skip interpreter teardown, as the grader's workers do

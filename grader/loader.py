@@ -5,6 +5,7 @@ locations are mapped back onto the YAML nodes they came from."""
 from __future__ import annotations
 
 import os
+import re
 import typing
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +14,10 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from grader.errors import ExerciseError, ExerciseNotFound
-from grader.schema import Exercise
+from grader.schema import BUILT_IN_CHECKS, MODEL_KINDS, Exercise
+
+# Names pydantic puts in an error location for the branch of a tagged union: not fields of the YAML.
+UNION_TAGS = {*MODEL_KINDS, *BUILT_IN_CHECKS, "lesson"}
 
 EXERCISES_ENV = "AMP_DOJO_EXERCISES"
 BUILT_IN = Path(__file__).resolve().parent.parent / "exercises"
@@ -45,6 +49,8 @@ class Problem:
 def _node_at(node: yaml.Node, loc: tuple) -> yaml.Node:
     """The deepest YAML node along a pydantic error location."""
     for key in loc:
+        if isinstance(node, yaml.MappingNode) and key in UNION_TAGS and not any(k.value == key for k, _ in node.value):
+            continue
         if isinstance(node, yaml.MappingNode):
             match = next((v for k, v in node.value if k.value == key), None)
             if match is None:
@@ -66,12 +72,29 @@ def _describe(err: dict) -> str:
     if kind == "extra_forbidden":
         allowed = allowed_fields(err["loc"])
         where = f"; the fields here are: {', '.join(allowed)}" if allowed else ""
+        where += _other_model_kind(err["loc"])
         return f"unknown field {err['loc'][-1]!r} (check its spelling; see docs/authoring.md){where}"
     if kind == "missing":
         return "required field is missing"
+    if kind == "union_tag_invalid" and err["loc"] and err["loc"][-1] == "model":
+        return (f"unknown model kind {err['ctx'].get('tag')!r}; the built-in models are {', '.join(MODEL_KINDS)} "
+                "(or leave out model, optimizer and data and write workload.setup)")
     if kind == "union_tag_invalid":
-        return f"unknown check id; expected one of {err['ctx']['expected_tags']}"
+        return f"unknown value {err['ctx'].get('tag')!r}; expected one of {err['ctx']['expected_tags']}"
+    if kind == "unknown_check":
+        return err["msg"]
     return err["msg"] + (f" (got {err['input']!r})" if kind.endswith("_type") or kind.startswith("literal") else "")
+
+
+def _other_model_kind(loc: tuple) -> str:
+    """'in_channels' on an mlp is a field of the cnn model: say so."""
+    if "model" not in loc[:-1]:
+        return ""
+    from grader import schema
+
+    kinds = [m.model_fields["kind"].annotation.__args__[0] for m in (schema.MlpSpec, schema.CnnSpec,
+             schema.TransformerSpec) if loc[-1] in m.model_fields]
+    return f" ({loc[-1]!r} is a field of model kind {' or '.join(kinds)})" if kinds else ""
 
 
 def _models_in(annotation) -> list[type[BaseModel]]:
@@ -89,8 +112,9 @@ def allowed_fields(loc: tuple) -> list[str]:
             continue
         inner = [m for model in current if key in model.model_fields
                  for m in _models_in(model.model_fields[key].annotation)]
-        tagged = [m for m in current if "id" in m.model_fields
-                  and key in typing.get_args(m.model_fields["id"].annotation)]
+        tagged = [m for m in current for tag in ("id", "kind") if tag in m.model_fields
+                  and key in typing.get_args(m.model_fields[tag].annotation)]
+        tagged += [m for m in current if key == "lesson" and m.__name__ == "LessonCheck"]
         current = inner or tagged
         if not current:
             return []
@@ -99,10 +123,11 @@ def allowed_fields(loc: tuple) -> list[str]:
 
 def _field_name(loc: tuple) -> str:
     parts = []
-    for key in loc:
+    for i, key in enumerate(loc):
         if isinstance(key, int):
             parts.append(f"[{key}]")
-        elif key in ("str", "function-after[_require_english(), dict[Literal['en', 'it', 'id'], str]]"):
+        elif key in ("str", "function-after[_require_english(), dict[Literal['en', 'it', 'id'], str]]") or (
+                key in UNION_TAGS and i and (loc[i - 1] == "model" or isinstance(loc[i - 1], int))):
             continue
         elif "[" in str(key) and "]" in str(key) or str(key).startswith("function-"):
             continue
@@ -131,6 +156,7 @@ def parse_exercise(path: Path) -> tuple[Exercise | None, list[Problem]]:
     except ValidationError as exc:
         problems = []
         for err in exc.errors():
+            err = _located(err)
             node = _node_at(root, err["loc"])
             problems.append(Problem(path, node.start_mark.line + 1, _field_name(err["loc"]), _describe(err)))
         return None, _dedupe(problems)
@@ -139,6 +165,15 @@ def parse_exercise(path: Path) -> tuple[Exercise | None, list[Problem]]:
         line = _node_at(root, ("id",)).start_mark.line + 1
         return None, [Problem(path, line, "id", f"must match the file name: expected {expected_id!r}")]
     return exercise, []
+
+
+def _located(err: dict) -> dict:
+    """A whole-lesson rule names the field it is about ("entrypoint.params[2]: ..."): point there."""
+    match = re.match(r"^Value error, ([a-z_][\w.]*(?:\[\d+\])*): (.*)$", err["msg"], re.S)
+    if err["loc"] or not match:
+        return err
+    loc = tuple(int(p) if p.isdigit() else p for p in re.findall(r"[^.\[\]]+", match.group(1)))
+    return {**err, "loc": loc, "msg": match.group(2), "type": "value_error"}
 
 
 def _dedupe(problems: list[Problem]) -> list[Problem]:

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 import torch
 
 
-def resident_bytes(model: torch.nn.Module, optimizer: torch.optim.Optimizer, device_type: str = "cpu") -> int:
+def resident_bytes(params: list, optimizers: list, device_type: str = "cpu") -> int:
     """Bytes held between steps by parameters, gradients and optimizer state."""
     seen, total = set(), 0
 
@@ -27,21 +27,22 @@ def resident_bytes(model: torch.nn.Module, optimizer: torch.optim.Optimizer, dev
                 seen.add(storage.data_ptr())
                 total += storage.nbytes()
 
-    for p in model.parameters():
+    for p in params:
         add(p)
         add(p.grad)
-    for state in optimizer.state.values():
-        for value in state.values():
-            add(value)
+    for optimizer in optimizers:
+        for state in optimizer.state.values():
+            for value in state.values():
+                add(value)
     return total
 
 
 @contextmanager
-def cpu_peak(result: dict, model, optimizer):
+def cpu_peak(result: dict, params, optimizers):
     from torch._C._profiler import _EventType
     from torch.profiler import ProfilerActivity, profile
 
-    start = resident_bytes(model, optimizer)
+    start = resident_bytes(params, optimizers)
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         yield
     deltas = []
@@ -58,26 +59,26 @@ def cpu_peak(result: dict, model, optimizer):
     for _, size in sorted(deltas):
         live += size
         peak = max(peak, live)
-    end = resident_bytes(model, optimizer)
+    end = resident_bytes(params, optimizers)
     result["peak_bytes"] = start + peak
     result["resident_bytes"] = start
     result["retained_bytes"] = live - (end - start)
 
 
 @contextmanager
-def cuda_peak(result: dict, device: torch.device, model, optimizer):
+def cuda_peak(result: dict, device: torch.device, params, optimizers):
     torch.cuda.synchronize(device)
     torch.cuda.reset_peak_memory_stats(device)
-    before, start = torch.cuda.memory_allocated(device), resident_bytes(model, optimizer, "cuda")
+    before, start = torch.cuda.memory_allocated(device), resident_bytes(params, optimizers, "cuda")
     yield
     torch.cuda.synchronize(device)
-    after, end = torch.cuda.memory_allocated(device), resident_bytes(model, optimizer, "cuda")
+    after, end = torch.cuda.memory_allocated(device), resident_bytes(params, optimizers, "cuda")
     result["peak_bytes"] = int(torch.cuda.max_memory_allocated(device))
     result["resident_bytes"] = start
     result["retained_bytes"] = int((after - before) - (end - start))
 
 
-def measure(result: dict, device: torch.device, model, optimizer):
+def measure(result: dict, device: torch.device, params, optimizers):
     if device.type == "cuda":
-        return cuda_peak(result, device, model, optimizer)
-    return cpu_peak(result, model, optimizer)
+        return cuda_peak(result, device, params, optimizers)
+    return cpu_peak(result, params, optimizers)

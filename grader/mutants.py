@@ -15,7 +15,7 @@ e.g. a scaled gradient under Adam) is skipped with a reason in the lesson's
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from grader import runner
@@ -40,29 +40,42 @@ class Mutant:
     before: str  # runs before each call of the entrypoint; `a` maps parameter names to arguments, `s` is state
     after: str = ""  # runs after each call (also when it raised)
     args: str = ""  # an expression that replaces the positional arguments, e.g. with a micro-batch dropped
+    over: str | None = None  # "model", "optimizer" or "scaler": one mutant per such argument, which the code calls T
+    target: str | None = None  # the argument this instance changes
 
 
-def _has(param: str) -> Callable[[Exercise], bool]:
-    return lambda ex: param in ex.entrypoint.params
+def _has(kind: str) -> Callable[[Exercise], bool]:
+    return lambda ex: kind in argument_kinds(ex).values()
+
+
+def argument_kinds(exercise: Exercise) -> dict[str, str]:
+    """Entrypoint parameter -> model, optimizer, scaler, data, ... (a lesson's setup code is run to find out)."""
+    if exercise.workload.setup is None:
+        known = {"model": "model", "optimizer": "optimizer", "scaler": "scaler"}
+        return {p: known.get(p, "data") for p in exercise.entrypoint.params}
+    from grader import workload
+
+    kinds = workload.describe_setup(exercise.workload.model_dump())
+    return {p: ("scaler" if p == "scaler" else kinds.get(p, "data")) for p in exercise.entrypoint.params}
 
 
 MUTANTS = [
     Mutant("no_step", "the optimizer never updates the weights (optimizer.step does nothing)", _has("optimizer"),
-           "a['optimizer'].step = lambda *x, **k: None", "del a['optimizer'].step"),
+           "T.step = lambda *x, **k: None", "del T.step", over="optimizer"),
     Mutant("frozen_block", "the first block with parameters never trains (requires_grad is off)", _has("model"),
-           "blocks = [list(m.parameters()) for m in a['model'].children()]\n"
-           "s['frozen'] = next((b for b in blocks if b), list(a['model'].parameters())[:1])\n"
+           "blocks = [list(m.parameters()) for m in T.children()]\n"
+           "s['frozen'] = next((b for b in blocks if b), list(T.parameters())[:1])\n"
            "for p in s['frozen']: p.requires_grad_(False)",
-           "for p in s['frozen']: p.requires_grad_(True)"),
+           "for p in s['frozen']: p.requires_grad_(True)", over="model"),
     Mutant("lr_doubled", "the learning rate is twice what the lesson sets", _has("optimizer"),
-           "for g in a['optimizer'].param_groups: g['lr'] *= 2",
-           "for g in a['optimizer'].param_groups: g['lr'] /= 2"),
+           "for g in T.param_groups: g['lr'] *= 2",
+           "for g in T.param_groups: g['lr'] /= 2", over="optimizer"),
     Mutant("grad_scaled", "one parameter's gradient is doubled right before the optimizer step", _has("optimizer"),
-           "first = next(p for g in a['optimizer'].param_groups for p in g['params'])\n"
+           "first = next(p for g in T.param_groups for p in g['params'])\n"
            "def double(opt, x, k):\n"
            "    if first.grad is not None: first.grad.mul_(2)\n"
-           "s['hook'] = a['optimizer'].register_step_pre_hook(double)",
-           "s['hook'].remove()"),
+           "s['hook'] = T.register_step_pre_hook(double)",
+           "s['hook'].remove()", over="optimizer"),
     Mutant("no_clip", "gradient clipping is removed (the clipping functions never clip)",
            lambda ex: calls(ex.reference, CLIP_FUNCTIONS),
            "import torch.nn.utils as U, torch.nn.utils.clip_grad as C\n"
@@ -82,18 +95,18 @@ MUTANTS = [
            "    for g, v in list(G.items()):\n"
            "        if v is s['new'][n]: G[g] = f"),
     Mutant("skip_update", "scaler.update() is never run", _has("scaler"),
-           "a['scaler'].update = lambda *x, **k: None", "del a['scaler'].update"),
+           "T.update = lambda *x, **k: None", "del T.update", over="scaler"),
     Mutant("step_bypasses_scaler", "scaler.step(optimizer) calls optimizer.step() without checking for inf/NaN",
-           _has("scaler"),
-           "a['scaler'].step = lambda opt, *x, **k: opt.step()", "del a['scaler'].step"),
-    Mutant("micro_batch_dropped", "the last micro-batch of each step is left out", _has("micro_batches"),
+           _has("scaler"), "T.step = lambda opt, *x, **k: opt.step()", "del T.step", over="scaler"),
+    Mutant("micro_batch_dropped", "the last micro-batch of each step is left out",
+           lambda ex: "micro_batches" in ex.entrypoint.params,
            "", "", "[v[:-1] if n == 'micro_batches' else v for n, v in zip(PARAMS, args)]"),
     Mutant("outputs_kept", "every block's output is appended to a list that lives across steps",
-           lambda ex: ex.check("memory") is not None and "model" in ex.entrypoint.params,
+           lambda ex: ex.check("memory") is not None and _has("model")(ex),
            "if 'hooks' not in S:\n"
            "    S['kept'] = []\n"
            "    S['hooks'] = [m.register_forward_hook(lambda mod, i, o: S['kept'].append(o))"
-           " for m in a['model'].children()]"),
+           " for m in T.children()]", over="model"),
 ]
 
 
@@ -119,6 +132,7 @@ def _amp_dojo_mutant():
     @functools.wraps(target)
     def entry(*args):
         a, s = dict(zip(PARAMS, args)), {{}}
+        T = a.get({mutant.target!r})
 {_indent(mutant.before, 8)}
         try:
             return target(*({mutant.args or "args"}))
@@ -144,7 +158,18 @@ class MutantResult:
 
 
 def applicable(exercise: Exercise) -> list[Mutant]:
-    return [m for m in MUTANTS if m.applies(exercise)]
+    """One instance per argument a mutant works on: with two optimizers, `no_step[opt_a]` and `no_step[opt_b]`
+    (a second model that never trains must fail as surely as the first)."""
+    kinds = argument_kinds(exercise)
+    out = []
+    for m in MUTANTS:
+        if not m.applies(exercise):
+            continue
+        targets = [p for p, kind in kinds.items() if kind == m.over] if m.over else [None]
+        for target in targets:
+            name = f"{m.name}[{target}]" if len(targets) > 1 else m.name
+            out.append(replace(m, name=name, target=target))
+    return out
 
 
 def judge(mutant: Mutant, result: GradingResult) -> MutantResult:

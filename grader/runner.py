@@ -18,8 +18,8 @@ from typing import Callable
 import torch
 
 from grader import static, workload
-from grader.checks import call_order, coverage, memory, overflow, parity, speedup
-from grader.errors import EnvironmentProblem
+from grader.checks import call_order, coverage, lesson, memory, overflow, parity, speedup
+from grader.errors import EnvironmentProblem, ExerciseError, GraderError
 from grader.launcher import MAX_PARAMS_REPLY_BYTES, LocalLauncher, WorkerFailure, WorkerProcess, WorkerSpec
 from grader.results import ERROR, CheckResult, GradingResult, SubmissionError
 from grader.schema import Exercise
@@ -85,7 +85,7 @@ class StepFailure(Exception):
 PROTOCOL = {"kind": "protocol", "message": "the worker's reply was malformed (did the code write to the grader's "
             "channel?)", "line": None}
 ERROR_KINDS = {"syntax", "import", "entrypoint", "signature", "exception", "return", "nonfinite", "oom", "exit",
-               "internal", "tampering", "timeout", "crash", "protocol"}
+               "internal", "tampering", "timeout", "crash", "protocol", "setup"}
 
 
 def _ok(reply: dict) -> dict:
@@ -258,6 +258,8 @@ def trusted_run(launcher, exercise: Exercise, role: str, device: str, worker: Wo
               measure_memory=exercise.check("memory") is not None, data=data)
         data.params = load_params(worker)
     except (StepFailure, WorkerFailure) as exc:
+        if exc.payload.get("kind") == "setup":
+            raise lesson_setup_error(exercise, exc.payload["message"]) from None
         what = "FP32 baseline" if role == "baseline" else "reference solution"
         raise EnvironmentProblem(f"the {what} of {exercise.id!r} failed on {device}: {exc.payload['message']}"
                                  f"\n{exc.payload.get('traceback', '')}") from None
@@ -266,6 +268,32 @@ def trusted_run(launcher, exercise: Exercise, role: str, device: str, worker: Wo
             worker.close()
     _TRUSTED_CACHE[key] = data
     return data
+
+
+def lesson_setup_error(exercise: Exercise, message: str) -> ExerciseError:
+    return ExerciseError(f"lesson {exercise.id!r}: {message} (this is the lesson's fault, not the submission's; "
+                         "run `grader validate` on it)")
+
+
+_START_CACHE: dict[str, dict] = {}
+
+
+def starting_point(exercise: Exercise, device: str) -> dict:
+    """The weights every run starts from, built here from the seed; a lesson whose setup code fails stops the
+    grading as the lesson's error before any learner code runs."""
+    wl = workload_of(exercise, device)
+    key = wl.model_dump_json()
+    if key not in _START_CACHE:
+        try:
+            problem = workload.build_problem(wl.model_dump())
+        except workload.SetupError as exc:
+            raise lesson_setup_error(exercise, exc.message) from None
+        missing = [p for p in exercise.entrypoint.params if p not in problem.names()]
+        if missing:
+            raise lesson_setup_error(exercise, f"entrypoint.params names {', '.join(missing)}, which the workload "
+                                     f"does not provide (it provides {', '.join(sorted(problem.names()))})")
+        _START_CACHE[key] = problem.state()
+    return _START_CACHE[key]
 
 
 def workload_of(exercise: Exercise, device: str):
@@ -338,6 +366,7 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
         result.error = SubmissionError("syntax", f"line {line}: {message}", line, text)
         return _finish(result, exercise, started, progress)
     static_findings = static.analyse(source)
+    start = starting_point(exercise, device)
     speed_spec = exercise.check("speedup")
     needs_timing = speed_spec is not None and kind in speed_spec.min_speedup
     wl = workload_of(exercise, device)
@@ -374,6 +403,8 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
             probe_overflow(sub_worker, timing.next_step if timing else wl.steps, sub_data,
                            timing.after_params[0] if timing else sub_data.params)
     except (StepFailure, WorkerFailure) as exc:
+        if exc.payload.get("kind") == "setup":  # raised before the learner's module was loaded
+            raise lesson_setup_error(exercise, exc.payload["message"]) from None
         # Even an "internal" error is only what the worker says, and learner code shares its process: it
         # is reported in the result, never raised as a fault of the platform.
         result.error = submission_error(exc.payload)
@@ -387,7 +418,6 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
                 w.close()
     trusted = {role: future.result() for role, future in futures.items()}  # a failed baseline is the platform's
     base, ref = trusted.get("baseline"), trusted.get("reference")
-    start = workload.initial_state(wl.model.model_dump(), wl.seed)
     if result.error is None:
         result.checks = judged(lambda: evaluate(exercise, kind, result.amp_dtype, static_findings, sub_data,
                                                 Evidence(base, ref, start), timing), result, exercise)
@@ -406,6 +436,8 @@ def judged(decide, result: GradingResult, exercise: Exercise) -> list[CheckResul
     error, not an exception out of run()."""
     try:
         return decide()
+    except GraderError:
+        raise  # the lesson's own check code failed: the lesson's error, not the submission's
     except Exception as exc:  # noqa: BLE001
         result.error = submission_error({**PROTOCOL, "message": f"{PROTOCOL['message']} ({type(exc).__name__})"})
         return [CheckResult(spec.id, ERROR, f"not run: {result.error.message}", weight=spec.weight)
@@ -418,9 +450,17 @@ def _finish(result: GradingResult, exercise: Exercise, started: float, progress:
     return result
 
 
+def micro_batch_count(exercise: Exercise, kind: str) -> int:
+    wl = exercise.workload.for_device(kind)
+    if wl.data is not None:
+        return wl.data.micro_batches
+    if "micro_batches" not in exercise.entrypoint.params:
+        return 1
+    return len(workload.build_problem(wl.model_dump()).step_data(0)["micro_batches"])
+
+
 def _ctx(exercise: Exercise, kind: str, amp_dtype: str) -> dict:
-    return {"device_type": kind, "amp_dtype": amp_dtype,
-            "micro_batches": exercise.workload.for_device(kind).data.micro_batches}
+    return {"device_type": kind, "amp_dtype": amp_dtype, "micro_batches": micro_batch_count(exercise, kind)}
 
 
 def inapplicable(spec, kind: str) -> CheckResult | None:
@@ -476,6 +516,10 @@ def evaluate(exercise, kind, amp_dtype, static_findings, sub: RunData, ev: Evide
             out.append(overflow.check(spec, o["step"], o["before"], o["after"], o["scale_before"], o["scale_after"]))
         elif spec.id == "speedup":
             out.append(speedup_check(spec, exercise, kind, amp_dtype, timing, out, ev.start))
+        elif hasattr(spec, "python"):
+            out.append(lesson.check(spec, lesson.LessonEvidence(
+                sub.traces, sub.losses, base.losses, sub.params, base.params, ev.start, kind, amp_dtype,
+                sub.scales)))
     return out
 
 
@@ -511,8 +555,23 @@ def error_checks(exercise, kind, result, traces, static_findings) -> list[CheckR
             if any(f.severity == "error" for f in found.findings):
                 out.append(found)
                 continue
+        if hasattr(spec, "python") and (found := partial_lesson_check(spec, kind, result.amp_dtype, traces)):
+            out.append(found)
+            continue
         out.append(CheckResult(spec.id, ERROR, f"not run: {result.error.message}", weight=spec.weight))
     return out
+
+
+def partial_lesson_check(spec, kind: str, amp_dtype: str, traces: list[dict]) -> CheckResult | None:
+    """A lesson check over the calls made before the code failed: its findings often name the cause (no
+    create_graph, then a second backward through a freed graph). A check that needs more evidence is not run."""
+    if not traces:
+        return None
+    try:
+        found = lesson.check(spec, lesson.LessonEvidence(traces, [], [], {}, {}, {}, kind, amp_dtype))
+    except Exception:  # noqa: BLE001 - it looked at losses or parameters, which a failed run does not have
+        return None
+    return found if found.status == "fail" else None
 
 
 def plots(sub: RunData, base: RunData, timing) -> dict:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 LANGUAGES = ("en", "it", "id")
 DEVICE_KINDS = ("cpu", "cuda")
@@ -48,17 +48,21 @@ class QuizQuestion(Strict):
         return self
 
 
+# The arguments a shorthand workload (model.kind) provides; a workload.setup provides the names it returns.
 ENTRYPOINT_PARAMS = ("model", "optimizer", "scaler", "inputs", "targets", "micro_batches", "device_type", "amp_dtype")
+IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 
 class Entrypoint(Strict):
-    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
-    params: list[Literal[ENTRYPOINT_PARAMS]] = Field(  # type: ignore[valid-type]
-        min_length=1, description="positional parameters, in order, chosen from the names the grader can pass")
+    name: str = Field(pattern=IDENTIFIER)
+    params: list[Annotated[str, Field(pattern=IDENTIFIER)]] = Field(
+        min_length=1, description="positional parameters, in order: names the workload provides (for a shorthand "
+        "model: " + ", ".join(ENTRYPOINT_PARAMS) + "; for a workload.setup: the names build() and batch() return, "
+        "plus scaler, device_type and amp_dtype)")
     returns: str = "the loss of the step (a tensor or float)"
 
 
-class ModelSpec(Strict):
+class MlpSpec(Strict):
     kind: Literal["mlp"] = "mlp"
     in_features: int = Field(gt=0)
     hidden: list[int] = Field(min_length=1)
@@ -66,6 +70,52 @@ class ModelSpec(Strict):
     activation: Literal["relu", "gelu"] = "gelu"
     sequential_blocks: bool = Field(
         True, description="build the model as nn.Sequential of blocks (needed for checkpoint_sequential)")
+
+
+class CnnSpec(Strict):
+    """A small CNN: per entry of `channels` a block conv3x3 -> BatchNorm2d -> ReLU -> MaxPool2d(2), then
+    Flatten -> Linear to the classes. Data: class-template images plus unit noise."""
+
+    kind: Literal["cnn"]
+    in_channels: int = Field(3, gt=0)
+    image_size: int = Field(16, gt=1, description="height and width of the synthetic images")
+    channels: list[int] = Field(min_length=1, description="output channels of each conv block")
+    out_features: int = Field(gt=1, description="number of classes")
+
+    @model_validator(mode="after")
+    def _fits(self):
+        if self.image_size >> len(self.channels) < 1:
+            raise ValueError(f"{len(self.channels)} pooling blocks halve image_size {self.image_size} to nothing")
+        return self
+
+
+class TransformerSpec(Strict):
+    """A small decoder: token + position embeddings, `layers` pre-norm blocks (LayerNorm, causal multi-head
+    attention through F.scaled_dot_product_attention, LayerNorm, MLP), LayerNorm and a linear head. Data: random
+    tokens; each target is a fixed permutation of its token. The model returns (batch, seq_len, vocab)."""
+
+    kind: Literal["transformer"]
+    vocab: int = Field(gt=1)
+    seq_len: int = Field(gt=1)
+    d_model: int = Field(gt=0)
+    heads: int = Field(gt=0)
+    layers: int = Field(1, ge=1)
+    mlp_ratio: int = Field(4, ge=1)
+
+    @model_validator(mode="after")
+    def _heads_divide(self):
+        if self.d_model % self.heads:
+            raise ValueError(f"d_model {self.d_model} must be a multiple of heads {self.heads}")
+        return self
+
+
+def _model_kind(value) -> str:
+    return value.get("kind", "mlp") if isinstance(value, dict) else getattr(value, "kind", "mlp")
+
+
+ModelSpec = Annotated[Union[Annotated[MlpSpec, Tag("mlp")], Annotated[CnnSpec, Tag("cnn")],
+                            Annotated[TransformerSpec, Tag("transformer")]], Discriminator(_model_kind)]
+MODEL_KINDS = ("mlp", "cnn", "transformer")
 
 
 class OptimizerSpec(Strict):
@@ -102,16 +152,32 @@ class WorkloadOverride(Strict):
     model: ModelSpec | None = None
     optimizer: OptimizerSpec | None = None
     data: DataSpec | None = None
+    setup: str | None = None
 
 
 class Workload(Strict):
     seed: int = 0
     steps: int = Field(8, ge=2, le=200, description="training steps compared with the FP32 baseline")
-    model: ModelSpec
-    optimizer: OptimizerSpec
-    data: DataSpec
+    model: ModelSpec | None = Field(None, description="a built-in model (kind: mlp, cnn or transformer) with its "
+                                    "synthetic data; or leave it out and write `setup`")
+    optimizer: OptimizerSpec | None = None
+    data: DataSpec | None = None
+    setup: str | None = Field(None, description="Python code, trusted like the reference, defining build(seed) -> "
+                              "dict of models, optimizers and constant arguments, and batch(step, seed) -> dict of "
+                              "this step's data arguments; everything on the CPU (the grader moves it)")
     amp: AmpSpec = AmpSpec()
     cuda: WorkloadOverride | None = Field(None, description="what changes when grading on CUDA")
+
+    @model_validator(mode="after")
+    def _one_source(self):
+        shorthand = [k for k in ("model", "optimizer", "data") if getattr(self, k) is not None]
+        if self.setup is not None and shorthand:
+            raise ValueError(f"a workload with setup code builds its own model, optimizer and data: remove "
+                             f"{', '.join(shorthand)} or the setup")
+        if self.setup is None and len(shorthand) < 3:
+            missing = [k for k in ("model", "optimizer", "data") if getattr(self, k) is None]
+            raise ValueError(f"the workload needs {', '.join(missing)} (or setup code that builds them)")
+        return self
 
     def for_device(self, kind: str) -> "Workload":
         """The workload as graded on `kind` ("cpu" or "cuda"), overrides applied."""
@@ -177,9 +243,43 @@ class MemoryCheck(Strict):
     weight: float = Field(1.0, gt=0)
 
 
+BUILT_IN_CHECKS = ("call_order", "parity", "coverage", "overflow", "speedup", "memory")
+
+
+class LessonCheck(Strict):
+    """A check the lesson brings: trusted Python run in the grading process over the evidence the grader
+    collected (the trace of AMP calls, losses, parameters). See docs/authoring.md, "Lesson checks"."""
+
+    id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    title: Text = Field(description="what the check makes sure of, shown with its result")
+    python: str = Field(description="defines check(ev): returns None when the submission is right, or "
+                        "finding(id, message, fix, line=...) (or a list of them) for each mistake")
+    weight: float = Field(1.0, gt=0)
+
+    _en_title = field_validator("title")(_require_english)
+
+    @field_validator("id")
+    @classmethod
+    def _not_built_in(cls, value):
+        if value in BUILT_IN_CHECKS:
+            raise ValueError(f"{value!r} is a built-in check; give the lesson's own check another id")
+        return value
+
+
+def _check_tag(value) -> str | None:
+    if isinstance(value, dict):
+        return "lesson" if "python" in value else value.get("id")
+    return "lesson" if isinstance(value, LessonCheck) else getattr(value, "id", None)
+
+
 CheckSpec = Annotated[
-    Union[CallOrderCheck, ParityCheck, CoverageCheck, OverflowCheck, SpeedupCheck, MemoryCheck],
-    Field(discriminator="id"),
+    Union[Annotated[CallOrderCheck, Tag("call_order")], Annotated[ParityCheck, Tag("parity")],
+          Annotated[CoverageCheck, Tag("coverage")], Annotated[OverflowCheck, Tag("overflow")],
+          Annotated[SpeedupCheck, Tag("speedup")], Annotated[MemoryCheck, Tag("memory")],
+          Annotated[LessonCheck, Tag("lesson")]],
+    Discriminator(_check_tag, custom_error_type="unknown_check",
+                  custom_error_message="unknown check id; expected one of " + ", ".join(BUILT_IN_CHECKS) +
+                  ", or a lesson check with `python:`"),
 ]
 
 
@@ -225,6 +325,17 @@ class Exercise(Strict):
     examples: list[Example] = Field(default_factory=list, description="solutions with the verdict each must get")
 
     _en = field_validator("title", "summary", "lesson", "task")(_require_english)
+
+    @model_validator(mode="after")
+    def _params_exist(self):
+        if self.workload.setup is None:
+            unknown = [(i, p) for i, p in enumerate(self.entrypoint.params) if p not in ENTRYPOINT_PARAMS]
+            if unknown:
+                i, name = unknown[0]
+                raise ValueError(f"entrypoint.params[{i}]: {name!r} is not an argument the "
+                                 f"{self.workload.model.kind} workload provides; it provides "
+                                 f"{', '.join(ENTRYPOINT_PARAMS)} (a workload.setup can provide any name)")
+        return self
 
     @model_validator(mode="after")
     def _consistent(self):

@@ -14,7 +14,7 @@ import weakref
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils.flop_counter import flop_registry
+from torch.utils.flop_counter import flop_registry, sdpa_backward_flop_count, sdpa_flop_count
 
 LOSS_OPS = {
     "nll_loss_forward", "nll_loss2d_forward", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
@@ -33,6 +33,7 @@ class Recorder:
         self._in_scaler_step = False
         self._in_backward = False
         self._autocast_stack: list[tuple[str, bool]] = []
+        self._optimizers: dict[int, int] = {}
 
     # -- helpers -------------------------------------------------------------
     def line(self) -> int | None:
@@ -61,6 +62,7 @@ class Recorder:
         self._wrap_zero_grad()
         self._wrap_clipping()
         self._wrap_model_casts()
+        self._wrap_functions()
         from torch.optim.optimizer import register_optimizer_step_pre_hook
 
         register_optimizer_step_pre_hook(self._on_optimizer_step)
@@ -69,7 +71,7 @@ class Recorder:
     def _watched(self) -> list[tuple[object, str]]:
         scaler, module = torch.amp.GradScaler, torch.nn.Module
         return [(torch.amp.autocast_mode.autocast, "__enter__"), (torch.amp.autocast_mode.autocast, "__exit__"),
-                (torch.Tensor, "backward"), (torch.autograd, "backward"), (scaler, "scale"), (scaler, "unscale_"),
+                (torch.Tensor, "backward"), (torch.autograd, "backward"), (torch.autograd, "grad"), (scaler, "scale"), (scaler, "unscale_"),
                 (scaler, "step"), (scaler, "update"), (torch.optim.Optimizer, "zero_grad"), (module, "zero_grad"),
                 (module, "half"), (module, "bfloat16"), (module, "to"), (Recorder, "emit"), (Recorder, "line"),
                 (Recorder, "autocast_on"), (Recorder, "tampered"), (PrecisionMode, "__torch_dispatch__")]
@@ -151,6 +153,23 @@ class Recorder:
 
         torch.Tensor.backward = backward
         torch.autograd.backward = autograd_bw
+        self._wrap_autograd_grad()
+
+    def _wrap_autograd_grad(self):
+        """torch.autograd.grad: the gradient penalty's first pass. Records whether it ran on a scaled loss and
+        whether it built a graph (create_graph), which the penalty needs to train through."""
+        rec = self
+        original = torch.autograd.grad
+
+        @functools.wraps(original)
+        def grad(outputs, inputs, *args, **kwargs):
+            first = outputs[0] if isinstance(outputs, (list, tuple)) else outputs
+            if isinstance(first, torch.Tensor) and not rec._in_backward:
+                rec.emit("autograd_grad", scaled=first in rec._scaled, autocast=rec.autocast_on(),
+                         create_graph=bool(kwargs.get("create_graph", args[2] if len(args) > 2 else False)))
+            return original(outputs, inputs, *args, **kwargs)
+
+        torch.autograd.grad = grad
 
     def _wrap_scaler(self):
         cls = torch.amp.GradScaler
@@ -168,12 +187,12 @@ class Recorder:
 
         @functools.wraps(unscale_)
         def unscale_w(self_, optimizer):
-            rec.emit("unscale_")
+            rec.emit("unscale_", optimizer=rec.optimizer_index(optimizer))
             return unscale_(self_, optimizer)
 
         @functools.wraps(step)
         def step_w(self_, optimizer, *args, **kwargs):
-            rec.emit("scaler_step")
+            rec.emit("scaler_step", optimizer=rec.optimizer_index(optimizer))
             rec._in_scaler_step = True
             try:
                 return step(self_, optimizer, *args, **kwargs)
@@ -187,8 +206,16 @@ class Recorder:
 
         cls.scale, cls.unscale_, cls.step, cls.update = scale_w, unscale_w, step_w, update_w
 
+    def optimizer_index(self, optimizer) -> int:
+        """Optimizers numbered in the order the step first used them, so a rule can tell 'unscale_ twice for
+        one optimizer' from 'unscale_ once for each of two'."""
+        key = id(optimizer)
+        if key not in self._optimizers:
+            self._optimizers[key] = len(self._optimizers)
+        return self._optimizers[key]
+
     def _on_optimizer_step(self, optimizer, args, kwargs):
-        self.emit("optimizer_step", via_scaler=self._in_scaler_step)
+        self.emit("optimizer_step", via_scaler=self._in_scaler_step, optimizer=self.optimizer_index(optimizer))
 
     def _wrap_zero_grad(self):
         rec = self
@@ -222,6 +249,27 @@ class Recorder:
 
             setattr(torch.nn.Module, name, make(original, name))
 
+    def _wrap_functions(self):
+        """Custom torch.autograd.Function calls made from the learner's file: the class name and the dtypes
+        that went in and came out, which show whether custom_fwd cast the inputs (to float32, say)."""
+        rec = self
+        function = torch.autograd.Function
+        original = function.apply.__func__
+
+        def dtypes(values):
+            values = values if isinstance(values, (list, tuple)) else [values]
+            return [str(v.dtype).replace("torch.", "") for v in values if isinstance(v, torch.Tensor)]
+
+        @functools.wraps(original)
+        def apply(cls, *args, **kwargs):
+            out = original(cls, *args, **kwargs)
+            if rec.active and sys._getframe(1).f_code.co_filename == rec.path:
+                rec.emit("function", name=cls.__name__, in_dtypes=dtypes(args), out_dtypes=dtypes(out),
+                         autocast=rec.autocast_on())
+            return out
+
+        function.apply = classmethod(apply)
+
     def _wrap_clipping(self):
         import torch.nn.utils as utils
         import torch.nn.utils.clip_grad as clip_grad
@@ -234,7 +282,10 @@ class Recorder:
             def make(original, name):
                 @functools.wraps(original)
                 def clip(*args, **kwargs):
-                    rec.emit("clip", fn=name)
+                    key = "clip_value" if name == "clip_grad_value_" else "max_norm"
+                    value = args[1] if len(args) > 1 else kwargs.get(key)
+                    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+                    rec.emit("clip", fn=name, value=float(value) if number else None)
                     return original(*args, **kwargs)
                 return clip
 
@@ -242,6 +293,23 @@ class Recorder:
             setattr(clip_grad, name, wrapped)
             if hasattr(utils, name):
                 setattr(utils, name, wrapped)
+
+
+def _cpu_sdpa(query, key, value, *args, out_val=None, **kwargs):
+    return sdpa_flop_count(query.shape, key.shape, value.shape)
+
+
+def _cpu_sdpa_backward(grad_out, query, key, value, *args, out_val=None, **kwargs):
+    return sdpa_backward_flop_count(grad_out.shape, query.shape, key.shape, value.shape)
+
+
+# The fused CPU attention kernels are not in torch's FLOP registry; without them a transformer's attention
+# matmuls would be invisible to the coverage check.
+EXTRA_FLOPS = {}
+for _name, _count in (("_scaled_dot_product_flash_attention_for_cpu", _cpu_sdpa),
+                      ("_scaled_dot_product_flash_attention_for_cpu_backward", _cpu_sdpa_backward)):
+    if hasattr(torch.ops.aten, _name):
+        EXTRA_FLOPS[getattr(torch.ops.aten, _name)] = _count
 
 
 class PrecisionMode(TorchDispatchMode):
@@ -280,8 +348,9 @@ class PrecisionMode(TorchDispatchMode):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         packet = func._overloadpacket
-        if packet in flop_registry:
-            flops = int(flop_registry[packet](*args, **kwargs, out_val=out))
+        counter = flop_registry.get(packet) or EXTRA_FLOPS.get(packet)
+        if counter is not None:
+            flops = int(counter(*args, **kwargs, out_val=out))
             tensor = next((a for a in args if isinstance(a, torch.Tensor)), None)
             dtype = str(tensor.dtype).replace("torch.", "") if tensor is not None else "unknown"
             self.flops[dtype] = self.flops.get(dtype, 0) + flops

@@ -100,23 +100,36 @@ class Worker:
         try:
             torch.set_num_threads(self.spec.get("threads", 1))
             self._backend_flags()
-            if self.spec.get("trace"):
-                self.recorder = tracing.Recorder(self.path, self.device_type)
-                self.recorder.install()
         except Exception as exc:  # the grader's own fault, not the learner's
             raise StepError("internal", f"the grader could not prepare the worker: {exc!r}",
                             tb=traceback.format_exc()) from None
+        # The lesson's problem is built before any learner code exists in this process: a failure here is
+        # the lesson's, and the learner cannot have touched what it built.
+        try:
+            self.problem = workload.build_problem(self.spec["exercise"]["workload"], self.device)
+        except workload.SetupError as exc:
+            raise StepError("setup", exc.message, exc.line) from None
+        missing = [p for p in self.spec["exercise"]["entrypoint"]["params"] if p not in self.problem.names()]
+        if missing:
+            raise StepError("setup", f"the lesson's entrypoint takes {', '.join(missing)}, which its workload "
+                                     f"does not provide (it provides {', '.join(sorted(self.problem.names()))})")
+        if self.spec.get("trace"):
+            try:
+                self.recorder = tracing.Recorder(self.path, self.device_type)
+                self.recorder.install()
+            except Exception as exc:  # noqa: BLE001
+                raise StepError("internal", f"the grader could not prepare the worker: {exc!r}",
+                                tb=traceback.format_exc()) from None
         module = self._load()
         self.fn = self._entrypoint(module)
-        w = self.spec["exercise"]["workload"]
-        self.model = workload.build_model(w["model"], w["seed"]).to(self.device)
-        self.optimizer = workload.build_optimizer(w["optimizer"], self.model.parameters())
-        self.scaler = torch.amp.GradScaler(self.device_type) if w["amp"]["scaler"] else None
-        self.batches = workload.Batches(w, self.device)
-        self.module_names = {id(m): (name or "model") for name, m in self.model.named_modules()}
+        self.scaler = torch.amp.GradScaler(self.device_type) if self.spec["exercise"]["workload"]["amp"]["scaler"] \
+            else None
+        root = self.problem.root
+        self.module_names = {id(m): (name or "model") for name, m in root.named_modules()}
         if self.recorder:
-            self.recorder.watch_model(self.model)
-        return {"params": sum(p.numel() for p in self.model.parameters()), "modules": describe_modules(self.model)}
+            for model in self.problem.models.values():
+                self.recorder.watch_model(model)
+        return {"params": sum(p.numel() for p in self.problem.parameters()), "modules": describe_modules(root)}
 
     def _load(self):
         try:
@@ -157,20 +170,24 @@ class Worker:
         losses, scales, reply = [], [], {}
         rec = self.recorder
         for step in range(msg["start"], msg["start"] + msg["count"]):
-            args = workload.step_arguments(
-                self.spec["exercise"]["entrypoint"]["params"], model=self.model, optimizer=self.optimizer,
-                scaler=self.scaler, batches=self.batches, step=step, device_type=self.device_type,
-                amp_dtype=self.amp_dtype)
+            try:
+                args = self.problem.arguments(self.spec["exercise"]["entrypoint"]["params"], step,
+                                              scaler=self.scaler, device_type=self.device_type,
+                                              amp_dtype=self.amp_dtype)
+            except workload.SetupError as exc:
+                raise StepError("setup", exc.message, exc.line, step=step) from None
             precision = None
             if rec and msg.get("trace"):
                 rec.events, rec.active = [], True
             if msg.get("coverage"):
                 precision = tracing.PrecisionMode(rec, self.module_names)
-                precision.attach(self.model)
+                for model in self.problem.models.values():
+                    precision.attach(model)
             mem: dict = {}
             hooks = self._overflow_hooks() if msg.get("overflow") else []
             try:
-                with (memory.measure(mem, self.device, self.model, self.optimizer)
+                with (memory.measure(mem, self.device, self.problem.parameters(),
+                                              list(self.problem.optimizers.values()))
                       if msg.get("memory") else _null()):
                     if precision is not None:
                         with precision:
@@ -193,14 +210,20 @@ class Worker:
                     precision.detach()
                 if rec:
                     rec.active = False
-            losses.append(self._loss_value(loss, step))
+            try:
+                losses.append(self._loss_value(loss, step))
+            except StepError as err:  # the step's calls explain a NaN loss (float16 overflow, say)
+                err.payload["step"] = step
+                if rec and msg.get("trace"):
+                    err.payload["events"] = rec.events
+                raise
             if self.scaler is not None:
                 scales.append(float(self.scaler.get_scale()))
             if rec and (changed := rec.tampered()):
                 raise StepError("tampering", "the code replaced functions the grader uses to watch the training "
                                 f"({', '.join(changed[:4])}): that is not allowed", step=step)
             if rec and msg.get("trace"):
-                dtypes = sorted({str(p.dtype).replace("torch.", "") for p in self.model.parameters()})
+                dtypes = sorted({str(p.dtype).replace("torch.", "") for p in self.problem.parameters()})
                 reply.setdefault("traces", []).append({"step": step, "events": rec.events, "param_dtypes": dtypes})
             if precision is not None:
                 reply["coverage"] = {"flops": precision.flops, "by_module": precision.by_module}
@@ -220,7 +243,7 @@ class Worker:
             grad.view(-1)[0] = float("inf")
             return grad
 
-        return [p.register_hook(poison) for p in self.model.parameters() if p.requires_grad]
+        return [p.register_hook(poison) for p in self.problem.parameters() if p.requires_grad]
 
     def _loss_value(self, loss, step: int) -> float:
         import torch
@@ -240,7 +263,7 @@ class Worker:
     def save(self, msg: dict) -> dict:
         import torch
 
-        state = {k: v.detach().to("cpu", torch.float32).clone() for k, v in self.model.state_dict().items()}
+        state = self.problem.state()
         buffer = io.BytesIO()
         torch.save(state, buffer)
         return {"params": base64.b64encode(buffer.getvalue()).decode("ascii")}
@@ -249,16 +272,33 @@ class Worker:
 ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"]
 
 
+def _shape(module) -> str | None:
+    if hasattr(module, "in_features"):
+        return f"{module.in_features}->{module.out_features}"
+    if hasattr(module, "in_channels") and hasattr(module, "kernel_size"):
+        return f"{module.in_channels}->{module.out_channels} channels"
+    if hasattr(module, "num_embeddings"):
+        return f"{module.num_embeddings}x{module.embedding_dim}"
+    if "Attention" in type(module).__name__:
+        return "attention"
+    return None
+
+
 def describe_modules(model) -> dict[str, str]:
-    """Names a learner recognises: 'the second Linear layer (model.1.0, 512->512)'."""
+    """Names a learner recognises: 'the second Linear layer (model.1.0, 512->512)'. Several models sit in a
+    ModuleDict, so their names start with the model's own ('critic.0.0')."""
+    import torch
+
+    prefix = "" if isinstance(model, torch.nn.ModuleDict) else "model."
     out, counts = {}, {}
     for name, module in model.named_modules():
+        shape = _shape(module)
+        if shape is None:
+            continue
         kind = type(module).__name__
         counts[kind] = counts.get(kind, 0) + 1
-        if hasattr(module, "in_features"):
-            nth = ORDINALS[counts[kind] - 1] if counts[kind] <= len(ORDINALS) else f"#{counts[kind]}"
-            out[name or "model"] = (f"the {nth} {kind} layer (model.{name}, "
-                                    f"{module.in_features}->{module.out_features})")
+        nth = ORDINALS[counts[kind] - 1] if counts[kind] <= len(ORDINALS) else f"#{counts[kind]}"
+        out[name or "model"] = f"the {nth} {kind} layer ({prefix}{name}, {shape})"
     return out
 
 

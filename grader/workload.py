@@ -2,22 +2,45 @@
 and the submission process call these with the same spec, so they start from
 bit-identical weights and see bit-identical batches without sharing files.
 
+A problem comes either from a shorthand (`model.kind`: mlp, cnn, transformer)
+or from the lesson's own `workload.setup` code, trusted like its reference.
+Everything is built on the CPU from the seed and then moved to the device, so
+the grading process can rebuild the starting weights itself.
+
 The problem is sized to *learn* within the few graded steps: a grader can only
 tell a step that trains from one that does not when training visibly moves the
 loss and every layer's weights."""
 
 from __future__ import annotations
 
+import traceback
+from dataclasses import dataclass
+
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
+# What the grader itself passes, whatever builds the problem.
+GRADER_PARAMS = ("scaler", "device_type", "amp_dtype")
+SHORTHAND_PARAMS = ("model", "optimizer", "inputs", "targets", "micro_batches", *GRADER_PARAMS)
+SETUP_FILENAME = "<workload.setup>"
 
 
-def build_model(spec: dict, seed: int) -> nn.Module:
+class SetupError(Exception):
+    """The lesson's setup code failed: the instructor's to fix, never the learner's. `line` is inside the
+    setup block."""
+
+    def __init__(self, message: str, line: int | None = None):
+        super().__init__(message)
+        self.message, self.line = message, line
+
+
+# -- shorthand models ---------------------------------------------------------------------------------------
+
+def build_mlp(spec: dict) -> nn.Module:
     """Hidden layers get He initialisation (zero biases) so a deep stack passes signal and gradient through
     from the first step; PyTorch's default init shrinks both with depth and a deep MLP barely trains in 8 steps."""
-    torch.manual_seed(seed)
     act = {"relu": nn.ReLU, "gelu": nn.GELU}[spec["activation"]]
     sizes = [spec["in_features"], *spec["hidden"]]
     blocks = [nn.Sequential(nn.Linear(a, b), act()) for a, b in zip(sizes, sizes[1:])]
@@ -30,10 +53,72 @@ def build_model(spec: dict, seed: int) -> nn.Module:
     return nn.Sequential(*[m for block in blocks for m in (block if isinstance(block, nn.Sequential) else [block])])
 
 
-def initial_state(spec: dict, seed: int) -> dict[str, torch.Tensor]:
-    """The weights every run starts from, rebuilt in the grading process: the reference point of 'what
-    training changed'. It never comes from a worker, so a submission cannot move it."""
-    return {k: v.detach().float().clone() for k, v in build_model(spec, seed).state_dict().items()}
+def build_cnn(spec: dict) -> nn.Module:
+    """conv -> batch norm -> ReLU -> max-pool per block, then a linear classifier over the flattened map."""
+    blocks, prev, size = [], spec["in_channels"], spec["image_size"]
+    for channels in spec["channels"]:
+        blocks.append(nn.Sequential(nn.Conv2d(prev, channels, 3, padding=1), nn.BatchNorm2d(channels), nn.ReLU(),
+                                    nn.MaxPool2d(2)))
+        prev, size = channels, size // 2
+    blocks.append(nn.Sequential(nn.Flatten(), nn.Linear(prev * size * size, spec["out_features"])))
+    return nn.Sequential(*blocks)
+
+
+class SelfAttention(nn.Module):
+    """Multi-head causal self-attention through F.scaled_dot_product_attention."""
+
+    def __init__(self, d_model: int, heads: int):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(d_model, 3 * d_model, bias=False)  # a key bias gets no gradient (softmax ignores it)
+        self.proj = nn.Linear(d_model, d_model)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.proj(out.transpose(1, 2).reshape(b, t, d))
+
+
+class Block(nn.Module):
+    """Pre-norm transformer block: x + attention(LN(x)), then x + MLP(LN(x))."""
+
+    def __init__(self, d_model: int, heads: int, mlp_ratio: int):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.attn = SelfAttention(d_model, heads)
+        self.mlp = nn.Sequential(nn.Linear(d_model, mlp_ratio * d_model), nn.GELU(),
+                                 nn.Linear(mlp_ratio * d_model, d_model))
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        return x + self.mlp(self.ln2(x))
+
+
+class TinyTransformer(nn.Module):
+    """Token and position embeddings, `layers` blocks, a final LayerNorm and a head over the vocabulary:
+    logits of shape (batch, seq_len, vocab)."""
+
+    def __init__(self, spec: dict):
+        super().__init__()
+        d = spec["d_model"]
+        self.embed = nn.Embedding(spec["vocab"], d)
+        self.pos = nn.Parameter(0.02 * torch.randn(spec["seq_len"], d))
+        self.blocks = nn.Sequential(*[Block(d, spec["heads"], spec["mlp_ratio"]) for _ in range(spec["layers"])])
+        self.ln_f = nn.LayerNorm(d)
+        self.head = nn.Linear(d, spec["vocab"])
+
+    def forward(self, tokens):
+        x = self.embed(tokens) + self.pos[: tokens.shape[1]]
+        return self.head(self.ln_f(self.blocks(x)))
+
+
+BUILDERS = {"mlp": build_mlp, "cnn": build_cnn, "transformer": TinyTransformer}
+
+
+def build_model(spec: dict, seed: int) -> nn.Module:
+    torch.manual_seed(seed)
+    return BUILDERS[spec.get("kind", "mlp")](spec)
 
 
 def build_optimizer(spec: dict, params) -> torch.optim.Optimizer:
@@ -42,46 +127,187 @@ def build_optimizer(spec: dict, params) -> torch.optim.Optimizer:
     return torch.optim.AdamW(params, lr=spec["lr"], weight_decay=spec["weight_decay"])
 
 
-class Batches:
-    """Deterministic synthetic classification data: a Gaussian mixture with one centre per class.
-    `separation` scales the centres against unit noise: large enough that the loss falls clearly within
-    the graded steps, small enough that each sample (and each micro-batch) moves the gradient."""
+# -- shorthand data -----------------------------------------------------------------------------------------
 
-    def __init__(self, workload: dict, device: torch.device):
+class Batches:
+    """Deterministic synthetic data for the shorthand models. Classification (mlp, cnn): a Gaussian mixture
+    with one centre (for a CNN, one image) per class; `separation` scales the centres against unit noise:
+    large enough that the loss falls clearly within the graded steps, small enough that each sample (and
+    each micro-batch) moves the gradient. Tokens (transformer): each target is a fixed permutation of its
+    token, a mapping the model learns within a few steps."""
+
+    def __init__(self, workload: dict):
         self.seed = workload["seed"]
-        self.model = workload["model"]
+        self.model = model = workload["model"]
         self.data = workload["data"]
-        self.device = device
         gen = torch.Generator().manual_seed(self.seed + 7919)
-        self.centres = self.data.get("separation", 1.0) * torch.randn(
-            self.model["out_features"], self.model["in_features"], generator=gen)
+        kind = model.get("kind", "mlp")
+        if kind == "transformer":
+            self.permutation = torch.randperm(model["vocab"], generator=gen)
+            return
+        shape = ((model["in_features"],) if kind == "mlp"
+                 else (model["in_channels"], model["image_size"], model["image_size"]))
+        self.centres = self.data.get("separation", 1.0) * torch.randn(model["out_features"], *shape, generator=gen)
 
     def batch(self, step: int) -> tuple[torch.Tensor, torch.Tensor]:
         gen = torch.Generator().manual_seed(self.seed * 1_000_003 + step)
-        y = torch.randint(0, self.centres.shape[0], (self.data["batch_size"],), generator=gen)
-        x = self.centres[y] + torch.randn(y.shape[0], self.centres.shape[1], generator=gen)
-        return x.to(self.device), y.to(self.device)
+        n = self.data["batch_size"]
+        if self.model.get("kind") == "transformer":
+            tokens = torch.randint(0, self.model["vocab"], (n, self.model["seq_len"]), generator=gen)
+            return tokens, self.permutation[tokens]
+        y = torch.randint(0, self.centres.shape[0], (n,), generator=gen)
+        x = self.centres[y] + torch.randn(self.centres[y].shape, generator=gen)
+        return x, y
 
-    def micro_batches(self, step: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    def arguments(self, step: int) -> dict:
         x, y = self.batch(step)
         n = self.data["micro_batches"]
-        return list(zip(x.chunk(n), y.chunk(n)))
+        return {"inputs": x, "targets": y, "micro_batches": list(zip(x.chunk(n), y.chunk(n)))}
 
 
-def step_arguments(params: list[str], *, model, optimizer, scaler, batches: Batches, step: int,
-                   device_type: str, amp_dtype: torch.dtype) -> list:
-    """The positional arguments of the learner's entrypoint, by documented name."""
-    available = {
-        "model": lambda: model,
-        "optimizer": lambda: optimizer,
-        "scaler": lambda: scaler,
-        "inputs": lambda: batches.batch(step)[0],
-        "targets": lambda: batches.batch(step)[1],
-        "micro_batches": lambda: batches.micro_batches(step),
-        "device_type": lambda: device_type,
-        "amp_dtype": lambda: amp_dtype,
-    }
-    if "inputs" in params and "targets" in params:
-        x, y = batches.batch(step)
-        available["inputs"], available["targets"] = (lambda: x), (lambda: y)
-    return [available[name]() for name in params]
+# -- lesson setup code ----------------------------------------------------------------------------------------
+
+def _setup_line(exc: BaseException) -> int | None:
+    if isinstance(exc, SyntaxError) and exc.filename == SETUP_FILENAME:
+        return exc.lineno
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == SETUP_FILENAME]
+    return frames[-1].lineno if frames else None
+
+
+def _setup_failure(exc: BaseException, what: str) -> SetupError:
+    line = _setup_line(exc)
+    where = f" (line {line} of workload.setup)" if line else ""
+    detail = exc.msg if isinstance(exc, SyntaxError) else f"{type(exc).__name__}: {exc}"
+    return SetupError(f"the lesson's workload.setup failed {what}{where}: {detail}", line)
+
+
+def load_setup(source: str) -> dict:
+    """Runs the setup code and returns its namespace, which must define build(seed) and batch(step, seed)."""
+    namespace: dict = {"__name__": "amp_dojo_setup"}
+    try:
+        exec(compile(source, SETUP_FILENAME, "exec"), namespace)  # noqa: S102 - the instructor's trusted code
+    except BaseException as exc:  # noqa: BLE001
+        raise _setup_failure(exc, "while it was loaded") from None
+    for name, signature in (("build", "build(seed)"), ("batch", "batch(step, seed)")):
+        if not callable(namespace.get(name)):
+            raise SetupError(f"workload.setup must define `def {signature}:` (see docs/authoring.md)")
+    return namespace
+
+
+def _call_setup(fn, what: str, *args):
+    try:
+        return fn(*args)
+    except BaseException as exc:  # noqa: BLE001
+        raise _setup_failure(exc, what) from None
+
+
+def _to_device(value, device: torch.device):
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_device(v, device) for v in value)
+    if isinstance(value, dict):
+        return {k: _to_device(v, device) for k, v in value.items()}
+    return value
+
+
+@dataclass
+class Problem:
+    """The objects of one training problem on one device: named models, optimizers and constant arguments,
+    and the per-step data. The learner's entrypoint receives any of them by name."""
+
+    models: dict[str, nn.Module]
+    optimizers: dict[str, torch.optim.Optimizer]
+    constants: dict
+    data: object  # step -> dict of per-step arguments
+    device: torch.device
+
+    @property
+    def root(self) -> nn.Module:
+        """One module holding every model: a lone model called `model` is itself (its parameter names stay
+        `0.weight`, ...); several are a ModuleDict, so names say which model (`generator.0.weight`)."""
+        if list(self.models) == ["model"]:
+            return self.models["model"]
+        return nn.ModuleDict(self.models)
+
+    def parameters(self) -> list[nn.Parameter]:
+        return list(self.root.parameters())
+
+    def names(self) -> set[str]:
+        return {*self.models, *self.optimizers, *self.constants, *self.data_names, *GRADER_PARAMS}
+
+    @property
+    def data_names(self) -> list[str]:
+        return list(self.step_data(0))
+
+    def step_data(self, step: int) -> dict:
+        return self.data(step)
+
+    def state(self) -> dict[str, torch.Tensor]:
+        return {k: v.detach().to("cpu", torch.float32).clone() for k, v in self.root.state_dict().items()}
+
+    def arguments(self, params: list[str], step: int, **grader_args) -> list:
+        """The positional arguments of the learner's entrypoint, by name."""
+        available = {**self.models, **self.optimizers, **self.constants, **grader_args}
+        data = self.step_data(step) if any(p not in available for p in params) else {}
+        available.update(_to_device(data, self.device))
+        return [available[name] for name in params]
+
+
+def _shorthand(workload: dict, device: torch.device) -> Problem:
+    model = build_model(workload["model"], workload["seed"]).to(device)
+    optimizer = build_optimizer(workload["optimizer"], model.parameters())
+    return Problem({"model": model}, {"optimizer": optimizer}, {}, Batches(workload).arguments, device)
+
+
+def _from_setup(workload: dict, device: torch.device) -> Problem:
+    namespace = load_setup(workload["setup"])
+    seed = workload["seed"]
+    torch.manual_seed(seed)
+    built = _call_setup(namespace["build"], "in build(seed)", seed)
+    if not isinstance(built, dict) or not all(isinstance(k, str) and k.isidentifier() for k in built):
+        raise SetupError("build(seed) in workload.setup must return a dict of argument name -> object, e.g. "
+                         "{'model': model, 'optimizer': optimizer}")
+    models = {k: v.to(device) for k, v in built.items() if isinstance(v, nn.Module)}
+    optimizers = {k: v for k, v in built.items() if isinstance(v, torch.optim.Optimizer)}
+    constants = {k: v for k, v in built.items() if k not in models and k not in optimizers}
+    if not models:
+        raise SetupError("build(seed) in workload.setup returned no nn.Module: the grader compares the models' "
+                         "parameters with the FP32 run, so at least one model is needed")
+    owned = {id(p) for m in models.values() for p in m.parameters()}
+    for name, opt in optimizers.items():
+        if any(id(p) not in owned for g in opt.param_groups for p in g["params"]):
+            raise SetupError(f"the optimizer {name!r} from build(seed) holds tensors that are not parameters of "
+                             "the returned models; build it from model.parameters()")
+
+    def data(step: int) -> dict:
+        torch.manual_seed(seed * 1_000_003 + step)
+        batch = _call_setup(namespace["batch"], f"in batch(step={step}, seed)", step, seed)
+        if not isinstance(batch, dict) or not all(isinstance(k, str) for k in batch):
+            raise SetupError("batch(step, seed) in workload.setup must return a dict of argument name -> value")
+        return batch
+
+    return Problem(models, optimizers, constants, data, device)
+
+
+def build_problem(workload: dict, device: torch.device | str = "cpu") -> Problem:
+    device = torch.device(device)
+    with torch.random.fork_rng(devices=[]):
+        if workload.get("setup"):
+            return _from_setup(workload, device)
+        return _shorthand(workload, device)
+
+
+def initial_state(workload: dict) -> dict[str, torch.Tensor]:
+    """The weights every run starts from, rebuilt in the grading process: the reference point of 'what
+    training changed'. It never comes from a worker, so a submission cannot move it."""
+    return build_problem(workload).state()
+
+
+def describe_setup(workload: dict) -> dict[str, str]:
+    """name -> what the argument is (model, optimizer, constant or per-step data), for the lesson's docs,
+    `grader validate` and the mutants."""
+    problem = build_problem(workload)
+    kinds = {**{k: "model" for k in problem.models}, **{k: "optimizer" for k in problem.optimizers},
+             **{k: "constant" for k in problem.constants}, **{k: "data" for k in problem.data_names}}
+    return {**kinds, **{k: "grader" for k in GRADER_PARAMS}}

@@ -43,7 +43,8 @@ def grade(exercises, launcher):
 
 def expectations(path: Path) -> dict:
     """`# expect-...:` header lines of a golden submission."""
-    out = {"findings": [], "absent": [], "checks": {}, "messages": [], "status": None, "error": None}
+    out = {"findings": [], "absent": [], "checks": {}, "messages": [], "status": None, "error": None,
+           "finding_lines": {}}
     for line in path.read_text().splitlines():
         m = re.match(r"# expect-([a-z-]+): (.*)", line)
         if not m:
@@ -52,7 +53,10 @@ def expectations(path: Path) -> dict:
         if key == "status":
             out["status"] = value
         elif key == "finding":
-            out["findings"].append(value)
+            finding, *rest = value.split()
+            out["findings"].append(finding)
+            if rest and rest[0].startswith("line="):
+                out["finding_lines"][finding] = int(rest[0].split("=")[1])
         elif key == "no-finding":
             out["absent"].append(value)
         elif key == "check":

@@ -85,7 +85,7 @@ def test_validate_schema_only_reports_file_line_and_field(tmp_path):
     bad.write_text((ROOT / "exercises" / "autocast.yaml").read_text().replace("min_fraction: 0.9", "min_fraction: 2"))
     result = invoke("validate", "--schema-only", bad)
     assert result.exit_code == 1
-    assert f"{bad}:" in result.output and "checks[2].coverage.min_fraction" in result.output
+    assert f"{bad}:" in result.output and "checks[2].min_fraction" in result.output
 
 
 def test_validate_grades_reference_and_starter():

@@ -24,6 +24,9 @@ def test_submission_is_graded_as_its_header_says(path, grade):
     found = {f.id for c in result.checks for f in c.findings}
     for finding in expected["findings"]:
         assert finding in found, f"expected diagnosis {finding!r}, got {sorted(found)}"
+    lines = {f.id: f.line for c in result.checks for f in c.findings}
+    for finding, line in expected["finding_lines"].items():
+        assert lines[finding] == line, f"{finding} names line {lines[finding]}, the mistake is on line {line}"
     for finding in expected["absent"]:
         assert finding not in found, f"{finding!r} was diagnosed, but the code does not do that: {doc}"
     for check_id, status in expected["checks"].items():

@@ -108,23 +108,31 @@ def scaler_usage(events, ctx) -> list[Finding]:
         out.append(Finding(
             "update_before_step", "scaler.update() was called before scaler.step(optimizer)",
             "call scaler.step(optimizer) first, then scaler.update()", updates[0]["line"]))
+    if len(updates) > 1 and ctx.get("micro_batches", 1) <= 1:
+        out.append(Finding(
+            "update_more_than_once", f"scaler.update() ran {len(updates)} times in one iteration: the scale "
+            "changes between the optimizers' steps, so their inf/NaN checks and unscaling disagree",
+            "step every optimizer through the scaler first, then call scaler.update() once, at the end of the "
+            "iteration", updates[0]["line"]))
     out += _unscale_rules(events)
     return out
 
 
 def _unscale_rules(events) -> list[Finding]:
-    out, unscaled, scaled_grads = [], 0, False
+    """unscale_ at most once per optimizer between updates; clipping after at least one unscale_."""
+    out, unscaled, scaled_grads = [], {}, False
     for e in events:
         if e["ev"] == "backward" and e.get("scaled"):
             scaled_grads = True
         elif e["ev"] == "unscale_":
-            unscaled += 1
-            if unscaled == 2:
+            opt = e.get("optimizer", 0)
+            unscaled[opt] = unscaled.get(opt, 0) + 1
+            if unscaled[opt] == 2 and not any(f.id == "unscale_twice" for f in out):
                 out.append(Finding(
                     "unscale_twice", "scaler.unscale_(optimizer) was called twice in one step",
                     "call unscale_ once per optimizer per step, right before clipping", e["line"]))
         elif e["ev"] == "update":
-            unscaled = 0
+            unscaled = {}
         elif e["ev"] == "clip" and scaled_grads and not unscaled:
             out.append(Finding(
                 "clip_without_unscale",

@@ -104,8 +104,12 @@ def check(spec, amp_dtype: str, sub_losses, base_losses, sub_params, base_params
         problems.append(f"the loss differs from the FP32 run by {loss_dev:.1%} at step {loss_step} "
                         f"(allowed {tol.loss_rtol:.1%}): {sub_losses[loss_step]:.4f} vs {base_losses[loss_step]:.4f}")
     if not update_dev <= tol.update_rtol:
+        # An untrained tensor is off by exactly 100%, which others (pushed further by a wrong step) can exceed:
+        # look for one among all that are off, not only the worst.
+        frozen = [k for k, v in devs.items() if not v <= tol.update_rtol and did_not_train(sub_params, start_params, k)]
+        name = frozen[0] if frozen else name
         where = f"{name!r}, in {owner(name, describe)}"
-        if did_not_train(sub_params, start_params, name):
+        if frozen:
             problems.append(f"parameter {where} did not change at all in {len(sub_losses)} steps, while FP32 "
                             "training moved it: no gradient reached it, or the optimizer never updated it")
             findings.append(Finding("block_not_trained", f"{owner(name, describe)} never trained",

@@ -1,0 +1,99 @@
+"""Checks a lesson brings itself: the instructor's Python (trusted like the
+reference) runs here, in the grading process, over evidence the grader already
+collected. It sees numbers and call records, never the learner's objects, so
+it can say "clip_grad_value_ ran with clip_value=0.5 after unscale_" without
+trusting anything the submission says about itself."""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import torch
+
+from grader.errors import ExerciseError
+from grader.results import FAIL, PASS, CheckResult, Finding
+from grader.schema import localize
+
+FILENAME = "<lesson check>"
+
+
+@dataclass
+class LessonEvidence:
+    """What a lesson check may look at. `traces` are the traced steps, each {"step", "events"}; an event is
+    {"ev": kind, "line": learner line, ...} (docs/authoring.md lists the kinds and their fields)."""
+
+    traces: list[dict]
+    losses: list[float]
+    baseline_losses: list[float]
+    params: dict[str, torch.Tensor]
+    baseline_params: dict[str, torch.Tensor]
+    start: dict[str, torch.Tensor]
+    device_type: str
+    amp_dtype: str
+    scales: list[float] = field(default_factory=list)
+
+    @property
+    def events(self) -> list[dict]:
+        """The events of the first traced step."""
+        return self.traces[0]["events"] if self.traces else []
+
+    def calls(self, kind: str) -> list[dict]:
+        return [e for e in self.events if e.get("ev") == kind]
+
+    def update(self, name: str) -> torch.Tensor:
+        """What training changed in one parameter: p - p0."""
+        return self.params[name] - self.start[name]
+
+    def baseline_update(self, name: str) -> torch.Tensor:
+        return self.baseline_params[name] - self.start[name]
+
+
+def finding(id: str, message: str, fix: str, line: int | None = None) -> Finding:
+    return Finding(id, message, fix, line if isinstance(line, int) else None)
+
+
+@lru_cache(maxsize=64)
+def _compiled(check_id: str, source: str):
+    namespace = {"__name__": f"amp_dojo_check_{check_id}", "finding": finding, "torch": torch}
+    try:
+        exec(compile(source, FILENAME, "exec"), namespace)  # noqa: S102 - the instructor's trusted code
+    except BaseException as exc:  # noqa: BLE001
+        raise _lesson_error(check_id, exc, "while it was loaded") from None
+    if not callable(namespace.get("check")):
+        raise ExerciseError(f"lesson check {check_id!r}: its python must define `def check(ev):`")
+    return namespace["check"]
+
+
+def _lesson_error(check_id: str, exc: BaseException, when: str) -> ExerciseError:
+    if isinstance(exc, SyntaxError):
+        line, detail = exc.lineno, exc.msg
+    else:
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == FILENAME]
+        line, detail = (frames[-1].lineno if frames else None), f"{type(exc).__name__}: {exc}"
+    where = f" at line {line} of its python" if line else ""
+    return ExerciseError(f"lesson check {check_id!r} failed {when}{where}: {detail} (this is the lesson's fault, "
+                         "not the submission's; run `grader validate` on it)")
+
+
+def compile_check(spec) -> None:
+    """Fails early (for `grader validate`) when the check's code does not even load."""
+    _compiled(spec.id, spec.python)
+
+
+def check(spec, evidence: LessonEvidence, lang: str = "en") -> CheckResult:
+    fn = _compiled(spec.id, spec.python)
+    try:
+        out = fn(evidence)
+    except BaseException as exc:  # noqa: BLE001
+        raise _lesson_error(spec.id, exc, "while judging") from None
+    findings = [out] if isinstance(out, Finding) else list(out or [])
+    if not all(isinstance(f, Finding) for f in findings):
+        raise ExerciseError(f"lesson check {spec.id!r}: check(ev) must return None, finding(...) or a list of "
+                            f"findings, not {type(out).__name__}")
+    title = localize(spec.title, lang)
+    if not findings:
+        return CheckResult(spec.id, PASS, title, {"mistakes": []}, weight=spec.weight)
+    return CheckResult(spec.id, FAIL, findings[0].message, {"mistakes": [f.id for f in findings]},
+                       findings=findings, weight=spec.weight)
