@@ -1,0 +1,20 @@
+# expect-status: error
+# expect-error: exception line=17
+# expect-finding: penalty_without_create_graph line=12
+import torch
+import torch.nn.functional as F
+
+
+def train_step(model, optimizer, scaler, inputs, targets, device_type, amp_dtype):
+    optimizer.zero_grad(set_to_none=True)
+    with torch.autocast(device_type=device_type, dtype=amp_dtype):
+        loss = F.cross_entropy(model(inputs), targets)
+    scaled = torch.autograd.grad(scaler.scale(loss), list(model.parameters()))
+    grads = [g / scaler.get_scale() for g in scaled]
+    with torch.autocast(device_type=device_type, dtype=amp_dtype):
+        grad_norm = torch.stack([g.pow(2).sum() for g in grads]).sum().sqrt()
+        total = loss + 0.1 * grad_norm
+    scaler.scale(total).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    return loss

@@ -1,0 +1,15 @@
+# expect-status: fail
+# expect-finding: master_weights_16bit line=8
+import torch
+import torch.nn.functional as F
+
+
+def train_step(model, optimizer, inputs, targets, device_type, amp_dtype):
+    model.to(amp_dtype)
+    optimizer.zero_grad(set_to_none=True)
+    with torch.autocast(device_type=device_type, dtype=amp_dtype):
+        logits = model(inputs)
+        loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+    loss.backward()
+    optimizer.step()
+    return loss
