@@ -167,6 +167,19 @@ def parse_exercise(path: Path) -> tuple[Exercise | None, list[Problem]]:
     return exercise, []
 
 
+def block_line(path: Path, loc: tuple, line_in_block: int | None) -> int | None:
+    """The file line of line `line_in_block` (1-based) of a `|` block such as workload.setup, so an error in a
+    lesson's Python names the line an instructor can jump to."""
+    try:
+        node = _node_at(yaml.compose(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader), loc)
+    except (OSError, yaml.YAMLError):
+        return None
+    if not isinstance(node, yaml.ScalarNode):
+        return None
+    first = node.start_mark.line + (2 if node.style in ("|", ">") else 1)
+    return first + (line_in_block or 1) - 1
+
+
 def _located(err: dict) -> dict:
     """A whole-lesson rule names the field it is about ("entrypoint.params[2]: ..."): point there."""
     match = re.match(r"^Value error, ([a-z_][\w.]*(?:\[\d+\])*): (.*)$", err["msg"], re.S)

@@ -1,7 +1,8 @@
 """`grader new ID`: a lesson file to start from. Every required field is there,
 with text in English, Italian and Indonesian marked TODO, a working FP32
-baseline, a reference and a starter for the autocast recipe, a workload sized
-to learn within its steps on a slow CPU, and the checks. `grader validate`
+baseline, a reference and a starter for the autocast recipe, a workload written
+as setup code (models, optimizer and data), sized to learn within its
+steps on a slow CPU, and the checks. `grader validate`
 refuses it while any TODO is left, and accepts it once the text is written."""
 
 from __future__ import annotations
@@ -95,10 +96,35 @@ quiz:
 workload:
   seed: 0
   steps: 8
-  # small enough to grade in seconds where bfloat16 is emulated; large enough that the FP32 loss falls by a third
-  model: {{in_features: 128, hidden: [256, 256, 256], out_features: 10, activation: gelu}}
-  optimizer: {{kind: sgd, lr: 0.02, momentum: 0.9}}
-  data: {{batch_size: 128, separation: 1.0}}
+  # The lesson's own training problem: trusted Python, run from the same seed in the learner's sandbox and in
+  # the FP32 baseline's process. build(seed) returns the models, optimizers and constant arguments by name;
+  # batch(step, seed) returns this step's data by name. The entrypoint's params may be any of these names,
+  # plus scaler, device_type and amp_dtype. Build everything on the CPU: the grader moves it to the device.
+  # (Or replace `setup` by a built-in model: `model: {{kind: mlp, ...}}`, `optimizer: ...`, `data: ...`.)
+  # Keep it small enough to grade in seconds where bfloat16 is emulated, and large enough that the FP32 loss
+  # falls by a third over the steps.
+  setup: |
+    import torch
+    from torch import nn
+
+    IN, HIDDEN, CLASSES, BATCH = 128, 256, 10, 128
+
+
+    def build(seed):
+        model = nn.Sequential(nn.Linear(IN, HIDDEN), nn.GELU(), nn.Linear(HIDDEN, HIDDEN), nn.GELU(),
+                              nn.Linear(HIDDEN, CLASSES))
+        for layer in model[:-1]:
+            if isinstance(layer, nn.Linear):
+                nn.init.kaiming_normal_(layer.weight, nonlinearity="relu")
+                nn.init.zeros_(layer.bias)
+        return {{"model": model, "optimizer": torch.optim.SGD(model.parameters(), lr=0.02, momentum=0.9)}}
+
+
+    def batch(step, seed):
+        centres = torch.randn(CLASSES, IN, generator=torch.Generator().manual_seed(seed))
+        gen = torch.Generator().manual_seed(seed * 1_000_003 + step)
+        targets = torch.randint(0, CLASSES, (BATCH,), generator=gen)
+        return {{"inputs": centres[targets] + torch.randn(BATCH, IN, generator=gen), "targets": targets}}
   amp: {{cuda_dtype: bfloat16, cpu_dtype: bfloat16, scaler: false}}
 checks:
   - id: call_order

@@ -9,8 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader import mutants, runner
-from grader.loader import exercise_files, parse_exercise
+from grader import mutants, runner, workload
+from grader.checks import lesson
+from grader.errors import ExerciseError
+from grader.loader import block_line, exercise_files, parse_exercise
 from grader.skeleton import todo_fields
 from grader.results import NOT_APPLICABLE, PASS, GradingResult
 
@@ -83,14 +85,52 @@ def margins(result: GradingResult) -> list[str]:
     return out
 
 
+def lesson_code_problems(path: Path, exercise) -> list[str]:
+    """The lesson's own Python (workload.setup, lesson checks) run here first, so an error in it is reported
+    at its line in the YAML file, not as a failed grading."""
+    out = []
+    for kind in ("cpu", "cuda") if exercise.workload.cuda is not None else ("cpu",):
+        wl = exercise.workload.for_device(kind)
+        if wl.setup is None:
+            continue
+        where = ("workload", "cuda", "setup") if kind == "cuda" and exercise.workload.cuda.setup else ("workload", "setup")
+        try:
+            names = workload.build_problem(wl.model_dump()).names()
+        except workload.SetupError as exc:
+            out.append(f"{path}:{block_line(path, where, exc.line)}: {'.'.join(where)}: {exc.message}")
+            continue
+        missing = [p for p in exercise.entrypoint.params if p not in names]
+        if missing:
+            out.append(f"{path}: entrypoint.params: {', '.join(missing)} is not provided by workload.setup "
+                       f"(it provides {', '.join(sorted(names))})")
+    for i, spec in enumerate(exercise.checks):
+        if hasattr(spec, "python"):
+            try:
+                lesson.compile_check(spec)
+            except ExerciseError as exc:
+                line = block_line(path, ("checks", i, "python"), getattr(exc, "line", None))
+                out.append(f"{path}:{line}: checks[{i}].python: {exc.message}")
+    return out
+
+
 def validate_file(path: Path, *, device: str = "auto", launcher=None, grade: bool = True, progress=None,
                   with_mutants: bool = True) -> Report:
     exercise, problems = parse_exercise(path)
     report = Report(path, exercise.id if exercise else None, [str(p) for p in problems])
     if exercise is not None:
         report.problems += [f"{path}: {f}: still says TODO" for f in todo_fields(exercise.model_dump())]
-    if exercise is None or not grade:
+        code_problems = lesson_code_problems(path, exercise)
+        report.problems += code_problems
+    if exercise is None or not grade or code_problems:
         return report
+    try:
+        return _graded(report, path, exercise, device, launcher, progress, with_mutants)
+    except ExerciseError as exc:  # the lesson's own code failed while a submission was judged
+        report.problems.append(f"{path}: {exc.message}")
+        return report
+
+
+def _graded(report: Report, path: Path, exercise, device, launcher, progress, with_mutants) -> Report:
     if progress:
         progress(f"{exercise.id}: grading the reference solution")
     report.reference = runner.run(exercise, exercise.reference, device=device, launcher=launcher)

@@ -57,7 +57,8 @@ def build_cnn(spec: dict) -> nn.Module:
     """conv -> batch norm -> ReLU -> max-pool per block, then a linear classifier over the flattened map."""
     blocks, prev, size = [], spec["in_channels"], spec["image_size"]
     for channels in spec["channels"]:
-        blocks.append(nn.Sequential(nn.Conv2d(prev, channels, 3, padding=1), nn.BatchNorm2d(channels), nn.ReLU(),
+        # no conv bias: BatchNorm subtracts the mean, so a bias before it gets no gradient (only rounding noise)
+        blocks.append(nn.Sequential(nn.Conv2d(prev, channels, 3, padding=1, bias=False), nn.BatchNorm2d(channels), nn.ReLU(),
                                     nn.MaxPool2d(2)))
         prev, size = channels, size // 2
     blocks.append(nn.Sequential(nn.Flatten(), nn.Linear(prev * size * size, spec["out_features"])))

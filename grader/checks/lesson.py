@@ -73,8 +73,10 @@ def _lesson_error(check_id: str, exc: BaseException, when: str) -> ExerciseError
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == FILENAME]
         line, detail = (frames[-1].lineno if frames else None), f"{type(exc).__name__}: {exc}"
     where = f" at line {line} of its python" if line else ""
-    return ExerciseError(f"lesson check {check_id!r} failed {when}{where}: {detail} (this is the lesson's fault, "
-                         "not the submission's; run `grader validate` on it)")
+    err = ExerciseError(f"lesson check {check_id!r} failed {when}{where}: {detail} (this is the lesson's fault, "
+                        "not the submission's; run `grader validate` on it)")
+    err.line = line  # inside the check's python block, for `grader validate` to turn into a line of the file
+    return err
 
 
 def compile_check(spec) -> None:
