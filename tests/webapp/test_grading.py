@@ -133,3 +133,26 @@ def test_worker_applies_its_configured_sandbox_limits(make_app, submit, grade_qu
     assert grade_queued(app) == 1
     error = detail(client, sid)["result"]["error"]
     assert error["kind"] == "timeout" and "within 2 s" in error["message"] and error["line"] in (2, 3)
+
+
+def test_a_yaml_only_lesson_with_setup_code_is_graded_by_the_web_app(make_app, submit, grade_queued, tmp_path,
+                                                                    monkeypatch):
+    """Adding a lesson is adding a file: no Python of the platform changes."""
+    from pathlib import Path
+
+    folder = tmp_path / "more_lessons"
+    folder.mkdir()
+    text = (Path(__file__).resolve().parents[2] / "exercises" / "multiple_models.yaml").read_text()
+    (folder / "two_nets.yaml").write_text(text.replace("id: multiple_models\n", "id: two_nets\n", 1))
+    monkeypatch.setenv("AMP_DOJO_EXERCISES", str(folder))
+    app = make_app()
+    client = app.test_client()
+    assert "two_nets" in [item["id"] for item in client.get("/api/lessons").get_json()["lessons"]]
+    assert client.get("/lessons/two_nets").status_code == 200
+    reference = load_exercise("multiple_models").reference
+    response = submit(client, reference, lesson="two_nets")
+    assert response.status_code == 202, response.get_json()
+    assert grade_queued(app) == 1
+    d = detail(client, response.get_json()["id"])
+    assert d["result"]["status"] == "pass", d["result"]
+    assert "model_b.0.weight" in d["result"]["checks"][1]["measured"]["update_rel_diff"]
