@@ -5,6 +5,7 @@ launcher, not a change to grading."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import resource
@@ -65,6 +66,11 @@ class WorkerSpec:
     device: str
     trace: bool = False
     threads: int = 1
+
+
+# faulthandler's dump: "Thread 0x… (most recent call first):", "Current thread …", and its indented frames
+FAULTHANDLER_LINE = re.compile(r'^(?:(?:Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):'
+                               r'|  File ".*", line \d+ in \S+|  <no Python frame>)\s*$')
 
 
 class WorkerFailure(Exception):
@@ -246,7 +252,18 @@ class WorkerProcess:
             raise WorkerFailure(self._death_payload()) from None
 
     def output(self) -> str:
-        return self.stderr.text()
+        """What the code printed. The stack dump the grader asks for on a timeout is the grader's evidence,
+        not the learner's output: it goes to the server log."""
+        text = self.stderr.text()
+        kept, dump = [], []
+        for line in text.splitlines(keepends=True):
+            if FAULTHANDLER_LINE.match(line):
+                dump.append(line)
+            else:
+                kept.append(line)
+        if dump:
+            logging.getLogger("grader.worker").info("stack dump of a worker that timed out:\n%s", "".join(dump))
+        return "".join(kept)
 
     def kill(self):
         self.handle.kill()

@@ -542,6 +542,10 @@ def speedup_check(spec, exercise, kind, amp_dtype, timing, earlier: list[CheckRe
     return speedup.check(spec, kind, timing, cov.message if cov else None)
 
 
+# The error itself is shown once, with its line, as the result's error; each check only says it did not run.
+NOT_RUN = "not run: the code stopped ({kind}) before this check had its evidence"
+
+
 def error_checks(exercise, kind, result, traces, static_findings) -> list[CheckResult]:
     """When the code failed, still say what the trace shows (e.g. unscale_ twice), and mark the rest not run."""
     out = []
@@ -558,7 +562,7 @@ def error_checks(exercise, kind, result, traces, static_findings) -> list[CheckR
         if hasattr(spec, "python") and (found := partial_lesson_check(spec, kind, result.amp_dtype, traces)):
             out.append(found)
             continue
-        out.append(CheckResult(spec.id, ERROR, f"not run: {result.error.message}", weight=spec.weight))
+        out.append(CheckResult(spec.id, ERROR, NOT_RUN.format(kind=result.error.kind), weight=spec.weight))
     return out
 
 

@@ -281,7 +281,8 @@ def check(spec, traces: list[dict], ctx: dict, static_findings: list[Finding]) -
                            errors[0].message if errors else "no step could be traced", findings=findings,
                            weight=spec.weight)
     if errors:
-        message = f"{len(errors)} mistake(s) in the order of AMP calls: " + "; ".join(f.id for f in errors)
+        more = f" (and {len(errors) - 1} more below)" if len(errors) > 1 else ""
+        message = f"{errors[0].message}{more}"
         return CheckResult("call_order", FAIL, message, {"mistakes": [f.id for f in errors]}, findings=findings,
                            weight=spec.weight)
     return CheckResult("call_order", PASS, "the AMP calls happen in the right order", {"mistakes": []},

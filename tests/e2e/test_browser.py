@@ -210,3 +210,55 @@ def test_hints_unfold_one_at_a_time_and_quiz_answers_come_from_the_server(page, 
     expect(choices.nth(question.answer)).to_have_attribute("aria-pressed", "true")
 
     assert not js_errors, js_errors
+
+
+def test_a_reload_during_grading_reattaches_and_shows_the_verdict(page, exercise, js_errors, screenshot):
+    open_lesson(page, exercise)
+    replace_editor_text(page, exercise.reference)
+    submit(page, "button")
+    page.reload()  # the grading goes on in the worker; the page must find it again
+    expect(page.get_by_test_id("result-status")).to_have_attribute("data-status", "pass", timeout=GRADING_TIMEOUT_MS)
+    expect(page.get_by_test_id("run-button")).to_be_enabled()
+    history = page.get_by_test_id("history").locator(".badge")
+    expect(history.first).to_have_text("Passed")  # not left at "Running"
+    page.reload()  # and the last verdict is there on a later visit too, without clicking anything
+    expect(page.get_by_test_id("result-status")).to_have_attribute("data-status", "pass")
+    assert not js_errors, js_errors
+
+
+def test_grading_shows_the_elapsed_seconds_while_it_runs(page, exercise, js_errors):
+    open_lesson(page, exercise)
+    replace_editor_text(page, exercise.reference)
+    submit(page, "button")
+    wait_for_result(page, "pass")
+    texts = page.evaluate("window.__statusTexts")
+    import re
+
+    assert any(re.match(r"^Grading: .*\(\d+ s\)$", t) for t in texts), texts
+    assert not any("fp32" in t for t in texts), texts  # FP32 keeps its capitals
+    assert not js_errors, js_errors
+
+
+def test_the_phone_layout_has_no_sideways_scroll_and_puts_the_editor_first(browser, live_app, exercise, screenshot):
+    context = browser.new_context(base_url=live_app.url, viewport={"width": 390, "height": 844}, is_mobile=True,
+                                  has_touch=True)
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    try:
+        page.goto(f"/lessons/{LESSON}")
+        expect(page.get_by_test_id("editor")).to_be_visible()
+        editor_top = page.get_by_test_id("editor").bounding_box()["y"]
+        assert editor_top < 844, f"the editor starts {editor_top:.0f} px down the page"
+        replace_editor_text(page, WRONG_SOLUTION.read_text())
+        submit(page, "button")
+        expect(page.get_by_test_id("result-status")).to_have_attribute("data-status", "fail",
+                                                                       timeout=GRADING_TIMEOUT_MS)
+        overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        assert overflow <= 0, f"the page scrolls sideways by {overflow} px"
+        table = page.locator(".checks").bounding_box()
+        assert table["x"] + table["width"] <= 390, table
+        page.get_by_test_id("result-status").scroll_into_view_if_needed()
+        screenshot(page, "10-phone-results")
+        assert page.locator("#run-button kbd").first.is_hidden()
+    finally:
+        context.close()

@@ -27,6 +27,16 @@
     speedup: "Speedup",
     memory: "Peak memory",
   };
+  // Human headings for the error kinds of docs/results.md (the kind itself stays in the JSON for tools).
+  var ERROR_KINDS = {
+    syntax: "Your code has a syntax error", import: "Your code failed while it was being imported",
+    entrypoint: "The function to grade is missing", signature: "The function has the wrong parameters",
+    exception: "Your code raised an exception", "return": "The function did not return the loss",
+    nonfinite: "The loss became NaN or infinite", oom: "Your code used more memory than allowed",
+    exit: "Your code ended the process", timeout: "Your code ran for too long", crash: "The process running your code crashed",
+    tampering: "Your code replaced the grader's instruments", protocol: "Your code disturbed the grader's channel",
+    internal: "The grader could not prepare the run", platform: "Grading problem",
+  };
   var VERDICTS = { pass: "Passed", fail: "Failed", error: "Error", not_applicable: "Not applicable" };
   var COLORS = { submission: "#4f46e5", baseline: "#94a3b8", scale: "#0d9488" };
 
@@ -171,11 +181,32 @@
   }
 
   ResultsPanel.prototype.setStatus = function (text, state) {
-    this.status.textContent = text;
+    this.statusText = text;
+    this.status.textContent = text + this.clockText();
     this.root.dataset.state = state || "";
   };
 
+  // While a grading runs, the status line counts the seconds, so a long or stuck step is never silence.
+  ResultsPanel.prototype.startClock = function (since) {
+    if (this.clock) return;
+    var panel = this;
+    this.startedAt = since || Date.now();
+    this.clock = setInterval(function () { panel.status.textContent = panel.statusText + panel.clockText(); }, 1000);
+  };
+
+  ResultsPanel.prototype.stopClock = function () {
+    if (this.clock) clearInterval(this.clock);
+    this.clock = null;
+  };
+
+  ResultsPanel.prototype.clockText = function () {
+    if (!this.clock) return "";
+    var seconds = Math.max(0, Math.round((Date.now() - this.startedAt) / 1000));
+    return " (" + seconds + " s)";
+  };
+
   ResultsPanel.prototype.reset = function () {
+    this.stopClock();
     clear(this.steps);
     this.stepItems = {};
     this.steps.hidden = true;
@@ -217,7 +248,9 @@
     if (stage === "retry") detail = "attempt " + data.attempt;
     if (stage === "started" && data.attempt > 1) detail = "attempt " + data.attempt;
     this.step(stage, STAGES[stage] || stage, detail);
-    this.setStatus("Grading: " + (STAGES[stage] || stage).toLowerCase() + "…", "running");
+    this.startClock();
+    var label = STAGES[stage] || stage;  // lower-case only its first letter: "FP32" stays "FP32"
+    this.setStatus("Grading: " + label.charAt(0).toLowerCase() + label.slice(1) + "…", "running");
   };
 
   ResultsPanel.prototype.check = function (data) {
@@ -226,9 +259,12 @@
   };
 
   ResultsPanel.prototype.done = function (data) {
+    this.stopClock();
+    // The stage that was running when the code stopped is where it failed: mark it so, not as done.
+    var stopped = data.status === "error" || (data.result && data.result.status === "error");
     Object.keys(this.stepItems).forEach(function (k) {
       var item = this.stepItems[k];
-      if (item.dataset.state === "current") item.dataset.state = "done";
+      if (item.dataset.state === "current") item.dataset.state = stopped ? "bad" : "done";
     }, this);
     if (data.status === "error" && !data.result) {
       this.setStatus("The grader could not grade this submission.", "error");
@@ -236,7 +272,7 @@
       return;
     }
     var result = data.result || {};
-    var words = { pass: "Passed", fail: "Not yet: see the checks below", error: "Your code stopped with an error" };
+    var words = { pass: "Passed", fail: "Failed: see the checks below", error: "Error: your code stopped before the end" };
     var score = typeof result.score === "number" ? " · score " + Math.round(result.score * 100) + "%" : "";
     this.setStatus((words[result.status] || result.status) + score, result.status);
     this.showResult(result, null);
@@ -251,6 +287,14 @@
     badge.textContent = result ? ({ pass: "Passed", fail: "Failed", error: "Error" }[status] || status) : "Not graded";
     this.renderError(result ? result.error : { kind: "platform", message: platformError });
     this.renderChecks(result ? result.checks || [] : []);
+    // The clearest diagnosis first: a named mistake with its line and fix explains a raw exception better
+    // than the exception does (unscale_ twice, then PyTorch's own assertion).
+    var named = (result && result.checks || []).some(function (c) {
+      return (c.findings || []).some(function (f) { return f.severity !== "info"; });
+    });
+    var errorBox = body.querySelector(".result-error"), table = body.querySelector(".checks");
+    if (named) table.parentNode.insertBefore(errorBox, table.nextSibling);
+    else table.parentNode.insertBefore(errorBox, table);
     this.renderNotes(result ? result.notes || [] : []);
     this.renderCharts(result ? result.plots || {} : {});
     this.renderOutput(result ? result.output || "" : "");
@@ -261,7 +305,7 @@
     clear(box);
     box.hidden = !error;
     if (!error) return;
-    box.appendChild(el("p", { className: "error-kind", text: error.kind === "platform" ? "Grading problem" : "Error: " + error.kind }));
+    box.appendChild(el("p", { className: "error-kind", dataset: { kind: error.kind }, text: ERROR_KINDS[error.kind] || "Your code stopped with an error" }));
     box.appendChild(el("p", { className: "error-message", text: error.message || "" }));
     if (error.source_line) {
       box.appendChild(el("pre", { className: "error-line", text: (error.line ? error.line + " | " : "") + error.source_line }));
@@ -315,8 +359,18 @@
         series: [{ name: "FP32 baseline", values: plots.loss.baseline, color: COLORS.baseline },
                  { name: "your code", values: plots.loss.submission, color: COLORS.submission }] }]);
     }
+    var base = plots.loss && plots.loss.baseline, mine = plots.loss && plots.loss.submission;
+    if (base && mine && base.length === mine.length && base.length) {
+      // The two loss lines coincide when parity holds: their difference, as its own series, shows how close.
+      charts.push(["line", { title: "Difference to the FP32 loss (%)", xLabel: "step", yLabel: "% of FP32 loss",
+        series: [{ name: "your loss minus FP32 loss", color: COLORS.submission,
+                   values: mine.map(function (v, i) { return base[i] ? 100 * (v - base[i]) / Math.abs(base[i]) : 0; }) }] }]);
+    }
     if (plots.scale && plots.scale.length) {
-      charts.push(["line", { title: "GradScaler scale", xLabel: "step", yLabel: "scale", logY: true,
+      var backoffs = plots.scale.filter(function (v, i) { return i > 0 && v < plots.scale[i - 1]; }).length;
+      var growths = plots.scale.filter(function (v, i) { return i > 0 && v > plots.scale[i - 1]; }).length;
+      var changes = backoffs || growths ? " (backed off " + backoffs + "×, grew " + growths + "×)" : " (unchanged: no overflow in these steps)";
+      charts.push(["line", { title: "GradScaler scale" + changes, xLabel: "step", yLabel: "scale", logY: true,
         series: [{ name: "scale", values: plots.scale, color: COLORS.scale }] }]);
     }
     if (plots.timing && plots.timing.baseline_s && plots.timing.baseline_s.length) {
@@ -438,6 +492,7 @@
         fallback.remove();
         var editor = window.AmpDojo.createEditor(host, { doc: doc, onRun: onRun, onChange: onChange });
         if (editor.view && editor.view.contentDOM) editor.view.contentDOM.setAttribute("aria-label", "Your solution");
+        if (editor.view && editor.view.contentDOM) editor.view.contentDOM.setAttribute("aria-describedby", "editor-hint");
         return editor;
       } catch (err) {
         console.error("editor failed; using a plain text area", err);
@@ -497,9 +552,14 @@
     var hints = Array.prototype.slice.call(document.querySelectorAll(".hint"));
     var shown = 0;
     button.addEventListener("click", function () {
-      if (shown < hints.length) hints[shown++].hidden = false;
+      var hint = shown < hints.length ? hints[shown++] : null;
+      if (hint) hint.hidden = false;
       button.textContent = shown < hints.length ? "Show another hint (" + shown + " of " + hints.length + ")" : "All hints shown";
       button.disabled = shown >= hints.length;
+      if (button.disabled && hint) {  // a disabled button loses focus: give it to the hint just shown
+        hint.tabIndex = -1;
+        hint.focus();
+      }
     });
   }
 
@@ -580,6 +640,29 @@
       });
     }
 
+    // A reload (or a lost connection) must not lose a grading: show the learner's last submission of this
+    // lesson, and follow it live if it is still queued or running.
+    function resume(latest) {
+      if (!latest) return;
+      api("GET", latest.urls.self + "?after=0").then(function (res) {
+        if (!res.ok || running) return;
+        var s = res.data;
+        var last = 0;
+        panel.reset();
+        (s.events || []).forEach(function (ev) {
+          last = Math.max(last, ev.id);
+          if (ev.type !== "done") panel.handle(ev.type, ev.data);
+        });
+        if (s.status === "done" || s.status === "error") {
+          panel.done({ status: s.status, result: s.result, error: s.error });
+          return;
+        }
+        setRunning(true);
+        if (s.status === "queued" && s.position) panel.queued(s.position);
+        follow(s, panel, function () { setRunning(false); refreshHistory(); }, last);
+      });
+    }
+
     var saved = drafts.load();
     var editor = makeEditor(document.getElementById("editor-host"), saved !== null ? saved : lesson.starter, run, onChange);
     if (saved !== null && saved !== lesson.starter) draftState.textContent = "Draft restored";
@@ -592,6 +675,7 @@
       editor.focus();
     });
     renderHistory(history, page.history || []);
+    resume((page.history || [])[0]);
     initHints();
     initQuiz(page.urls);
   }

@@ -1,5 +1,5 @@
 # expect-status: error
-# expect-error: exception line=18
+# expect-error: exception line=19
 # expect-finding: float32_function_in_16bit line=39
 import torch
 import torch.nn.functional as F
