@@ -281,8 +281,9 @@ def check(spec, traces: list[dict], ctx: dict, static_findings: list[Finding]) -
                            errors[0].message if errors else "no step could be traced", findings=findings,
                            weight=spec.weight)
     if errors:
-        more = f" (and {len(errors) - 1} more below)" if len(errors) > 1 else ""
-        message = f"{errors[0].message}{more}"
+        n = len(errors)
+        message = (f"{n} mistake{'s' if n > 1 else ''} in the order of AMP calls; the first: "
+                   f"{errors[0].message}" if n > 1 else errors[0].message)
         return CheckResult("call_order", FAIL, message, {"mistakes": [f.id for f in errors]}, findings=findings,
                            weight=spec.weight)
     return CheckResult("call_order", PASS, "the AMP calls happen in the right order", {"mistakes": []},

@@ -319,7 +319,9 @@
     checks.forEach(function (check) {
       var verdict = el("td", { className: "check-verdict" },
         el("span", { className: "badge badge-" + check.status, text: VERDICTS[check.status] || check.status }),
-        el("p", { className: "check-message", text: check.message }));
+        // A message that only repeats the first finding is left out: the finding below says it, with line and fix.
+        (check.findings || []).some(function (f) { return f.message === check.message; }) ? null
+          : el("p", { className: "check-message", text: check.message }));
       var findings = (check.findings || []).map(function (f) {
         return el("li", { className: "finding finding-" + f.severity, dataset: { findingId: f.id } },
           f.line ? el("span", { className: "finding-line", text: "line " + f.line }) : null,
