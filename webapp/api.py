@@ -94,6 +94,13 @@ def _lang() -> str:
     return content.language(request.args.get("lang") or request.cookies.get("lang"))
 
 
+@bp.get("/openapi.json")
+def openapi():
+    from webapp.openapi import document
+
+    return jsonify(document())
+
+
 @bp.get("/session")
 def session_info():
     """For API clients: starts the anonymous session and hands out its CSRF token."""

@@ -10,7 +10,7 @@ from flask import Blueprint, Response, abort, current_app, make_response, redire
 
 from grader.errors import ExerciseNotFound
 from grader.schema import LANGUAGES, localize
-from webapp import content, store
+from webapp import content, i18n, store
 from webapp.collector import collect
 from webapp.db import get_db
 from webapp.security import learner_id
@@ -26,14 +26,23 @@ def current_lang() -> str:
 
 @bp.app_context_processor
 def _globals():
-    return {"lang": current_lang(), "languages": LANG_NAMES, "progress_labels": PROGRESS_LABELS}
+    lang = current_lang()
+
+    def _(text: str, **values) -> str:
+        return i18n.gettext(text, lang, **values)
+
+    labels = {k: _(v) for k, v in PROGRESS_LABELS.items()}
+    return {"lang": lang, "languages": LANG_NAMES, "progress_labels": labels, "_": _,
+            "ui_catalog": i18n.catalog(lang)}
 
 
 @bp.app_errorhandler(404)
 def _not_found(_exc):
     if request.path.startswith("/api/"):
         return {"error": "not found"}, 404
-    return render_template("error.html", title="Not found", message="There is nothing at this address."), 404
+    lang = current_lang()
+    return render_template("error.html", title=i18n.gettext("Not found", lang),
+                           message=i18n.gettext("There is nothing at this address.", lang)), 404
 
 
 @bp.get("/")
@@ -99,11 +108,13 @@ def _safe_next(target: str | None) -> str:
     return target
 
 
-@bp.get("/lang/<code>")
-def set_language(code):
+@bp.post("/lang")
+def set_language():
+    """A form POST with the session's CSRF token: another site cannot switch a learner's language."""
+    code = request.form.get("lang", "")
     if code not in LANGUAGES:
-        abort(404)
-    response = make_response(redirect(_safe_next(request.args.get("next"))))
+        abort(400)
+    response = make_response(redirect(_safe_next(request.form.get("next")), code=303))
     response.set_cookie("lang", code, max_age=365 * 24 * 3600, samesite="Lax", httponly=True)
     return response
 

@@ -64,6 +64,8 @@ def check_csrf():
         return None
     expected = session.get("csrf")
     sent = request.headers.get(CSRF_HEADER, "")
+    if not sent and request.mimetype == "application/x-www-form-urlencoded":
+        sent = request.form.get("csrf_token", "")  # the language switch is a plain form
     if not expected or not hmac.compare_digest(expected, sent):
         response = jsonify(error="missing or wrong CSRF token: reload the page and try again")
         response.status_code = 403

@@ -262,3 +262,24 @@ def test_the_phone_layout_has_no_sideways_scroll_and_puts_the_editor_first(brows
         assert page.locator("#run-button kbd").first.is_hidden()
     finally:
         context.close()
+
+
+def test_the_results_page_in_italian_shows_no_english_interface_string(page, exercise, js_errors, screenshot):
+    import json as jsonlib
+    import re
+
+    catalog = jsonlib.loads((ROOT / "webapp" / "translations" / "it.json").read_text(encoding="utf-8"))
+    page.goto(f"/lessons/{LESSON}")
+    page.locator('.lang-switch button[value="it"]').click()
+    page.wait_for_url(f"**/lessons/{LESSON}")
+    expect(page.locator("html")).to_have_attribute("lang", "it")
+    replace_editor_text(page, WRONG_SOLUTION.read_text())
+    page.get_by_test_id("run-button").click()
+    expect(page.get_by_test_id("result-status")).to_have_attribute("data-status", "fail", timeout=GRADING_TIMEOUT_MS)
+    text = " ".join(page.locator("body").inner_text().split())
+    left = [e for e, it in catalog.items() if " " in e and e != it and not re.search(r"\{\w+\}", e) and e in text]
+    assert not left, left
+    assert catalog["Your task"] in text and catalog["Failed: see the checks below"] in text
+    page.get_by_test_id("result-status").scroll_into_view_if_needed()
+    screenshot(page, "11-italian-results")
+    assert not js_errors, js_errors

@@ -53,18 +53,33 @@ def test_lesson_page_has_editor_seed_hints_quiz_and_no_inline_script(client):
     assert '<pre class="highlight"><code>' in html  # the lesson's code block went through Pygments
 
 
+def switch_language(client, lang, next_path="/", token=None):
+    from webapp_testing import csrf_headers
+
+    token = token if token is not None else csrf_headers(client)["X-CSRF-Token"]
+    return client.post("/lang", data={"lang": lang, "next": next_path, "csrf_token": token})
+
+
 def test_language_switch_is_remembered_in_a_cookie(client):
-    response = client.get("/lang/it?next=/lessons/autocast")
-    assert response.status_code == 302 and response.headers["Location"] == "/lessons/autocast"
+    response = switch_language(client, "it", "/lessons/autocast")
+    assert response.status_code == 303 and response.headers["Location"] == "/lessons/autocast"
     html = client.get("/lessons/autocast").get_data(as_text=True)
     assert '<html lang="it">' in html and "Precisione mista con torch.autocast" in html
     assert client.get("/api/lessons/autocast").get_json()["lang"] == "it"
 
 
+def test_language_switch_needs_the_sessions_token(client):
+    """Another site can link or post to /lang, but not with this session's token."""
+    assert switch_language(client, "it", token="forged").status_code == 403
+    assert client.get("/lang/it").status_code in (404, 405)
+    assert '<html lang="en">' in client.get("/").get_data(as_text=True)
+
+
 def test_language_switch_never_redirects_off_site(client):
-    for target in ("//evil.example/", "https://evil.example/", "javascript:alert(1)"):
-        assert client.get(f"/lang/en?next={target}").headers["Location"] == "/"
-    assert client.get("/lang/xx").status_code == 404
+    for target in ("//evil.example/", "https://evil.example/", "javascript:alert(1)", "/\r\nX-Injected: 1"):
+        response = switch_language(client, "en", target)
+        assert response.headers["Location"] == "/" and "X-Injected" not in response.headers
+    assert switch_language(client, "xx").status_code == 400
 
 
 def test_unknown_pages_are_404(client):

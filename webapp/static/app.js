@@ -8,36 +8,47 @@
 (function () {
   "use strict";
 
+  // The interface's words in the page's language: webapp/translations/<lang>.json, embedded by base.html.
+  var CATALOG = (function () {
+    var node = document.getElementById("ui-catalog");
+    try { return node ? JSON.parse(node.textContent) : {}; } catch (e) { return {}; }
+  })();
+  function tr(text, values) {
+    var out = CATALOG[text] || text;
+    Object.keys(values || {}).forEach(function (k) { out = out.split("{" + k + "}").join(String(values[k])); });
+    return out;
+  }
+
   var STAGES = {
-    queued: "Waiting in the queue",
-    started: "A grading worker picked it up",
-    static: "Reading your code",
-    baseline: "Running the FP32 baseline",
-    starting: "Starting your code",
-    steps: "Training and comparing with FP32",
-    timing: "Timing against the baseline",
-    retry: "The grading worker stopped; grading again",
-    check: "Checks",
+    queued: tr("Waiting in the queue"),
+    started: tr("A grading worker picked it up"),
+    static: tr("Reading your code"),
+    baseline: tr("Running the FP32 baseline"),
+    starting: tr("Starting your code"),
+    steps: tr("Training and comparing with FP32"),
+    timing: tr("Timing against the baseline"),
+    retry: tr("The grading worker stopped; grading again"),
+    check: tr("Checks"),
   };
   var CHECK_NAMES = {
-    call_order: "Call order",
-    parity: "Parity with FP32",
-    coverage: "16-bit coverage",
-    overflow: "Overflow handling",
-    speedup: "Speedup",
-    memory: "Peak memory",
+    call_order: tr("Call order"),
+    parity: tr("Parity with FP32"),
+    coverage: tr("16-bit coverage"),
+    overflow: tr("Overflow handling"),
+    speedup: tr("Speedup"),
+    memory: tr("Peak memory"),
   };
   // Human headings for the error kinds of docs/results.md (the kind itself stays in the JSON for tools).
   var ERROR_KINDS = {
-    syntax: "Your code has a syntax error", import: "Your code failed while it was being imported",
-    entrypoint: "The function to grade is missing", signature: "The function has the wrong parameters",
-    exception: "Your code raised an exception", "return": "The function did not return the loss",
-    nonfinite: "The loss became NaN or infinite", oom: "Your code used more memory than allowed",
-    exit: "Your code ended the process", timeout: "Your code ran for too long", crash: "The process running your code crashed",
-    tampering: "Your code replaced the grader's instruments", protocol: "Your code disturbed the grader's channel",
-    internal: "The grader could not prepare the run", platform: "Grading problem",
+    syntax: tr("Your code has a syntax error"), import: tr("Your code failed while it was being imported"),
+    entrypoint: tr("The function to grade is missing"), signature: tr("The function has the wrong parameters"),
+    exception: tr("Your code raised an exception"), "return": tr("The function did not return the loss"),
+    nonfinite: tr("The loss became NaN or infinite"), oom: tr("Your code used more memory than allowed"),
+    exit: tr("Your code ended the process"), timeout: tr("Your code ran for too long"), crash: tr("The process running your code crashed"),
+    tampering: tr("Your code replaced the grader's instruments"), protocol: tr("Your code disturbed the grader's channel"),
+    internal: tr("The grader could not prepare the run"), platform: tr("Grading problem"),
   };
-  var VERDICTS = { pass: "Passed", fail: "Failed", error: "Error", not_applicable: "Not applicable" };
+  var VERDICTS = { pass: tr("Passed"), fail: tr("Failed"), error: tr("Error"), not_applicable: tr("Not applicable") };
   var COLORS = { submission: "#4f46e5", baseline: "#94a3b8", scale: "#0d9488" };
 
   // ---------- small helpers ----------
@@ -130,35 +141,35 @@
     parity: function (m, t) {
       var rows = [];
       if (m.max_loss_rel_diff !== undefined) {
-        rows.push(["loss vs FP32", percent(m.max_loss_rel_diff), t && percent(t.loss_rtol)]);
+        rows.push([tr("loss vs FP32"), percent(m.max_loss_rel_diff), t && percent(t.loss_rtol)]);
       }
       if (m.max_update_rel_diff !== undefined && m.max_update_rel_diff !== null) {
-        rows.push(["update vs FP32" + (m.worst_param ? " (worst: " + m.worst_param + ")" : ""),
+        rows.push([tr("update vs FP32") + (m.worst_param ? " (" + tr("worst: {name}", { name: m.worst_param }) + ")" : ""),
                    percent(m.max_update_rel_diff), t && percent(t.update_rtol)]);
       }
       return rows;
     },
     overflow: function (m) {
       if (m.params_changed === undefined) return [];
-      return [["weights changed by the overflowed step " + m.step, String(m.params_changed), "0"],
-              ["loss scale before → after", formatNumber(m.scale_before, 0) + " → " + formatNumber(m.scale_after, 0),
-               "lower after"]];
+      return [[tr("weights changed by the overflowed step {n}", { n: m.step }), String(m.params_changed), "0"],
+              [tr("loss scale before → after"), formatNumber(m.scale_before, 0) + " → " + formatNumber(m.scale_after, 0),
+               tr("lower after")]];
     },
     coverage: function (m, t) {
       return m.fraction_16bit === undefined ? [] :
-        [["matmul FLOPs in 16-bit", percent(m.fraction_16bit), t && "≥ " + percent(t.min_fraction)]];
+        [[tr("matmul FLOPs in 16-bit"), percent(m.fraction_16bit), t && "≥ " + percent(t.min_fraction)]];
     },
     speedup: function (m, t) {
       if (m.speedup === undefined) return [];
       var range = m.ci95_low !== undefined ? " (95%: " + formatNumber(m.ci95_low, 2) + "–" + formatNumber(m.ci95_high, 2) + ")" : "";
-      return [["speedup", formatNumber(m.speedup, 2) + "×" + range, t && "≥ " + t.min_speedup + "×"]];
+      return [[tr("speedup"), formatNumber(m.speedup, 2) + "×" + range, t && "≥ " + t.min_speedup + "×"]];
     },
     memory: function (m, t) {
       if (m.ratio === undefined) return [];
-      var rows = [["peak memory vs FP32", formatNumber(m.ratio, 2) + "× (" + formatBytes(m.peak_bytes) + ")", t && "≤ " + t.max_ratio + "×"]];
+      var rows = [[tr("peak memory vs FP32"), formatNumber(m.ratio, 2) + "× (" + formatBytes(m.peak_bytes) + ")", t && "≤ " + t.max_ratio + "×"]];
       if (m.retained_bytes_per_step) {
         var most = Math.max.apply(null, m.retained_bytes_per_step);
-        rows.push(["kept alive after each step (most)", formatBytes(Math.max(most, 0)),
+        rows.push([tr("kept alive after each step (most)"), formatBytes(Math.max(most, 0)),
                    t && t.max_retained_bytes_per_step !== undefined ? "≤ " + formatBytes(t.max_retained_bytes_per_step) : ""]);
       }
       return rows;
@@ -211,7 +222,7 @@
     this.stepItems = {};
     this.steps.hidden = true;
     this.body.hidden = true;
-    this.setStatus("Submitting…", "submitting");
+    this.setStatus(tr("Submitting…"), "submitting");
   };
 
   ResultsPanel.prototype.step = function (key, label, detail, state) {
@@ -232,25 +243,25 @@
   };
 
   ResultsPanel.prototype.queued = function (position) {
-    var text = position > 1 ? "Queued: " + (position - 1) + " ahead of you" : "Queued: you are next";
+    var text = position > 1 ? tr("Queued: {n} ahead of you", { n: position - 1 }) : tr("Queued: you are next");
     this.setStatus(text, "queued");
-    this.step("queued", STAGES.queued, "position " + position);
+    this.step("queued", STAGES.queued, tr("position {n}", { n: position }));
   };
 
   ResultsPanel.prototype.progress = function (data) {
     var stage = data.stage;
     var detail = "";
     if (stage === "queued") return this.step("queued", STAGES.queued, "");
-    if (stage === "steps" && data.total) detail = data.total + " steps";
+    if (stage === "steps" && data.total) detail = tr("{n} steps", { n: data.total });
     if (stage === "timing" && data.rounds) {
-      detail = "round " + data.rounds + (typeof data.speedup === "number" ? ", " + formatNumber(data.speedup, 2) + "× so far" : "");
+      detail = tr("round {n}", { n: data.rounds }) + (typeof data.speedup === "number" ? ", " + tr("{x}× so far", { x: formatNumber(data.speedup, 2) }) : "");
     }
-    if (stage === "retry") detail = "attempt " + data.attempt;
-    if (stage === "started" && data.attempt > 1) detail = "attempt " + data.attempt;
+    if (stage === "retry") detail = tr("attempt {n}", { n: data.attempt });
+    if (stage === "started" && data.attempt > 1) detail = tr("attempt {n}", { n: data.attempt });
     this.step(stage, STAGES[stage] || stage, detail);
     this.startClock();
     var label = STAGES[stage] || stage;  // lower-case only its first letter: "FP32" stays "FP32"
-    this.setStatus("Grading: " + label.charAt(0).toLowerCase() + label.slice(1) + "…", "running");
+    this.setStatus(tr("Grading: {stage}…", { stage: label.charAt(0).toLowerCase() + label.slice(1) }), "running");
   };
 
   ResultsPanel.prototype.check = function (data) {
@@ -267,13 +278,13 @@
       if (item.dataset.state === "current") item.dataset.state = stopped ? "bad" : "done";
     }, this);
     if (data.status === "error" && !data.result) {
-      this.setStatus("The grader could not grade this submission.", "error");
+      this.setStatus(tr("The grader could not grade this submission."), "error");
       this.showResult(null, data.error);
       return;
     }
     var result = data.result || {};
-    var words = { pass: "Passed", fail: "Failed: see the checks below", error: "Error: your code stopped before the end" };
-    var score = typeof result.score === "number" ? " · score " + Math.round(result.score * 100) + "%" : "";
+    var words = { pass: tr("Passed"), fail: tr("Failed: see the checks below"), error: tr("Error: your code stopped before the end") };
+    var score = typeof result.score === "number" ? " · " + tr("score {n}%", { n: Math.round(result.score * 100) }) : "";
     this.setStatus((words[result.status] || result.status) + score, result.status);
     this.showResult(result, null);
   };
@@ -284,7 +295,7 @@
     var badge = body.querySelector('[data-testid="result-status"]');
     var status = result ? result.status : "error";
     badge.dataset.status = status;
-    badge.textContent = result ? ({ pass: "Passed", fail: "Failed", error: "Error" }[status] || status) : "Not graded";
+    badge.textContent = result ? (VERDICTS[status] || status) : tr("Not graded");
     this.renderError(result ? result.error : { kind: "platform", message: platformError });
     this.renderChecks(result ? result.checks || [] : []);
     // The clearest diagnosis first: a named mistake with its line and fix explains a raw exception better
@@ -305,7 +316,7 @@
     clear(box);
     box.hidden = !error;
     if (!error) return;
-    box.appendChild(el("p", { className: "error-kind", dataset: { kind: error.kind }, text: ERROR_KINDS[error.kind] || "Your code stopped with an error" }));
+    box.appendChild(el("p", { className: "error-kind", dataset: { kind: error.kind }, text: ERROR_KINDS[error.kind] || tr("Your code stopped with an error") }));
     box.appendChild(el("p", { className: "error-message", text: error.message || "" }));
     if (error.source_line) {
       box.appendChild(el("pre", { className: "error-line", text: (error.line ? error.line + " | " : "") + error.source_line }));
@@ -324,9 +335,9 @@
           : el("p", { className: "check-message", text: check.message }));
       var findings = (check.findings || []).map(function (f) {
         return el("li", { className: "finding finding-" + f.severity, dataset: { findingId: f.id } },
-          f.line ? el("span", { className: "finding-line", text: "line " + f.line }) : null,
+          f.line ? el("span", { className: "finding-line", text: tr("line {n}", { n: f.line }) }) : null,
           el("span", { className: "finding-message" }, withCode(f.message)),
-          f.fix ? el("span", { className: "finding-fix" }, el("strong", { text: "Fix: " }), withCode(f.fix)) : null);
+          f.fix ? el("span", { className: "finding-fix" }, el("strong", { text: tr("Fix:") + " " }), withCode(f.fix)) : null);
       });
       if (findings.length) verdict.appendChild(el.apply(null, ["ul", { className: "findings" }].concat(findings)));
       var measured = el("td", { className: "check-measured" });
@@ -334,7 +345,7 @@
         measured.appendChild(el("div", { className: "measure" },
           el("span", { className: "measure-name", text: row[0] }),
           el("span", { className: "measure-value", text: row[1] }),
-          row[2] ? el("span", { className: "measure-threshold", text: "needs " + row[2] }) : null));
+          row[2] ? el("span", { className: "measure-threshold", text: tr("needs {x}", { x: row[2] }) }) : null));
       });
       tbody.appendChild(el("tr", { className: "check-row", dataset: { testid: "check-row", checkId: check.id, status: check.status } },
         el("th", { scope: "row", text: CHECK_NAMES[check.id] || check.id }), verdict, measured));
@@ -356,34 +367,34 @@
     clear(box);
     var charts = [];
     if (plots.loss) {
-      charts.push(["line", { title: "Loss: your code vs the FP32 baseline", xLabel: "step", yLabel: "loss",
+      charts.push(["line", { title: tr("Loss: your code vs the FP32 baseline"), xLabel: tr("step"), yLabel: tr("loss"),
         // the baseline first, so the learner's line is drawn on top (they coincide when parity holds)
-        series: [{ name: "FP32 baseline", values: plots.loss.baseline, color: COLORS.baseline },
-                 { name: "your code", values: plots.loss.submission, color: COLORS.submission }] }]);
+        series: [{ name: tr("FP32 baseline"), values: plots.loss.baseline, color: COLORS.baseline },
+                 { name: tr("your code"), values: plots.loss.submission, color: COLORS.submission }] }]);
     }
     var base = plots.loss && plots.loss.baseline, mine = plots.loss && plots.loss.submission;
     if (base && mine && base.length === mine.length && base.length) {
       // The two loss lines coincide when parity holds: their difference, as its own series, shows how close.
-      charts.push(["line", { title: "Difference to the FP32 loss (%)", xLabel: "step", yLabel: "% of FP32 loss",
-        series: [{ name: "your loss minus FP32 loss", color: COLORS.submission,
+      charts.push(["line", { title: tr("Difference to the FP32 loss (%)"), xLabel: tr("step"), yLabel: tr("% of FP32 loss"),
+        series: [{ name: tr("your loss minus FP32 loss"), color: COLORS.submission,
                    values: mine.map(function (v, i) { return base[i] ? 100 * (v - base[i]) / Math.abs(base[i]) : 0; }) }] }]);
     }
     if (plots.scale && plots.scale.length) {
       var backoffs = plots.scale.filter(function (v, i) { return i > 0 && v < plots.scale[i - 1]; }).length;
       var growths = plots.scale.filter(function (v, i) { return i > 0 && v > plots.scale[i - 1]; }).length;
-      var changes = backoffs || growths ? " (backed off " + backoffs + "×, grew " + growths + "×)" : " (unchanged: no overflow in these steps)";
-      charts.push(["line", { title: "GradScaler scale" + changes, xLabel: "step", yLabel: "scale", logY: true,
+      var changes = " (" + (backoffs || growths ? tr("backed off {b}×, grew {g}×", { b: backoffs, g: growths }) : tr("unchanged: no overflow in these steps")) + ")";
+      charts.push(["line", { title: tr("GradScaler scale") + changes, xLabel: tr("step"), yLabel: tr("scale"), logY: true,
         series: [{ name: "scale", values: plots.scale, color: COLORS.scale }] }]);
     }
     if (plots.timing && plots.timing.baseline_s && plots.timing.baseline_s.length) {
-      charts.push(["bar", { title: "Time per " + plots.timing.steps_per_block + " steps (median)", unit: "s",
-        bars: [{ label: "FP32 baseline", value: median(plots.timing.baseline_s), color: COLORS.baseline },
-               { label: "your code", value: median(plots.timing.submission_s), color: COLORS.submission }] }]);
+      charts.push(["bar", { title: tr("Time per {n} steps (median)", { n: plots.timing.steps_per_block }), unit: "s",
+        bars: [{ label: tr("FP32 baseline"), value: median(plots.timing.baseline_s), color: COLORS.baseline },
+               { label: tr("your code"), value: median(plots.timing.submission_s), color: COLORS.submission }] }]);
     }
     if (plots.memory) {
-      charts.push(["bar", { title: "Peak memory", unit: "MiB",
-        bars: [{ label: "FP32 baseline", value: plots.memory.baseline_bytes / 1048576, color: COLORS.baseline },
-               { label: "your code", value: plots.memory.submission_bytes / 1048576, color: COLORS.submission }] }]);
+      charts.push(["bar", { title: tr("Peak memory"), unit: "MiB",
+        bars: [{ label: tr("FP32 baseline"), value: plots.memory.baseline_bytes / 1048576, color: COLORS.baseline },
+               { label: tr("your code"), value: plots.memory.submission_bytes / 1048576, color: COLORS.submission }] }]);
     }
     charts.forEach(function (chart) {
       var figure = el("figure", { className: "chart-card" });
@@ -466,7 +477,7 @@
           setTimeout(poll, 1000);
         }
       }).catch(function () {
-        panel.setStatus("Lost contact with the server; retrying…", "running");
+        panel.setStatus(tr("Lost contact with the server; retrying…"), "running");
         setTimeout(poll, 2000);
       });
     }
@@ -493,7 +504,7 @@
       try {
         fallback.remove();
         var editor = window.AmpDojo.createEditor(host, { doc: doc, onRun: onRun, onChange: onChange });
-        if (editor.view && editor.view.contentDOM) editor.view.contentDOM.setAttribute("aria-label", "Your solution");
+        if (editor.view && editor.view.contentDOM) editor.view.contentDOM.setAttribute("aria-label", tr("Your solution"));
         if (editor.view && editor.view.contentDOM) editor.view.contentDOM.setAttribute("aria-describedby", "editor-hint");
         return editor;
       } catch (err) {
@@ -534,12 +545,12 @@
   function renderHistory(list, items) {
     clear(list);
     if (!items.length) {
-      list.appendChild(el("li", { className: "muted empty", text: "None yet." }));
+      list.appendChild(el("li", { className: "muted empty", text: tr("None yet.") }));
       return;
     }
     items.forEach(function (s) {
       var state = s.status === "done" ? s.result_status : s.status;
-      var label = { pass: "Passed", fail: "Failed", error: "Error", queued: "Queued", running: "Running" }[state] || state;
+      var label = { pass: tr("Passed"), fail: tr("Failed"), error: tr("Error"), queued: tr("Queued"), running: tr("Running") }[state] || state;
       var score = s.status === "done" && typeof s.score === "number" ? Math.round(s.score * 100) + "%" : "";
       list.appendChild(el("li", { className: "history-item" },
         el("span", { className: "badge badge-" + state, text: label }),
@@ -556,7 +567,7 @@
     button.addEventListener("click", function () {
       var hint = shown < hints.length ? hints[shown++] : null;
       if (hint) hint.hidden = false;
-      button.textContent = shown < hints.length ? "Show another hint (" + shown + " of " + hints.length + ")" : "All hints shown";
+      button.textContent = shown < hints.length ? tr("Show another hint ({shown} of {total})", { shown: shown, total: hints.length }) : tr("All hints shown");
       button.disabled = shown >= hints.length;
       if (button.disabled && hint) {  // a disabled button loses focus: give it to the hint just shown
         hint.tabIndex = -1;
@@ -575,7 +586,7 @@
         fieldset.dataset.attempts = String(attempt);
         api("POST", url, { choice: Number(button.dataset.choice), attempt: attempt }).then(function (res) {
           clear(feedback);
-          if (!res.ok) { feedback.textContent = res.data.error || "Could not check the answer."; return; }
+          if (!res.ok) { feedback.textContent = res.data.error || tr("Could not check the answer."); return; }
           fieldset.querySelectorAll(".quiz-choice").forEach(function (b) {
             b.setAttribute("aria-pressed", b === button ? "true" : "false");
             b.classList.remove("chosen-right", "chosen-wrong");
@@ -583,9 +594,9 @@
           button.classList.add(res.data.correct ? "chosen-right" : "chosen-wrong");
           fieldset.dataset.answered = res.data.correct ? "right" : "wrong";
           feedback.className = "quiz-feedback " + (res.data.correct ? "right" : "wrong");
-          feedback.appendChild(el("strong", { text: res.data.correct ? "Right. " : "Not quite. " }));
+          feedback.appendChild(el("strong", { text: (res.data.correct ? tr("Right.") : tr("Not quite.")) + " " }));
           if (res.data.retry) {
-            feedback.appendChild(document.createTextNode("Think again and try another answer."));
+            feedback.appendChild(document.createTextNode(tr("Think again and try another answer.")));
           } else {
             feedback.appendChild(withCode(res.data.explanation));
           }
@@ -608,7 +619,7 @@
       clearTimeout(saveTimer);
       saveTimer = setTimeout(function () {
         drafts.save(text);
-        draftState.textContent = "Draft saved";
+        draftState.textContent = tr("Draft saved");
       }, 400);
     }
 
@@ -628,8 +639,8 @@
       panel.reset();
       api("POST", page.urls.submit, { code: editor.getValue() }).then(function (res) {
         if (!res.ok) {
-          var wait = res.retryAfter ? " (try again in " + res.retryAfter + " s)" : "";
-          panel.setStatus((res.data.error || "The submission was refused (" + res.status + ")") + wait, "refused");
+          var wait = res.retryAfter ? " (" + tr("try again in {n} s", { n: res.retryAfter }) + ")" : "";
+          panel.setStatus((res.data.error || tr("The submission was refused ({status})", { status: res.status })) + wait, "refused");
           setRunning(false);
           return;
         }
@@ -637,7 +648,7 @@
         refreshHistory();
         follow(res.data, panel, function () { setRunning(false); refreshHistory(); });
       }).catch(function () {
-        panel.setStatus("Could not reach the server.", "refused");
+        panel.setStatus(tr("Could not reach the server."), "refused");
         setRunning(false);
       });
     }
@@ -667,13 +678,13 @@
 
     var saved = drafts.load();
     var editor = makeEditor(document.getElementById("editor-host"), saved !== null ? saved : lesson.starter, run, onChange);
-    if (saved !== null && saved !== lesson.starter) draftState.textContent = "Draft restored";
+    if (saved !== null && saved !== lesson.starter) draftState.textContent = tr("Draft restored");
     runButton.addEventListener("click", run);
     document.getElementById("reset-button").addEventListener("click", function () {
-      if (!window.confirm("Replace your code with the starter code? Your draft will be lost.")) return;
+      if (!window.confirm(tr("Replace your code with the starter code? Your draft will be lost."))) return;
       editor.setValue(lesson.starter);
       drafts.clear();
-      draftState.textContent = "Reset to the starter";
+      draftState.textContent = tr("Reset to the starter");
       editor.focus();
     });
     renderHistory(history, page.history || []);

@@ -1,0 +1,59 @@
+"""The interface speaks the page's language: every string the templates and
+the browser script show is in the Italian and Indonesian catalogs, with the
+same placeholders, and an Italian page shows none of the English ones."""
+
+import html as htmllib
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from webapp import i18n
+
+WEBAPP = Path(__file__).resolve().parents[2] / "webapp"
+PLACEHOLDER = re.compile(r"\{\w+\}")
+
+
+def ui_strings() -> set[str]:
+    found = set()
+    for template in (WEBAPP / "templates").rglob("*.html"):
+        found |= set(re.findall(r'_\("((?:[^"\\]|\\.)*)"', template.read_text()))
+    found |= set(re.findall(r'\btr\("((?:[^"\\]|\\.)*)"', (WEBAPP / "static" / "app.js").read_text()))
+    python = "\n".join(p.read_text() for p in WEBAPP.glob("*.py"))
+    found |= set(re.findall(r'gettext\("((?:[^"\\]|\\.)*)"', python))
+    found |= set(re.findall(r'"(?:not_started|attempted|passed)": "([^"]+)"', python))
+    return found
+
+
+def test_the_interface_has_strings_to_translate():
+    strings = ui_strings()
+    assert len(strings) > 100 and "Your task" in strings and "Grading: {stage}…" in strings
+
+
+@pytest.mark.parametrize("lang", ["it", "id"])
+def test_every_interface_string_is_translated_with_its_placeholders(lang):
+    catalog = json.loads((WEBAPP / "translations" / f"{lang}.json").read_text(encoding="utf-8"))
+    missing = sorted(ui_strings() - set(catalog))
+    assert not missing, f"{lang}.json lacks: {missing}"
+    for english, translated in catalog.items():
+        assert translated.strip(), (lang, english)
+        assert sorted(PLACEHOLDER.findall(english)) == sorted(PLACEHOLDER.findall(translated)), (lang, english)
+
+
+def visible_text(page: str) -> str:
+    page = re.sub(r"<script.*?</script>|<style.*?</style>", " ", page, flags=re.S)
+    return htmllib.unescape(re.sub(r"<[^>]+>", " ", page))
+
+
+@pytest.mark.parametrize("lang", ["it", "id"])
+@pytest.mark.parametrize("path", ["/", "/lessons/autocast"])
+def test_a_page_in_another_language_shows_no_english_interface_string(client, csrf, lang, path):
+    client.post("/lang", data={"lang": lang, "next": "/", "csrf_token": csrf(client)["X-CSRF-Token"]})
+    page = client.get(path).get_data(as_text=True)
+    assert f'<html lang="{lang}">' in page
+    text = " ".join(visible_text(page).split())
+    catalog = i18n.catalog(lang)
+    left = [e for e in ui_strings() if " " in e and not PLACEHOLDER.search(e) and catalog.get(e) != e and e in text]
+    assert not left, f"English left on {path} in {lang}: {left}"
+    assert i18n.gettext("Lessons", lang) in text
