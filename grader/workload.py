@@ -223,13 +223,10 @@ class Problem:
     data: object  # step -> dict of per-step arguments
     device: torch.device
 
-    @property
-    def root(self) -> nn.Module:
-        """One module holding every model: a lone model called `model` is itself (its parameter names stay
-        `0.weight`, ...); several are a ModuleDict, so names say which model (`generator.0.weight`)."""
-        if list(self.models) == ["model"]:
-            return self.models["model"]
-        return nn.ModuleDict(self.models)
+    def __post_init__(self):
+        # One module holding every model: a lone model called `model` is itself (its parameter names stay
+        # `0.weight`, ...); several are a ModuleDict, so names say which model (`generator.0.weight`).
+        self.root = self.models["model"] if list(self.models) == ["model"] else nn.ModuleDict(self.models)
 
     def parameters(self) -> list[nn.Parameter]:
         return list(self.root.parameters())
