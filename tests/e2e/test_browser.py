@@ -283,3 +283,37 @@ def test_the_results_page_in_italian_shows_no_english_interface_string(page, exe
     page.get_by_test_id("result-status").scroll_into_view_if_needed()
     screenshot(page, "11-italian-results")
     assert not js_errors, js_errors
+
+
+def axe_serious_violations(page) -> list[str]:
+    """axe-core (the copy bundled by the axe-playwright-python package) over the page as it stands."""
+    import axe_playwright_python
+
+    script = Path(axe_playwright_python.__file__).with_name("axe.min.js")
+    page.add_script_tag(path=str(script))
+    result = page.evaluate("""async () => (await axe.run(document, {
+        runOnly: {type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"]}}))
+        .violations.filter(v => v.impact === "serious" || v.impact === "critical")
+        .map(v => v.id + ": " + v.help + " @ " + v.nodes.slice(0, 3).map(n => n.target.join(" ")).join(", "))""")
+    return result
+
+
+@pytest.mark.parametrize("viewport", [(1366, 768), (390, 844)], ids=["desktop", "phone"])
+def test_lesson_and_results_pages_have_no_serious_accessibility_violations(browser, live_app, exercise, viewport):
+    # bypass_csp: the page's CSP (rightly) refuses the injected axe script; the audit is about accessibility
+    context = browser.new_context(base_url=live_app.url, viewport={"width": viewport[0], "height": viewport[1]},
+                                  bypass_csp=True)
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    try:
+        page.goto("/")
+        assert axe_serious_violations(page) == []
+        page.goto(f"/lessons/{LESSON}")
+        expect(page.get_by_test_id("editor")).to_be_visible()
+        replace_editor_text(page, WRONG_SOLUTION.read_text())
+        page.get_by_test_id("run-button").click()
+        expect(page.get_by_test_id("result-status")).to_have_attribute("data-status", "fail",
+                                                                       timeout=GRADING_TIMEOUT_MS)
+        assert axe_serious_violations(page) == []
+    finally:
+        context.close()

@@ -506,6 +506,8 @@
         var editor = window.AmpDojo.createEditor(host, { doc: doc, onRun: onRun, onChange: onChange });
         if (editor.view && editor.view.contentDOM) editor.view.contentDOM.setAttribute("aria-label", tr("Your solution"));
         if (editor.view && editor.view.contentDOM) editor.view.contentDOM.setAttribute("aria-describedby", "editor-hint");
+        // contenteditable is focusable, but say so with tabindex, so tools (and axe) see the scroll region's content is
+        if (editor.view && editor.view.contentDOM) editor.view.contentDOM.setAttribute("tabindex", "0");
         return editor;
       } catch (err) {
         console.error("editor failed; using a plain text area", err);
@@ -711,7 +713,15 @@
     follow(s, panel, null, last);
   }
 
+  // Code blocks and tables of the lesson text scroll sideways on a narrow screen: let the keyboard reach them.
+  function focusableScrollers() {
+    document.querySelectorAll(".prose pre, .prose table, .code-card pre").forEach(function (node) {
+      if (!node.hasAttribute("tabindex")) node.setAttribute("tabindex", "0");
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    focusableScrollers();
     var kind = document.body.dataset.page;
     var page = readPageData();
     if (kind === "lesson") initLesson(page);
