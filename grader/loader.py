@@ -14,7 +14,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from grader.errors import ExerciseError, ExerciseNotFound
-from grader.schema import BUILT_IN_CHECKS, MODEL_KINDS, Exercise
+from grader.schema import BUILT_IN_CHECKS, MODEL_KINDS, CnnSpec, Exercise, MlpSpec, TransformerSpec
 
 # Names pydantic puts in an error location for the branch of a tagged union: not fields of the YAML.
 UNION_TAGS = {*MODEL_KINDS, *BUILT_IN_CHECKS, "lesson"}
@@ -90,10 +90,8 @@ def _other_model_kind(loc: tuple) -> str:
     """'in_channels' on an mlp is a field of the cnn model: say so."""
     if "model" not in loc[:-1]:
         return ""
-    from grader import schema
-
-    kinds = [m.model_fields["kind"].annotation.__args__[0] for m in (schema.MlpSpec, schema.CnnSpec,
-             schema.TransformerSpec) if loc[-1] in m.model_fields]
+    kinds = [m.model_fields["kind"].annotation.__args__[0] for m in (MlpSpec, CnnSpec, TransformerSpec)
+             if loc[-1] in m.model_fields]
     return f" ({loc[-1]!r} is a field of model kind {' or '.join(kinds)})" if kinds else ""
 
 

@@ -288,10 +288,8 @@ def starting_point(exercise: Exercise, device: str) -> dict:
             problem = workload.build_problem(wl.model_dump())
         except workload.SetupError as exc:
             raise lesson_setup_error(exercise, exc.message) from None
-        missing = [p for p in exercise.entrypoint.params if p not in problem.names()]
-        if missing:
-            raise lesson_setup_error(exercise, f"entrypoint.params names {', '.join(missing)}, which the workload "
-                                     f"does not provide (it provides {', '.join(sorted(problem.names()))})")
+        if unprovided := problem.unprovided(exercise.entrypoint.params):
+            raise lesson_setup_error(exercise, unprovided)
         _START_CACHE[key] = problem.state()
     return _START_CACHE[key]
 

@@ -95,14 +95,12 @@ def lesson_code_problems(path: Path, exercise) -> list[str]:
             continue
         where = ("workload", "cuda", "setup") if kind == "cuda" and exercise.workload.cuda.setup else ("workload", "setup")
         try:
-            names = workload.build_problem(wl.model_dump()).names()
+            problem = workload.build_problem(wl.model_dump())
         except workload.SetupError as exc:
             out.append(f"{path}:{block_line(path, where, exc.line)}: {'.'.join(where)}: {exc.message}")
             continue
-        missing = [p for p in exercise.entrypoint.params if p not in names]
-        if missing:
-            out.append(f"{path}: entrypoint.params: {', '.join(missing)} is not provided by workload.setup "
-                       f"(it provides {', '.join(sorted(names))})")
+        if unprovided := problem.unprovided(exercise.entrypoint.params):
+            out.append(f"{path}: {unprovided}")
     for i, spec in enumerate(exercise.checks):
         if hasattr(spec, "python"):
             try:

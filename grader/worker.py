@@ -109,10 +109,8 @@ class Worker:
             self.problem = workload.build_problem(self.spec["exercise"]["workload"], self.device)
         except workload.SetupError as exc:
             raise StepError("setup", exc.message, exc.line) from None
-        missing = [p for p in self.spec["exercise"]["entrypoint"]["params"] if p not in self.problem.names()]
-        if missing:
-            raise StepError("setup", f"the lesson's entrypoint takes {', '.join(missing)}, which its workload "
-                                     f"does not provide (it provides {', '.join(sorted(self.problem.names()))})")
+        if problem := self.problem.unprovided(self.spec["exercise"]["entrypoint"]["params"]):
+            raise StepError("setup", problem)
         if self.spec.get("trace"):
             try:
                 self.recorder = tracing.Recorder(self.path, self.device_type)

@@ -23,7 +23,6 @@ from torch import nn
 DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
 # What the grader itself passes, whatever builds the problem.
 GRADER_PARAMS = ("scaler", "device_type", "amp_dtype")
-SHORTHAND_PARAMS = ("model", "optimizer", "inputs", "targets", "micro_batches", *GRADER_PARAMS)
 SETUP_FILENAME = "<workload.setup>"
 
 
@@ -168,17 +167,18 @@ class Batches:
 
 # -- lesson setup code ----------------------------------------------------------------------------------------
 
-def _setup_line(exc: BaseException) -> int | None:
-    if isinstance(exc, SyntaxError) and exc.filename == SETUP_FILENAME:
-        return exc.lineno
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == SETUP_FILENAME]
-    return frames[-1].lineno if frames else None
+def lesson_code_error(exc: BaseException, filename: str) -> tuple[int | None, str]:
+    """The line (in the lesson's own code compiled as `filename`) where `exc` arose, and what it says: shared by
+    setup code and lesson checks, whose errors are reported at their line in the YAML file."""
+    if isinstance(exc, SyntaxError):
+        return (exc.lineno if exc.filename == filename else None), exc.msg
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
+    return (frames[-1].lineno if frames else None), f"{type(exc).__name__}: {exc}"
 
 
 def _setup_failure(exc: BaseException, what: str) -> SetupError:
-    line = _setup_line(exc)
+    line, detail = lesson_code_error(exc, SETUP_FILENAME)
     where = f" (line {line} of workload.setup)" if line else ""
-    detail = exc.msg if isinstance(exc, SyntaxError) else f"{type(exc).__name__}: {exc}"
     return SetupError(f"the lesson's workload.setup failed {what}{where}: {detail}", line)
 
 
@@ -233,6 +233,14 @@ class Problem:
 
     def names(self) -> set[str]:
         return {*self.models, *self.optimizers, *self.constants, *self.data_names, *GRADER_PARAMS}
+
+    def unprovided(self, params: list[str]) -> str | None:
+        """What is wrong when the entrypoint takes a name this problem does not provide, else None."""
+        missing = [p for p in params if p not in self.names()]
+        if not missing:
+            return None
+        return (f"entrypoint.params: {', '.join(missing)} is not provided by workload.setup (it provides "
+                f"{', '.join(sorted(self.names()))})")
 
     @property
     def data_names(self) -> list[str]:

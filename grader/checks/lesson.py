@@ -6,13 +6,13 @@ trusting anything the submission says about itself."""
 
 from __future__ import annotations
 
-import traceback
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 import torch
 
 from grader.errors import ExerciseError
+from grader.workload import lesson_code_error
 from grader.results import FAIL, PASS, CheckResult, Finding
 from grader.schema import localize
 
@@ -67,11 +67,7 @@ def _compiled(check_id: str, source: str):
 
 
 def _lesson_error(check_id: str, exc: BaseException, when: str) -> ExerciseError:
-    if isinstance(exc, SyntaxError):
-        line, detail = exc.lineno, exc.msg
-    else:
-        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == FILENAME]
-        line, detail = (frames[-1].lineno if frames else None), f"{type(exc).__name__}: {exc}"
+    line, detail = lesson_code_error(exc, FILENAME)
     where = f" at line {line} of its python" if line else ""
     err = ExerciseError(f"lesson check {check_id!r} failed {when}{where}: {detail} (this is the lesson's fault, "
                         "not the submission's; run `grader validate` on it)")
