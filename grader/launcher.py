@@ -66,6 +66,7 @@ class WorkerSpec:
     device: str
     trace: bool = False
     threads: int = 1
+    ranks: int = 1               # processes of the code in this one sandbox (grader/ranks.py)
 
 
 # faulthandler's dump: "Thread 0x… (most recent call first):", "Current thread …", and its indented frames
@@ -177,6 +178,8 @@ class WorkerProcess:
     file's path as the worker sees it (inside the sandbox), for tracebacks."""
 
     CANCEL_POLL_S = 0.2
+    ranks = 1  # processes of the code behind this one channel (grader/ranks.py); set by whoever starts it
+    prepare_traces: list = []  # what the learner's prepare did, per rank, once init has answered
 
     def __init__(self, handle, workdir: Path, code_path: str, limits: Limits):
         self.handle, self.workdir, self.code_path, self.limits = handle, workdir, code_path, limits
@@ -306,12 +309,21 @@ def worker_env(home: str, threads: int, pythonpath: str = str(GRADER_ROOT)) -> d
         "PYTHONDONTWRITEBYTECODE": "1",
         "OMP_NUM_THREADS": str(threads),
         "KINETO_LOG_LEVEL": "5",
+        **OFFLINE_AND_LOOPBACK,
     }
     for name in PASSED_TO_WORKERS:
         if name in os.environ:
             env[name] = os.environ[name]
     return env
 
+
+# The sandbox has no network: libraries that would look for one are told so (Hugging Face's hub, which Accelerate
+# imports), and a process group of ranks talks over loopback only.
+OFFLINE_AND_LOOPBACK = {
+    "HF_HUB_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HUB_DISABLE_IMPLICIT_TOKEN": "1",
+    "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "DO_NOT_TRACK": "1",
+    "GLOO_SOCKET_IFNAME": "lo", "NCCL_SOCKET_IFNAME": "lo",
+}
 
 # Device selection, and oneDNN's instruction-set cap: `ONEDNN_MAX_CPU_ISA=AVX2` makes a CPU with native
 # bfloat16 emulate it like an AVX2-only one, which the test suite uses to hold every lesson to the slow kind.
@@ -327,7 +339,7 @@ def write_workdir(spec: WorkerSpec, inside: str | None = None) -> tuple[Path, st
     (workdir / spec.filename).write_text(spec.code, encoding="utf-8")
     (workdir / "spec.json").write_text(json.dumps({
         "code_path": code_path, "exercise": spec.exercise, "device": spec.device,
-        "trace": spec.trace, "threads": spec.threads,
+        "trace": spec.trace, "threads": spec.threads, "ranks": spec.ranks,
     }))
     if inside:  # the sandbox user is not the grader's user: it may read these two files, nothing more
         workdir.chmod(0o755)

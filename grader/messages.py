@@ -100,6 +100,84 @@ EN: dict[str, str] = {
     "scaler_step_missing.fix": "call scaler.step(optimizer) after the backward pass",
     "step_missing": "the optimizer never stepped during the training step",
     "step_missing.fix": "call optimizer.step() after the backward pass",
+    # -- call order: distributed data parallel (grader/checks/ddp_calls.py) --------------------------------
+    "wrapped_before_moved": "the model was moved with {call} after it was wrapped in DistributedDataParallel: DDP "
+                            "sets up its gradient buckets and hooks on the parameters as they are when it wraps them "
+                            "(on CPU the move changes nothing and training is not affected; on CUDA, DDP refuses a "
+                            "module that is not on the rank's device, or reduces the wrong tensors)",
+    "wrapped_before_moved.device": "the model was wrapped in DistributedDataParallel while its parameters were on "
+                                   "{device}, but this rank's device is {expected}: DDP sets up its gradient "
+                                   "buckets on the parameters as they are when it wraps them",
+    "wrapped_before_moved.fix": "move first, then wrap: `model = model.to(device)`, then `DDP(model, "
+                                "device_ids=[device.index] if device.type == 'cuda' else None)`",
+    "gradients_not_synchronised": "the gradients were never averaged across the {ranks} ranks during the step (no "
+                                  "backward after a forward of the DDP model outside no_sync(), no all_reduce of a "
+                                  "gradient): each rank trained on its own share of the batch, and the ranks drift "
+                                  "apart",
+    "gradients_not_synchronised.no_sync": "every micro-batch ran inside model.no_sync(), so the gradients were never "
+                                          "all-reduced across the {ranks} ranks: each rank trained on its own share "
+                                          "of the batch, and the ranks drift apart",
+    "gradients_not_synchronised.fix": "call the DDP-wrapped model (not model.module) and leave the last micro-batch "
+                                      "outside `model.no_sync()`, so that its backward averages the accumulated "
+                                      "gradients across the ranks",
+    "allreduce_every_micro_batch": "the gradients were all-reduced {syncs} times for {n} micro-batches: every "
+                                   "backward after a forward of the DDP model outside model.no_sync() averages them "
+                                   "across the ranks, so {wasted} of those all-reduces only cost communication (one "
+                                   "after the last micro-batch gives the same gradients)",
+    "allreduce_every_micro_batch.fix": "run the forward and backward of every micro-batch but the last inside "
+                                       "`with model.no_sync():`",
+    "sync_not_last": "the gradients were all-reduced in the backward of an earlier micro-batch, and {later} more "
+                     "micro-batch(es) ran after it inside model.no_sync(): their gradients stayed on each rank, so "
+                     "the ranks' gradients differ when the optimizer steps",
+    "sync_not_last.fix": "leave only the last micro-batch outside `model.no_sync()`: its backward all-reduces "
+                         "everything accumulated so far",
+    "call_on_some_ranks": "{call} ran {n} time(s) on rank {rank} but {m} time(s) on rank {other} in the same step: "
+                          "every rank must make the same calls, or their weights and loss scales drift apart",
+    "call_on_some_ranks.fix": "make the call on every rank; only printing, logging and saving belong under "
+                              "`if rank == 0:`",
+    # -- call order: Hugging Face Accelerate (grader/checks/accelerate_calls.py) ---------------------------
+    "accelerator_without_mixed_precision": "the Accelerator was created without mixed precision "
+                                           "(mixed_precision='no'), so the prepared model runs in float32",
+    "accelerator_without_mixed_precision.fix": "pass mixed_precision={expected!r} to Accelerator(...), chosen from "
+                                               "amp_dtype: 'bf16' for torch.bfloat16, 'fp16' for torch.float16",
+    "accelerator_wrong_precision": "the Accelerator was created with mixed_precision={got!r}, but this lesson runs "
+                                   "{dtype} on {device}, which is {expected!r}",
+    "accelerator_wrong_precision.fix": "choose mixed_precision from amp_dtype: 'bf16' if amp_dtype is torch.bfloat16, "
+                                       "else 'fp16'",
+    "accumulation_steps_mismatch": "the Accelerator accumulates over gradient_accumulation_steps={got}, but each "
+                                   "step has {n} micro-batches: it divides the loss, syncs and steps at the wrong "
+                                   "micro-batches",
+    "accumulation_steps_mismatch.fix": "pass gradient_accumulation_steps=accumulation_steps (here {n}) to "
+                                       "Accelerator(...)",
+    "model_not_prepared": "the model was not passed to accelerator.prepare, so its forward does not run under "
+                          "Accelerate's autocast",
+    "model_not_prepared.fix": "prepare both and use what prepare returns: `model, optimizer = "
+                              "accelerator.prepare(model, optimizer)`",
+    "optimizer_not_prepared": "the optimizer was not passed to accelerator.prepare, so it steps and zeroes the "
+                              "gradients on every micro-batch instead of only when they are synced",
+    "optimizer_not_prepared.fix": "prepare both and use what prepare returns: `model, optimizer = "
+                                  "accelerator.prepare(model, optimizer)`",
+    "backward_not_through_accelerator": "loss.backward() was called directly instead of accelerator.backward(loss): "
+                                        "Accelerate neither divides the loss by the accumulation steps nor scales "
+                                        "it for float16",
+    "backward_not_through_accelerator.fix": "call accelerator.backward(loss) on the micro-batch's undivided loss",
+    "loss_divided_by_hand": "the loss was divided by the accumulation steps before accelerator.backward(loss), which "
+                            "divides it by {n} again: the accumulated gradient is {n}x too small",
+    "loss_divided_by_hand.fix": "pass the micro-batch's undivided loss: accelerator.backward(loss)",
+    "clip_not_through_accelerator": "the gradients were clipped with torch.nn.utils directly: with float16 they are "
+                                    "still multiplied by the loss scale at that point, so the threshold applies to "
+                                    "the wrong values",
+    "clip_not_through_accelerator.fix": "call accelerator.clip_grad_norm_(model.parameters(), max_norm), which "
+                                        "unscales first",
+    "clip_outside_sync_gradients": "accelerator.clip_grad_norm_ ran on a micro-batch whose gradients were not "
+                                   "complete yet (accelerator.sync_gradients was False): it clipped a partial sum",
+    "clip_outside_sync_gradients.fix": "clip only under `if accelerator.sync_gradients:`, right before "
+                                       "optimizer.step()",
+    "accumulate_missing": "no micro-batch ran inside `with accelerator.accumulate(model):`, so sync_gradients "
+                          "stayed True and the prepared optimizer stepped on every micro-batch instead of once every "
+                          "{n}",
+    "accumulate_missing.fix": "run each micro-batch's forward, backward and optimizer step inside "
+                              "`with accelerator.accumulate(model):`",
     # -- call order: the check's message ------------------------------------------------------------------
     "call_order.pass": "the AMP calls happen in the right order",
     "call_order.untraced": "no step could be traced",
@@ -179,12 +257,29 @@ EN: dict[str, str] = {
                             "off by {dev:.1%} afterwards): timed steps must do the real work",
     "speedup.timed_losses": "the losses of the timed steps do not match the baseline's (step {step} off by "
                             "{dev:.1%}): timed steps must compute the real loss",
+    # -- ranks ----------------------------------------------------------------------------------------------
+    "ranks.params": "rank {rank}'s parameter {name!r}, in {layer}, is {dev:.2%} away from rank 0's (measured "
+                    "against what training moved it; allowed {tol:.4%}): the ranks trained different models",
+    "ranks.scales": "rank {rank}'s loss scale was {mine:g} after step {step}, rank 0's {base:g}",
+    "ranks.fail": "{problems}. Ranks that average their gradients and step their optimizers through their own "
+                  "GradScalers the same way stay identical.",
+    "ranks.pass": "all {n} ranks hold the same weights (largest difference {dev:.2g} of an update) and the same loss "
+                  "scale",
+    "ranks_disagree": "rank {rank} ended with other weights than rank 0 ({layer} differs)",
+    "ranks_disagree.fix": "average the gradients on every rank (call the DDP model, leave the last micro-batch "
+                          "outside no_sync()) and step every rank's optimizer and scaler the same way",
+    "scales_disagree": "rank {rank}'s loss scale differs from rank 0's after step {step}",
+    "scales_disagree.fix": "call scaler.step(optimizer) and scaler.update() on every rank in every step: the "
+                           "averaged gradients are the same on all ranks, so their scalers agree as long as every "
+                           "rank runs them",
     # -- checks that could not run ------------------------------------------------------------------------
     "check.not_run": "not run: the code stopped ({kind}) before this check had its evidence",
     "check.not_run_because": "not run: {reason}",
     # -- a submission's errors (the kind stays in the result for tools) ----------------------------------
     "error.at_line": "line {line}: {message}",
     "error.raised": "{detail}",
+    "error.on_rank": "rank {rank}: {message}",
+    "error.prepare_return": "{name} must return {n} values, in this order: {names} (got {got})",
     "error.entrypoint": "no function named {name!r} was found; define `{expected}:`",
     "error.signature": "{name} must accept {n} positional arguments: `{expected}`",
     "error.return": "{name} must return the loss of the step (a one-element tensor or a float), got {got}",
@@ -222,6 +317,7 @@ EN: dict[str, str] = {
     "measure.update": "update vs FP32",
     "measure.update_worst": "update vs FP32 (worst: {name})",
     "measure.fraction_16bit": "matmul FLOPs in 16-bit",
+    "measure.rank_update": "weights vs rank 0 (worst: {name}, rank {rank})",
     "measure.toward_amp": "weights moved from the FP32 run toward a mixed-precision run",
     "measure.toward_amp_needs": "about 100% when the 16-bit work is real",
     "measure.peak": "peak memory",

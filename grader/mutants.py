@@ -63,7 +63,7 @@ MUTANTS = [
     Mutant("no_step", "the optimizer never updates the weights (optimizer.step does nothing)", _has("optimizer"),
            "T.step = lambda *x, **k: None", "del T.step", over="optimizer"),
     Mutant("frozen_block", "the first block with parameters never trains (requires_grad is off)", _has("model"),
-           "blocks = [list(m.parameters()) for m in T.children()]\n"
+           "blocks = [list(m.parameters()) for m in unwrapped(T).children()]\n"
            "s['frozen'] = next((b for b in blocks if b), list(T.parameters())[:1])\n"
            "for p in s['frozen']: p.requires_grad_(False)",
            "for p in s['frozen']: p.requires_grad_(True)", over="model"),
@@ -74,7 +74,7 @@ MUTANTS = [
            "first = next(p for g in T.param_groups for p in g['params'])\n"
            "def double(opt, x, k):\n"
            "    if first.grad is not None: first.grad.mul_(2)\n"
-           "s['hook'] = T.register_step_pre_hook(double)",
+           "s['hook'] = unwrapped(T).register_step_pre_hook(double)",
            "s['hook'].remove()", over="optimizer"),
     Mutant("no_clip", "gradient clipping is removed (the clipping functions never clip)",
            lambda ex: calls(ex.reference, CLIP_FUNCTIONS),
@@ -101,6 +101,16 @@ MUTANTS = [
     Mutant("micro_batch_dropped", "the last micro-batch of each step is left out",
            lambda ex: "micro_batches" in ex.entrypoint.params,
            "", "", "[v[:-1] if n == 'micro_batches' else v for n, v in zip(PARAMS, args)]"),
+    Mutant("one_rank_no_step", "rank 1's optimizer never steps; the other ranks' do",
+           lambda ex: ex.workload.ranks > 1 and _has("optimizer")(ex),
+           "import torch.distributed as D\n"
+           "if D.get_rank() == 1: T.step = lambda *x, **k: None",
+           "if D.get_rank() == 1: del T.step", over="optimizer"),
+    Mutant("no_allreduce", "the gradients are never averaged across the ranks (every backward as if in no_sync())",
+           lambda ex: ex.workload.ranks > 1 and _has("model")(ex),
+           "s['sync'] = getattr(T, 'require_backward_grad_sync', None)\n"
+           "if s['sync'] is not None: T.require_backward_grad_sync = False",
+           "if s['sync'] is not None: T.require_backward_grad_sync = s['sync']", over="model"),
     Mutant("outputs_kept", "every block's output is appended to a list that lives across steps",
            lambda ex: ex.check("memory") is not None and _has("model")(ex),
            "if 'hooks' not in S:\n"
@@ -128,6 +138,9 @@ def _amp_dojo_mutant():
     CLIP_NAMES = {CLIP_FUNCTIONS!r}
     S = {{}}
     target = G[{ep.name!r}]
+
+    def unwrapped(x):  # the module inside a DistributedDataParallel, the optimizer inside Accelerate's
+        return getattr(x, "module", None) or getattr(x, "optimizer", None) or x
 
     @functools.wraps(target)
     def entry(*args):

@@ -19,7 +19,7 @@ from typing import Callable
 import torch
 
 from grader import layers, static, workload
-from grader.checks import call_order, coverage, lesson, memory, overflow, parity, speedup
+from grader.checks import call_order, coverage, lesson, memory, overflow, parity, ranks, speedup
 from grader.errors import EnvironmentProblem, ExerciseError, GraderError
 from grader.launcher import MAX_PARAMS_REPLY_BYTES, LocalLauncher, WorkerFailure, WorkerProcess, WorkerSpec
 from grader.messages import EN, Said, say
@@ -63,15 +63,34 @@ class RunData:
     losses: list[float] = field(default_factory=list)
     scales: list[float] = field(default_factory=list)
     traces: list[dict] = field(default_factory=list)
+    prepare_traces: list[dict] = field(default_factory=list)  # what the learner's prepare did, once (each rank)
     coverage: dict | None = None
     memory: list[dict] = field(default_factory=list)  # per measured step: peak_bytes, retained_bytes
     params: dict | None = None
     overflow: dict | None = None  # the forced-overflow step: weights before and after, scale before and after
+    ranks: list["RunData"] = field(default_factory=list)  # each rank's own evidence, where the code ran as several
 
 
 def load_params(worker: WorkerProcess) -> dict:
-    """Plain tensors only (weights_only): the bytes come from untrusted code."""
-    reply = _ok(worker.request({"cmd": "save"}, max_bytes=MAX_PARAMS_REPLY_BYTES))
+    """Plain tensors only (weights_only): the bytes come from untrusted code. Rank 0's, where there are ranks."""
+    return load_rank_params(worker)[0]
+
+
+def load_rank_params(worker: WorkerProcess) -> list[dict]:
+    """Every rank's parameters, each loaded here from its own reply."""
+    reply = worker.request({"cmd": "save"}, max_bytes=MAX_PARAMS_REPLY_BYTES)
+    return [_params(r) for r in rank_replies(worker, reply)]
+
+
+def collect_params(worker: WorkerProcess, data: RunData):
+    """The parameters after the compared steps: rank 0's for the run, each rank's for the ranks check."""
+    params = load_rank_params(worker)
+    data.params = params[0]
+    for mine, theirs in zip(data.ranks, params):
+        mine.params = theirs
+
+
+def _params(reply: dict) -> dict:
     try:
         data = base64.b64decode(reply["params"], validate=True)
         params = torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
@@ -99,16 +118,55 @@ ERROR_KINDS = {"syntax", "import", "entrypoint", "signature", "exception", "retu
                "internal", "tampering", "timeout", "crash", "protocol", "setup"}
 
 
-def _ok(reply: dict) -> dict:
+def _ok(reply: dict, world_size: int = 1) -> dict:
     """A worker's reply is untrusted data: an error must look like one the worker makes."""
     if reply.get("ok") is True:
         return reply
     error = reply.get("error")
     if not isinstance(error, dict) or error.get("kind") not in ERROR_KINDS or not isinstance(error.get("message"), str):
         raise WorkerFailure(PROTOCOL)
-    line = error.get("line")
+    line, rank = error.get("line"), error.get("rank")
     raise StepFailure({**error, "said": worded_error(error.get("said")),
-                       "line": line if isinstance(line, int) and not isinstance(line, bool) else None})
+                       "line": line if _is_int(line) else None,
+                       "rank": rank if _is_int(rank) and 0 <= rank < world_size > 1 else None})
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def rank_replies(worker: WorkerProcess, reply: dict) -> list[dict]:
+    """One reply per rank (grader/ranks.py), each checked like any worker's. Where one rank failed, the traces
+    of the ranks that did answer go with its error: what they did differently can name the cause."""
+    n = getattr(worker, "ranks", 1)
+    if n == 1:
+        return [_ok(reply)]
+    if reply.get("ok") is not True:
+        try:
+            _ok(reply, n)
+        except StepFailure as exc:
+            exc.payload["rank_traces"] = _sibling_traces(reply.get("ranks"), n)
+            raise
+    with malformed_is_protocol():
+        replies = reply["ranks"]
+        if not isinstance(replies, list) or len(replies) != n or not all(isinstance(r, dict) for r in replies):
+            raise TypeError("ranks")
+    return [_ok(r, n) for r in replies]
+
+
+def _sibling_traces(replies, n: int) -> list[dict]:
+    if not isinstance(replies, list) or len(replies) != n:
+        return []
+    out = []
+    for rank, reply in enumerate(replies):
+        if isinstance(reply, dict) and reply.get("ok") is True:
+            try:
+                out += [step_trace(t, rank) for t in _traces(reply.get("traces", []))]
+                if "trace" in reply:
+                    out += [prepare_trace(_traces([reply["trace"]])[0], rank)]
+            except (KeyError, TypeError, ValueError, AttributeError):
+                pass
+    return out
 
 
 def worded_error(said) -> dict | None:
@@ -146,6 +204,23 @@ def _floats(reply: dict, key: str, expected=None) -> list[float]:
     if len(out) != len(values) or not all(math.isfinite(v) for v in out):
         raise ValueError(key)
     return out
+
+
+def step_trace(trace: dict, rank: int | None) -> dict:
+    """A step's trace as the grader files it: which rank made it, and never the prepare phase, whatever the
+    worker wrote there."""
+    out = {k: v for k, v in trace.items() if k not in ("phase", "rank")}
+    return out if rank is None else {**out, "rank": rank}
+
+
+def prepare_trace(trace: dict, rank: int | None) -> dict:
+    return {**step_trace(trace, rank), "phase": "prepare", "step": None}
+
+
+def all_traces(data: RunData) -> list[dict]:
+    """Every traced step of every rank, after what prepare did."""
+    steps = [t for r in data.ranks for t in r.traces] if data.ranks and not data.traces else data.traces
+    return data.prepare_traces + steps
 
 
 def _traces(traces) -> list[dict]:
@@ -200,31 +275,58 @@ def _memory(steps) -> list[dict]:
 
 def drive(worker: WorkerProcess, steps: int, *, trace: bool, measure_memory: bool, data: RunData,
           progress: Callable[[int], None] = _noop):
-    """Runs the compared steps one request at a time, collecting evidence."""
+    """Runs the compared steps one request at a time, collecting evidence. Where the code runs as several ranks,
+    each rank's evidence is kept (data.ranks) and the whole run's is made of theirs here: the step's loss is the
+    mean of the ranks' losses (each over its share of the batch), the trace holds every rank's calls, and the
+    scale and parameters are rank 0's (the ranks check compares the others with it)."""
+    n = getattr(worker, "ranks", 1)
+    if n > 1 and not data.ranks:
+        data.ranks = [RunData() for _ in range(n)]
     for step in range(steps):
         progress(step)
         traced = trace and step < TRACED_STEPS
-        reply = _ok(worker.request({"cmd": "steps", "start": step, "count": 1, "trace": traced,
-                                    "coverage": traced, "memory": measure_memory}))
+        replies = rank_replies(worker, worker.request({"cmd": "steps", "start": step, "count": 1, "trace": traced,
+                                                       "coverage": traced, "memory": measure_memory}))
         with malformed_is_protocol():
-            data.losses += _floats(reply, "losses", expected=1)
-            data.scales += _floats(reply, "scales", expected=(0, 1))
-            data.traces += _traces(reply.get("traces", []))
-            data.coverage = _merge_coverage(data.coverage, _coverage(reply.get("coverage")))
-            if "memory" in reply and step >= MEMORY_FROM:
-                data.memory += _memory(reply["memory"])
+            for rank, (reply, mine) in enumerate(zip(replies, data.ranks or [data])):
+                mine.losses += _floats(reply, "losses", expected=1)
+                mine.scales += _floats(reply, "scales", expected=(0, 1))
+                mine.traces += [step_trace(t, rank if n > 1 else None) for t in _traces(reply.get("traces", []))]
+                mine.coverage = _merge_coverage(mine.coverage, _coverage(reply.get("coverage")))
+                if "memory" in reply and step >= MEMORY_FROM:
+                    mine.memory += _memory(reply["memory"])
+    if n > 1:
+        _combine_ranks(data)
+
+
+def _combine_ranks(data: RunData):
+    ranks = data.ranks
+    data.losses = [sum(values) / len(values) for values in zip(*(r.losses for r in ranks))]
+    data.scales = list(ranks[0].scales)
+    data.traces = [t for r in ranks for t in r.traces]
+    data.coverage = None
+    for r in ranks:
+        data.coverage = _merge_coverage(data.coverage, r.coverage and {"flops": dict(r.coverage["flops"]), "by_module": {
+            k: dict(v) for k, v in r.coverage["by_module"].items()}})
 
 
 def probe_overflow(worker: WorkerProcess, step: int, data: RunData, before: dict):
     """One extra step with inf gradients (after the compared and timed steps, so it changes neither);
-    `before` are the weights as they stand now."""
-    reply = _ok(worker.request({"cmd": "steps", "start": step, "count": 1, "overflow": True}))
+    `before` are the weights as they stand now. Every rank's overflow goes to data.ranks (its scale must back
+    off like the others'); the check reads rank 0's."""
+    replies = rank_replies(worker, worker.request({"cmd": "steps", "start": step, "count": 1, "overflow": True}))
     with malformed_is_protocol():
-        _floats(reply, "losses", expected=1)
-        scales = _floats(reply, "scales", expected=(0, 1))
-    data.overflow = {"step": step, "before": before, "after": load_params(worker),
-                     "scale_before": data.scales[-1] if data.scales else None,
-                     "scale_after": scales[0] if scales else None}
+        scales = []
+        for reply in replies:
+            _floats(reply, "losses", expected=1)
+            scales.append(_floats(reply, "scales", expected=(0, 1)))
+    after = load_rank_params(worker)
+    for mine, scale, params in zip(data.ranks or [data], scales, after):
+        mine.overflow = {"step": step, "before": before, "after": params,
+                         "scale_before": mine.scales[-1] if mine.scales else None,
+                         "scale_after": scale[0] if scale else None}
+    if data.ranks:
+        data.overflow = data.ranks[0].overflow
 
 
 _TRUSTED_CACHE: dict[tuple, RunData] = {}
@@ -233,8 +335,11 @@ TRUSTED = {"baseline": "baseline.py", "reference": "reference.py"}
 
 
 def spawn_trusted(launcher, exercise: Exercise, role: str, device: str) -> WorkerProcess:
+    """The FP32 baseline is one process on the whole batch, whatever the lesson's ranks; the reference runs as the
+    submission does."""
     code = exercise.baseline if role == "baseline" else exercise.reference
-    return spawn_worker(launcher, exercise, code, TRUSTED[role], device, False)
+    return spawn_worker(launcher, exercise, code, TRUSTED[role], device, False,
+                        ranks=1 if role == "baseline" else None)
 
 
 def _trusted_key(exercise: Exercise, role: str, device: str, launcher) -> tuple:
@@ -243,18 +348,27 @@ def _trusted_key(exercise: Exercise, role: str, device: str, launcher) -> tuple:
             torch.__version__, launcher.name)
 
 
-def spawn_worker(launcher, exercise: Exercise, code: str, filename: str, device: str, trace: bool) -> WorkerProcess:
+def spawn_worker(launcher, exercise: Exercise, code: str, filename: str, device: str, trace: bool,
+                 ranks: int | None = None) -> WorkerProcess:
     """Starts the process (it imports torch while the grader does other work); `init_worker` waits for it."""
     kind = "cuda" if device.startswith("cuda") else "cpu"
+    ranks = ranks or exercise.workload.ranks
     try:
-        return launcher.start(WorkerSpec(code, filename, exercise.public(kind), device, trace=trace))
+        worker = launcher.start(WorkerSpec(code, filename, exercise.public(kind), device, trace=trace, ranks=ranks))
     except (OSError, subprocess.SubprocessError) as exc:
         raise EnvironmentProblem(f"the {launcher.name} sandbox could not start a worker: {exc}") from None
+    worker.ranks = ranks
+    return worker
 
 
 def init_worker(launcher, worker: WorkerProcess) -> WorkerProcess:
+    """Waits for the worker to load the code (and run the learner's prepare); what prepare did is kept as
+    `worker.prepare_traces`, one per rank."""
     try:
-        reply = _ok(worker.request({"cmd": "init"}, timeout=launcher.limits.init_timeout_s))
+        replies = rank_replies(worker, worker.request({"cmd": "init"}, timeout=launcher.limits.init_timeout_s))
+        with malformed_is_protocol():
+            worker.prepare_traces = [prepare_trace(_traces([r["trace"]])[0], i if len(replies) > 1 else None)
+                                     for i, r in enumerate(replies) if "trace" in r]
     except StepFailure as exc:
         exc.payload["output"] = worker.output()  # what the code printed before failing belongs in the result
         worker.close()
@@ -281,7 +395,7 @@ def trusted_run(launcher, exercise: Exercise, role: str, device: str, worker: Wo
         data = RunData()
         drive(worker, workload_of(exercise, device).steps, trace=False,
               measure_memory=exercise.check("memory") is not None, data=data)
-        data.params = load_params(worker)
+        collect_params(worker, data)
     except (StepFailure, WorkerFailure) as exc:
         if exc.payload.get("kind") == "setup":
             raise lesson_setup_error(exercise, exc.payload["message"]) from None
@@ -323,7 +437,7 @@ def starting_point(exercise: Exercise, device: str) -> Start:
             problem = workload.build_problem(wl.model_dump())
         except workload.SetupError as exc:
             raise lesson_setup_error(exercise, exc.message) from None
-        if unprovided := problem.unprovided(exercise.entrypoint.params):
+        if unprovided := problem.unprovided_by(exercise.entrypoint.model_dump()):
             raise lesson_setup_error(exercise, unprovided)
         _START_CACHE[key] = Start(problem.state(), layers.describe(problem.root))
     return _START_CACHE[key]
@@ -376,6 +490,8 @@ def submission_error(payload: dict) -> SubmissionError:
     is PyTorch's or the learner's, and stays as it is), with the line in front."""
     said = Said.of(payload["said"]) if payload.get("said") else say("error.raised", detail=payload.get(
         "message", "unknown error"))
+    if payload.get("rank") is not None:
+        said = say("error.on_rank", rank=payload["rank"], message=said)
     line = payload.get("line")
     if line and payload.get("kind") not in ("timeout",):
         said = say("error.at_line", line=line, message=said)
@@ -424,11 +540,12 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
                    for role in roles}
         progress("starting", limit_s=launcher.limits.init_timeout_s)
         init_worker(launcher, sub_worker)
+        sub_data.prepare_traces = sub_worker.prepare_traces
         progress("steps", total=wl.steps)
         drive(sub_worker, wl.steps, trace=True, measure_memory=exercise.check("memory") is not None, data=sub_data,
               progress=lambda step: progress("step", n=step + 1, total=wl.steps,
                                              limit_s=launcher.limits.step_timeout_s))
-        sub_data.params = load_params(sub_worker)
+        collect_params(sub_worker, sub_data)
         for future in futures.values():
             future.result()  # the baseline's worker is free for timing only once its run is over
         if needs_timing:
@@ -445,8 +562,7 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
         # Even an "internal" error is only what the worker says, and learner code shares its process: it
         # is reported in the result, never raised as a fault of the platform.
         result.error = submission_error(exc.payload)
-        traces = sub_data.traces + ([{"step": exc.payload.get("step"), "events": exc.payload["events"],
-                                      "param_dtypes": [], "partial": True}] if exc.payload.get("events") else [])
+        traces = all_traces(sub_data) + exc.payload.get("rank_traces", []) + partial_trace(exc.payload)
     finally:
         pool.shutdown(wait=True)  # a trusted run still going finishes (and is cached) before its worker closes
         for w in (sub_worker, base_worker, *spawned):
@@ -469,6 +585,18 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
         progress("check", check=c.id, status=c.status)
     result.notes = [f for c in result.checks for f in c.findings if f.severity == "info"]
     return _finish(result, exercise, started, progress)
+
+
+def partial_trace(payload: dict) -> list[dict]:
+    """The calls a failed request made before it failed (of the rank that failed), as a trace."""
+    if not payload.get("events"):
+        return []
+    trace = {"step": payload.get("step"), "events": payload["events"], "param_dtypes": [], "partial": True}
+    if payload.get("rank") is not None:
+        trace["rank"] = payload["rank"]
+    if payload.get("phase") == "prepare":
+        trace.update(phase="prepare", step=None)
+    return [trace]
 
 
 def judged(decide, result: GradingResult, exercise: Exercise) -> list[CheckResult]:
@@ -501,7 +629,8 @@ def micro_batch_count(exercise: Exercise, kind: str) -> int:
 
 
 def _ctx(exercise: Exercise, kind: str, amp_dtype: str) -> dict:
-    return {"device_type": kind, "amp_dtype": amp_dtype, "micro_batches": micro_batch_count(exercise, kind)}
+    return {"device_type": kind, "amp_dtype": amp_dtype, "micro_batches": micro_batch_count(exercise, kind),
+            "ranks": exercise.workload.ranks}
 
 
 def inapplicable(spec, kind: str) -> CheckResult | None:
@@ -542,7 +671,7 @@ def evaluate(exercise, kind, amp_dtype, static_findings, sub: RunData, ev: Evide
         if (na := inapplicable(spec, kind)) is not None:
             out.append(na)
         elif spec.id == "call_order":
-            out.append(call_order.check(spec, sub.traces, _ctx(exercise, kind, amp_dtype), static_findings))
+            out.append(call_order.check(spec, all_traces(sub), _ctx(exercise, kind, amp_dtype), static_findings))
         elif spec.id == "parity":
             out.append(parity.check(spec, amp_dtype, sub.losses, base.losses, sub.params, base.params, ev.start,
                                     describe))
@@ -558,6 +687,8 @@ def evaluate(exercise, kind, amp_dtype, static_findings, sub: RunData, ev: Evide
             out.append(overflow.check(spec, o["step"], o["before"], o["after"], o["scale_before"], o["scale_after"]))
         elif spec.id == "speedup":
             out.append(speedup_check(spec, exercise, kind, amp_dtype, timing, out, ev.start))
+        elif spec.id == "ranks":
+            out.append(ranks.check(spec, sub.ranks, ev.start, describe))
         elif hasattr(spec, "python"):
             out.append(lesson.check(spec, lesson.LessonEvidence(
                 sub.traces, sub.losses, base.losses, sub.params, base.params, ev.start, kind, amp_dtype,
@@ -598,7 +729,8 @@ def error_checks(exercise, kind, result, traces, static_findings) -> list[CheckR
             if any(f.severity == "error" for f in found.findings):
                 out.append(found)
                 continue
-        if hasattr(spec, "python") and (found := partial_lesson_check(spec, kind, result.amp_dtype, traces)):
+        steps = [t for t in traces if t.get("phase") != "prepare"]
+        if hasattr(spec, "python") and (found := partial_lesson_check(spec, kind, result.amp_dtype, steps)):
             out.append(found)
             continue
         out.append(CheckResult(spec.id, ERROR, say("check.not_run", kind=result.error.kind), weight=spec.weight))

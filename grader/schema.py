@@ -49,8 +49,31 @@ class QuizQuestion(Strict):
 
 
 # The arguments a shorthand workload (model.kind) provides; a workload.setup provides the names it returns.
-ENTRYPOINT_PARAMS = ("model", "optimizer", "scaler", "inputs", "targets", "micro_batches", "device_type", "amp_dtype")
+ENTRYPOINT_PARAMS = ("model", "optimizer", "scaler", "inputs", "targets", "micro_batches", "device_type", "amp_dtype",
+                     "device", "rank", "world_size")
 IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+class Prepare(Strict):
+    """A function the learner writes that runs once, before the first step, in every process that runs their code
+    (each rank): it wraps or builds what the steps use (a DistributedDataParallel model, an Accelerator) and
+    returns it by name. See docs/authoring.md, "Preparing once before the steps"."""
+
+    name: str = Field(pattern=IDENTIFIER)
+    params: list[Annotated[str, Field(pattern=IDENTIFIER)]] = Field(
+        default_factory=list, description="positional parameters, in order: models, optimizers and constants the "
+        "workload provides, and the grader's scaler, device_type, amp_dtype, device, rank and world_size (no "
+        "per-step data)")
+    returns: list[Annotated[str, Field(pattern=IDENTIFIER)]] = Field(
+        min_length=1, description="the names of what it returns, in order (a tuple, or one object for one name); "
+        "each step's entrypoint may take them, and a name the workload also provides (model) is replaced by what "
+        "prepare returned")
+
+    @model_validator(mode="after")
+    def _distinct(self):
+        if len(set(self.returns)) != len(self.returns):
+            raise ValueError("prepare.returns: each name may appear once")
+        return self
 
 
 class Entrypoint(Strict):
@@ -60,6 +83,11 @@ class Entrypoint(Strict):
         "model: " + ", ".join(ENTRYPOINT_PARAMS) + "; for a workload.setup: the names build() and batch() return, "
         "plus scaler, device_type and amp_dtype)")
     returns: str = "the loss of the step (a tensor or float)"
+    prepare: Prepare | None = Field(None, description="a function of the learner's that runs once before the "
+                                    "first step; what it returns is passed to every step by name")
+
+    def provided_by_prepare(self) -> tuple[str, ...]:
+        return tuple(self.prepare.returns) if self.prepare else ()
 
 
 class MlpSpec(Strict):
@@ -166,6 +194,16 @@ class Workload(Strict):
                               "dict of models, optimizers and constant arguments, and batch(step, seed) -> dict of "
                               "this step's data arguments; everything on the CPU (the grader moves it)")
     amp: AmpSpec = AmpSpec()
+    ranks: int = Field(1, ge=1, le=8, description="processes the learner's code runs as (distributed data parallel "
+                       "ranks), all in one sandbox, with a process group the grader has initialised (gloo on CPU, "
+                       "nccl on CUDA where there is a GPU per rank); each rank gets 1/ranks of every per-step data "
+                       "argument, and the FP32 baseline runs once on the whole batch")
+    move_models: bool = Field(True, description="the grader moves the models to the grading device before the "
+                              "first step; false leaves them on the CPU for the learner's entrypoint.prepare to "
+                              "move (e.g. to `device`, then wrap)")
+    libraries: list[Literal["accelerate"]] = Field(
+        default_factory=list, description="libraries the learner's code uses that the grader imports first and "
+        "traces (accelerate: Accelerator, prepare, accumulate, backward, clip_grad_norm_)")
     cuda: WorkloadOverride | None = Field(None, description="what changes when grading on CUDA")
 
     @model_validator(mode="after")
@@ -243,7 +281,14 @@ class MemoryCheck(Strict):
     weight: float = Field(1.0, gt=0)
 
 
-BUILT_IN_CHECKS = ("call_order", "parity", "coverage", "overflow", "speedup", "memory")
+class RanksCheck(Strict):
+    id: Literal["ranks"]
+    update_rtol: float = Field(1e-5, gt=0, description="largest allowed ||p_rank - p_rank0|| / ||p_rank0 - p0|| for "
+                               "any parameter tensor: ranks that all-reduce their gradients end bit-identical")
+    weight: float = Field(1.0, gt=0)
+
+
+BUILT_IN_CHECKS = ("call_order", "parity", "coverage", "overflow", "speedup", "memory", "ranks")
 
 
 class LessonCheck(Strict):
@@ -276,7 +321,7 @@ CheckSpec = Annotated[
     Union[Annotated[CallOrderCheck, Tag("call_order")], Annotated[ParityCheck, Tag("parity")],
           Annotated[CoverageCheck, Tag("coverage")], Annotated[OverflowCheck, Tag("overflow")],
           Annotated[SpeedupCheck, Tag("speedup")], Annotated[MemoryCheck, Tag("memory")],
-          Annotated[LessonCheck, Tag("lesson")]],
+          Annotated[RanksCheck, Tag("ranks")], Annotated[LessonCheck, Tag("lesson")]],
     Discriminator(_check_tag, custom_error_type="unknown_check",
                   custom_error_message="unknown check id; expected one of " + ", ".join(BUILT_IN_CHECKS) +
                   ", or a lesson check with `python:`"),
@@ -329,12 +374,20 @@ class Exercise(Strict):
     @model_validator(mode="after")
     def _params_exist(self):
         if self.workload.setup is None:
-            unknown = [(i, p) for i, p in enumerate(self.entrypoint.params) if p not in ENTRYPOINT_PARAMS]
+            provided = (*ENTRYPOINT_PARAMS, *self.entrypoint.provided_by_prepare())
+            unknown = [(i, p) for i, p in enumerate(self.entrypoint.params) if p not in provided]
             if unknown:
                 i, name = unknown[0]
                 raise ValueError(f"entrypoint.params[{i}]: {name!r} is not an argument the "
                                  f"{self.workload.model.kind} workload provides; it provides "
                                  f"{', '.join(ENTRYPOINT_PARAMS)} (a workload.setup can provide any name)")
+            prepare = self.entrypoint.prepare
+            once = [n for n in ENTRYPOINT_PARAMS if n not in ("inputs", "targets", "micro_batches")]
+            unknown = [(i, p) for i, p in enumerate(prepare.params if prepare else []) if p not in once]
+            if unknown:
+                i, name = unknown[0]
+                raise ValueError(f"entrypoint.prepare.params[{i}]: {name!r} is not something prepare can take: it "
+                                 f"runs once, before any step's data exists; it can take {', '.join(once)}")
         return self
 
     @model_validator(mode="after")
@@ -345,6 +398,20 @@ class Exercise(Strict):
             raise ValueError("the entrypoint takes a scaler: set workload.amp.scaler to true")
         if self.check("overflow") and "scaler" not in self.entrypoint.params:
             raise ValueError("the overflow check needs a GradScaler: add scaler to entrypoint.params")
+        return self
+
+    @model_validator(mode="after")
+    def _ranks_consistent(self):
+        ranks = self.workload.ranks
+        if ranks > 1:
+            unsupported = [c.id for c in self.checks if c.id in ("speedup", "memory")]
+            if unsupported:
+                raise ValueError(f"checks: {', '.join(unsupported)} cannot grade a workload with ranks > 1 yet (it "
+                                 "would time or measure one process against several); remove it or set ranks: 1")
+        elif self.check("ranks"):
+            raise ValueError("the ranks check compares the ranks' weights: set workload.ranks to 2 or more")
+        if not self.workload.move_models and self.entrypoint.prepare is None:
+            raise ValueError("workload.move_models is false, so the learner moves the models: add entrypoint.prepare")
         return self
 
     @model_validator(mode="after")

@@ -24,9 +24,11 @@ LOSS_OPS = {
 
 
 class Recorder:
-    def __init__(self, submission_path: str, device_type: str):
+    def __init__(self, submission_path: str, device_type: str, libraries: tuple[str, ...] = ()):
         self.path = submission_path
         self.device_type = device_type
+        self.libraries = tuple(libraries)  # besides torch, what to trace: "accelerate"
+        self.models: list[torch.nn.Module] = []
         self.events: list[dict] = []
         self.active = False
         self._scaled = weakref.WeakSet()
@@ -67,7 +69,14 @@ class Recorder:
         from torch.optim.optimizer import register_optimizer_step_pre_hook
 
         register_optimizer_step_pre_hook(self._on_optimizer_step)
-        self._snapshot = {(owner, attr): getattr(owner, attr) for owner, attr in self._watched()}
+        from grader import tracing_distributed
+
+        replaced = tracing_distributed.install(self)
+        if "accelerate" in self.libraries:
+            from grader import tracing_accelerate
+
+            replaced += tracing_accelerate.install(self)
+        self._snapshot = {(owner, attr): getattr(owner, attr) for owner, attr in self._watched() + replaced}
 
     def _watched(self) -> list[tuple[object, str]]:
         scaler, module = torch.amp.GradScaler, torch.nn.Module
@@ -86,6 +95,8 @@ class Recorder:
         return changed
 
     def watch_model(self, model: torch.nn.Module):
+        self.models.append(model)
+
         def pre(module, args):
             self._forward_autocast = self.autocast_on()
 

@@ -99,7 +99,7 @@ def lesson_code_problems(path: Path, exercise) -> list[str]:
         except workload.SetupError as exc:
             out.append(f"{path}:{block_line(path, where, exc.line)}: {'.'.join(where)}: {exc.message}")
             continue
-        if unprovided := problem.unprovided(exercise.entrypoint.params):
+        if unprovided := problem.unprovided_by(exercise.entrypoint.model_dump()):
             out.append(f"{path}: {unprovided}")
     for i, spec in enumerate(exercise.checks):
         if hasattr(spec, "python"):

@@ -72,7 +72,16 @@ def _speedup(m: dict, t: dict, say) -> list[tuple]:
              say("measure.lower_bound", x=f"{t['min_speedup']:.2f}") if "min_speedup" in t else None)]
 
 
-ROWS = {"parity": _parity, "coverage": _coverage, "memory": _memory, "overflow": _overflow, "speedup": _speedup}
+def _ranks(m: dict, t: dict, say) -> list[tuple]:
+    if m.get("max_rank_update_rel_diff") is None:
+        return []
+    return [(say("measure.rank_update", name=m.get("worst_param") or "-", rank=m.get("worst_rank")),
+             f"{m['max_rank_update_rel_diff']:.2g}",
+             say("measure.at_most", x=f"{t['update_rtol']:g}") if "update_rtol" in t else None)]
+
+
+ROWS = {"parity": _parity, "coverage": _coverage, "memory": _memory, "overflow": _overflow, "speedup": _speedup,
+        "ranks": _ranks}
 
 
 def measured_rows(check: CheckResult | dict, lang: str = "en") -> list[tuple[str, str, str | None]]:

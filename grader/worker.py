@@ -76,12 +76,18 @@ def describe_exception(exc: BaseException, path: str, kind: str = "exception") -
 
 
 class Worker:
-    def __init__(self, spec: dict):
+    def __init__(self, spec: dict, rank: int = 0, world_size: int = 1):
         import torch
+
+        from grader import ranks
 
         self.spec = spec
         self.path = os.path.abspath(spec["code_path"])
-        self.device = torch.device(spec["device"])
+        self.rank, self.world_size = rank, world_size
+        # A lesson with ranks has a process group in every worker (the FP32 baseline's is a group of one).
+        self.distributed = spec["exercise"]["workload"].get("ranks", 1) > 1
+        device, self.backend = ranks.rank_device(spec["device"], rank, world_size)
+        self.device = torch.device(device)
         self.device_type = self.device.type
         workload = spec["exercise"]["workload"]
         dtype_name = workload["amp"]["cuda_dtype"] if self.device_type == "cuda" else workload["amp"]["cpu_dtype"]
@@ -90,6 +96,7 @@ class Worker:
         self.amp_dtype = DTYPES[dtype_name]
         self.recorder = None
         self.fn = None
+        self.prepared: dict = {}
         # Taken before the learner's module loads, so patching torch.cuda.synchronize cannot end a timed
         # request before the GPU has finished.
         self._synchronize = torch.cuda.synchronize
@@ -109,6 +116,10 @@ class Worker:
         try:
             torch.set_num_threads(self.spec.get("threads", 1))
             self._backend_flags()
+            if self.distributed:
+                from grader import ranks
+
+                ranks.join(self.rank, self.world_size, str(self.device), self.backend)
         except Exception as exc:  # the grader's own fault, not the learner's
             raise StepError("internal", f"the grader could not prepare the worker: {exc!r}",
                             tb=traceback.format_exc()) from None
@@ -118,17 +129,20 @@ class Worker:
             self.problem = workload.build_problem(self.spec["exercise"]["workload"], self.device)
         except workload.SetupError as exc:
             raise StepError("setup", exc.message, exc.line) from None
-        if problem := self.problem.unprovided(self.spec["exercise"]["entrypoint"]["params"]):
+        if problem := self.problem.unprovided_by(self.spec["exercise"]["entrypoint"]):
             raise StepError("setup", problem)
         if self.spec.get("trace"):
             try:
-                self.recorder = tracing.Recorder(self.path, self.device_type)
+                self.recorder = tracing.Recorder(self.path, self.device_type,
+                                                 self.spec["exercise"]["workload"].get("libraries", []))
                 self.recorder.install()
             except Exception as exc:  # noqa: BLE001
                 raise StepError("internal", f"the grader could not prepare the worker: {exc!r}",
                                 tb=traceback.format_exc()) from None
         module = self._load()
-        self.fn = self._entrypoint(module)
+        ep = self.spec["exercise"]["entrypoint"]
+        self.fn = self._entrypoint(module, ep)
+        prepare = self._entrypoint(module, ep["prepare"]) if ep.get("prepare") else None
         self.scaler = torch.amp.GradScaler(self.device_type) if self.spec["exercise"]["workload"]["amp"]["scaler"] \
             else None
         root = self.problem.root
@@ -136,7 +150,45 @@ class Worker:
         if self.recorder:
             for model in self.problem.models.values():
                 self.recorder.watch_model(model)
-        return {"params": sum(p.numel() for p in self.problem.parameters())}
+        reply = {"params": sum(p.numel() for p in self.problem.parameters())}
+        if prepare is not None:
+            trace = self._prepare(prepare, ep["prepare"])
+            if trace is not None:
+                reply["trace"] = trace
+        return reply
+
+    def grader_arguments(self) -> dict:
+        """What the grader itself passes, by name, to prepare and to each step."""
+        return {"scaler": self.scaler, "device_type": self.device_type, "amp_dtype": self.amp_dtype,
+                "device": self.device, "rank": self.rank, "world_size": self.world_size}
+
+    def _prepare(self, fn, spec: dict) -> dict | None:
+        """Runs the learner's prepare once, traced as its own phase; keeps what it returns by name."""
+        rec = self.recorder
+        if rec:
+            rec.events, rec.active = [], True
+        try:
+            out = fn(*self.problem.arguments(spec["params"], None, **self.grader_arguments()))
+        except BaseException as exc:  # noqa: BLE001
+            err = StepError.worded("exit", "error.exit_step") if isinstance(exc, SystemExit) else \
+                describe_exception(exc, self.path)
+            err.payload["phase"] = "prepare"
+            if rec:
+                err.payload["events"] = rec.events
+            raise err from None
+        finally:
+            if rec:
+                rec.active = False
+        names = spec["returns"]
+        values = [out] if len(names) == 1 else out
+        if len(names) > 1 and (not isinstance(out, (tuple, list)) or len(out) != len(names)):
+            line = getattr(getattr(fn, "__code__", None), "co_firstlineno", None)
+            raise StepError.worded("return", "error.prepare_return", line, name=spec["name"], n=len(names),
+                                   names=", ".join(names), got=type(out).__name__)
+        self.prepared = dict(zip(names, values))
+        if rec and (changed := rec.tampered()):
+            raise StepError.worded("tampering", "error.tampering", names=", ".join(changed[:4]))
+        return {"step": None, "phase": "prepare", "events": rec.events, "device": str(self.device)} if rec else None
 
     def _load(self):
         try:
@@ -154,8 +206,7 @@ class Worker:
             raise describe_exception(exc, self.path, kind="import") from None
         return module
 
-    def _entrypoint(self, module):
-        ep = self.spec["exercise"]["entrypoint"]
+    def _entrypoint(self, module, ep: dict):
         fn = getattr(module, ep["name"], None)
         expected = f"def {ep['name']}({', '.join(ep['params'])})"
         if fn is None or not callable(fn):
@@ -179,8 +230,7 @@ class Worker:
         for step in range(msg["start"], msg["start"] + msg["count"]):
             try:
                 args = self.problem.arguments(self.spec["exercise"]["entrypoint"]["params"], step,
-                                              scaler=self.scaler, device_type=self.device_type,
-                                              amp_dtype=self.amp_dtype)
+                                              **self.grader_arguments(), **self.prepared)
             except workload.SetupError as exc:
                 raise StepError("setup", exc.message, exc.line, step=step) from None
             precision = None
@@ -286,12 +336,21 @@ class _null:
 
 def main(argv=None):
     argv = argv if argv is not None else sys.argv[1:]
-    channel = Channel()
-    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
     # torch warns on import when NumPy is absent (the grading image has none); the learner's output
     # should hold only what their code printed.
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     spec = json.load(open(argv[0], encoding="utf-8"))
+    if spec.get("ranks", 1) > 1:
+        from grader import ranks
+
+        ranks.supervise(spec)  # forks the ranks, each of which serves below
+    serve(spec)
+
+
+def serve(spec: dict, rank: int = 0, world_size: int = 1):
+    """Answers the parent's commands until it says exit; never returns."""
+    channel = Channel()
+    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
     worker = None
     while True:
         msg = channel.read()
@@ -299,7 +358,7 @@ def main(argv=None):
             break
         try:
             if msg["cmd"] == "init":
-                worker = Worker(spec)
+                worker = Worker(spec, rank, world_size)
                 reply = worker.init(msg)
             else:
                 reply = getattr(worker, msg["cmd"])(msg)

@@ -22,7 +22,7 @@ from torch import nn
 
 DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
 # What the grader itself passes, whatever builds the problem.
-GRADER_PARAMS = ("scaler", "device_type", "amp_dtype")
+GRADER_PARAMS = ("scaler", "device_type", "amp_dtype", "device", "rank", "world_size")
 SETUP_FILENAME = "<workload.setup>"
 
 
@@ -212,6 +212,26 @@ def _to_device(value, device: torch.device):
     return value
 
 
+def shard(value, name: str, rank: int, world_size: int):
+    """Rank `rank`'s share of one per-step data argument, as DistributedSampler would deal it: a tensor's rows
+    split into `world_size` equal parts; a list or tuple (the micro-batches, an (inputs, targets) pair) shared
+    element by element, so every micro-batch is split across the ranks. The ranks together see the whole batch,
+    which is what the single-process FP32 baseline trains on."""
+    if world_size == 1:
+        return value
+    if isinstance(value, torch.Tensor):
+        if value.dim() == 0 or value.shape[0] % world_size:
+            raise SetupError(f"batch(step, seed) returned {name!r} with {value.shape[0] if value.dim() else 0} rows, "
+                             f"which {world_size} ranks cannot share equally: with workload.ranks {world_size}, "
+                             f"every per-step tensor's first dimension must be a multiple of {world_size}")
+        return value.chunk(world_size)[rank]
+    if isinstance(value, (list, tuple)):
+        return type(value)(shard(v, name, rank, world_size) for v in value)
+    if isinstance(value, dict):
+        return {k: shard(v, name, rank, world_size) for k, v in value.items()}
+    return value
+
+
 @dataclass
 class Problem:
     """The objects of one training problem on one device: named models, optimizers and constant arguments,
@@ -242,6 +262,21 @@ class Problem:
         return (f"entrypoint.params: {', '.join(missing)} is not provided by workload.setup (it provides "
                 f"{', '.join(sorted(self.names()))})")
 
+    def unprovided_by(self, entrypoint: dict) -> str | None:
+        """Like `unprovided`, for a whole entrypoint: the step may also take what `prepare` returns, and prepare
+        itself runs once, before any step's data exists."""
+        prepare = entrypoint.get("prepare")
+        returned = set(prepare["returns"]) if prepare else set()
+        missing = [p for p in entrypoint["params"] if p not in self.names() and p not in returned]
+        if missing:
+            return self.unprovided(missing)
+        once = {*self.models, *self.optimizers, *self.constants, *GRADER_PARAMS}
+        missing = [p for p in (prepare["params"] if prepare else []) if p not in once]
+        if missing:
+            return (f"entrypoint.prepare.params: {', '.join(missing)} is not something prepare can take (it runs "
+                    f"once, before any step's data; it can take {', '.join(sorted(once))})")
+        return None
+
     @property
     def data_names(self) -> list[str]:
         return list(self.step_data(0))
@@ -252,16 +287,23 @@ class Problem:
     def state(self) -> dict[str, torch.Tensor]:
         return {k: v.detach().to("cpu", torch.float32).clone() for k, v in self.root.state_dict().items()}
 
-    def arguments(self, params: list[str], step: int, **grader_args) -> list:
-        """The positional arguments of the learner's entrypoint, by name."""
+    def arguments(self, params: list[str], step: int | None, **grader_args) -> list:
+        """The positional arguments of the learner's entrypoint, by name. With `rank` and `world_size` among the
+        grader's arguments, the step's data are this rank's share (see `shard`)."""
         available = {**self.models, **self.optimizers, **self.constants, **grader_args}
         data = self.step_data(step) if any(p not in available for p in params) else {}
+        data = {k: shard(v, k, grader_args.get("rank", 0), grader_args.get("world_size", 1)) for k, v in data.items()}
         available.update(_to_device(data, self.device))
         return [available[name] for name in params]
 
 
+def _placed(workload: dict, device: torch.device) -> torch.device:
+    """Where the models start: the grading device, or the CPU where the learner's prepare moves them."""
+    return device if workload.get("move_models", True) else torch.device("cpu")
+
+
 def _shorthand(workload: dict, device: torch.device) -> Problem:
-    model = build_model(workload["model"], workload["seed"]).to(device)
+    model = build_model(workload["model"], workload["seed"]).to(_placed(workload, device))
     optimizer = build_optimizer(workload["optimizer"], model.parameters())
     return Problem({"model": model}, {"optimizer": optimizer}, {}, Batches(workload).arguments, device)
 
@@ -274,7 +316,7 @@ def _from_setup(workload: dict, device: torch.device) -> Problem:
     if not isinstance(built, dict) or not all(isinstance(k, str) and k.isidentifier() for k in built):
         raise SetupError("build(seed) in workload.setup must return a dict of argument name -> object, e.g. "
                          "{'model': model, 'optimizer': optimizer}")
-    models = {k: v.to(device) for k, v in built.items() if isinstance(v, nn.Module)}
+    models = {k: v.to(_placed(workload, device)) for k, v in built.items() if isinstance(v, nn.Module)}
     optimizers = {k: v for k, v in built.items() if isinstance(v, torch.optim.Optimizer)}
     constants = {k: v for k, v in built.items() if k not in models and k not in optimizers}
     if not models:

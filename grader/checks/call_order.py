@@ -4,6 +4,7 @@ trace gives the learner's line."""
 
 from __future__ import annotations
 
+from grader.checks import accelerate_calls, ddp_calls
 from grader.messages import finding, message_of, say
 from grader.results import FAIL, PASS, CheckResult, Finding
 
@@ -169,10 +170,20 @@ def missing_step(events, ctx) -> list[Finding]:
     return [finding("step_missing")]
 
 
+# Rules for the calls of libraries over torch's AMP (grader/tracing_distributed.py, tracing_accelerate.py): each
+# module has prepare_rules(trace, ctx), for what the learner's prepare did once, and step_rules(events, ctx).
+LIBRARY_RULES = (ddp_calls, accelerate_calls)
+
+
 def diagnose(traces: list[dict], ctx: dict) -> list[Finding]:
-    """Findings over all traced steps, deduplicated by mistake id."""
-    found: dict[str, Finding] = {}
+    """Findings over all traced steps (of every rank), deduplicated by mistake id."""
+    found: dict[str, Finding] = {f.id: f for f in ddp_calls.rank_rules(traces)}
+    ctx = {**ctx, "prepare_events": [e for t in traces if t.get("phase") == "prepare" for e in t["events"]]}
     for trace in traces:
+        if trace.get("phase") == "prepare":
+            for f in (f for rules in LIBRARY_RULES for f in rules.prepare_rules(trace, ctx)):
+                found.setdefault(f.id, f)
+            continue
         events = trace["events"]
         ctx = {**ctx, "partial": trace.get("partial", False)}
         rules = [missing_step, deprecated_spelling, accumulation]
@@ -185,6 +196,8 @@ def diagnose(traces: list[dict], ctx: dict) -> list[Finding]:
         findings = master_weights(trace, ctx) if "param_dtypes" in trace else []
         for rule in rules:
             findings += rule(events, ctx)
+        for library in LIBRARY_RULES:
+            findings += library.step_rules(events, ctx)
         for f in findings:
             found.setdefault(f.id, f)
     return list(found.values())

@@ -1,0 +1,273 @@
+"""Several ranks in one sandbox. For a lesson with `workload.ranks: N`, the
+process the sandbox starts (`python -m grader.worker SPEC`) becomes a small
+supervisor: it imports PyTorch once, then forks N rank processes, each a
+`grader.worker` of its own with a process group the grader initialises
+(rendezvous through a file in the sandbox's private /tmp, traffic on
+loopback only). The supervisor relays every command of the grading process
+to all ranks and answers with all their replies at once.
+
+Nothing here decides anything. Everything in the sandbox is the learner's:
+a rank may write to the supervisor's channel or kill it, so the grading
+process checks each rank's reply like any worker's, loads every rank's
+parameters itself and decides whether the ranks agree. The sandbox's limits
+hold for the whole tree: the ranks are in its process group, PID namespace
+or container, and die with it."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import tempfile
+import time
+
+GRACE_S = 1.0  # after one rank fails, how long the others get to answer (one blocked in a collective never does)
+EXIT_WAIT_S = 2.0
+RENDEZVOUS_ENV = "AMP_DOJO_RENDEZVOUS"
+
+
+def rank_device(device: str, rank: int, world_size: int) -> tuple[str, str]:
+    """(this rank's device, the process group's backend). CPU ranks use gloo. On CUDA each rank gets a GPU of
+    its own with nccl where there are enough; otherwise all share the given GPU and talk through gloo, since
+    nccl refuses two ranks on one device."""
+    if not device.startswith("cuda"):
+        return "cpu", "gloo"
+    import torch
+
+    index = int(device.partition(":")[2] or 0)
+    if world_size > 1 and torch.cuda.device_count() >= index + world_size:
+        return f"cuda:{index + rank}", "nccl"
+    return f"cuda:{index}", "gloo"
+
+
+def join(rank: int, world_size: int, device: str, backend: str):
+    """Initialises the default process group, as torchrun and init_process_group would for the learner."""
+    from datetime import timedelta
+
+    import torch
+    import torch.distributed as dist
+
+    rendezvous = os.environ.get(RENDEZVOUS_ENV)
+    if not rendezvous:  # a single process (the FP32 baseline): a group of one of its own
+        rendezvous = os.path.join(tempfile.mkdtemp(prefix="amp-dojo-group-"), "rendezvous")
+    if device.startswith("cuda"):
+        torch.cuda.set_device(torch.device(device))
+    dist.init_process_group(backend, init_method=f"file://{rendezvous}", rank=rank, world_size=world_size,
+                            timeout=timedelta(seconds=300))
+
+
+class Rank:
+    """The supervisor's side of one rank: its pid and the two pipes of its protocol."""
+
+    def __init__(self, index: int, pid: int, stdin: int, stdout: int):
+        self.index, self.pid, self.stdin, self.stdout = index, pid, stdin, stdout
+        self.buffer = bytearray()
+        self.status: int | None = None
+
+    def send(self, data: bytes) -> bool:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self.stdin, view):]
+            return True
+        except OSError:
+            return False
+
+    def read(self) -> dict | None:
+        """Its reply once a whole line has come; a death or garbage becomes an error shaped like a worker's."""
+        try:
+            chunk = os.read(self.stdout, 1 << 20)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            return {"ok": False, "error": self.death()}
+        self.buffer += chunk
+        end = self.buffer.find(b"\n")
+        if end < 0:
+            return None
+        line = bytes(self.buffer[:end])
+        del self.buffer[:end + 1]
+        try:
+            reply = json.loads(line)
+        except (ValueError, RecursionError):
+            reply = None
+        if not isinstance(reply, dict):
+            from grader.launcher import failure
+
+            return {"ok": False, "error": failure("protocol", "error.not_a_reply")}
+        return reply
+
+    def wait(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while self.status is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.status = status
+                break
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
+        return True
+
+    def kill(self):
+        if self.status is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            self.wait(5)
+
+    def death(self) -> dict:
+        from grader.launcher import failure
+
+        if not self.wait(2):  # it closed its channel but lives on
+            self.kill()
+        status = self.status or 0
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            if sig == signal.SIGKILL:
+                return failure("oom", "error.killed_oom")
+            return failure("crash", "error.killed_signal", signal=signal.Signals(sig).name)
+        return failure("exit", "error.exited", status=os.WEXITSTATUS(status) if os.WIFEXITED(status) else status)
+
+
+def _prewarm():
+    """Imports what every rank needs before forking them, so it is read from disk and compiled once (DDP's
+    constructor alone imports torch._dynamo, seconds of CPU per process). Nothing here touches a GPU, which a
+    forked child could not use; an import that fails here is simply left to the ranks."""
+    try:
+        import torch  # noqa: F401
+        import torch.distributed  # noqa: F401
+        import torch._dynamo  # noqa: F401
+        import torch.nn.parallel.distributed  # noqa: F401
+
+        import grader.tracing  # noqa: F401
+        import grader.workload  # noqa: F401
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def _fork_rank(spec: dict, index: int, world_size: int, rendezvous: str, supervisor_fds: list[int]) -> Rank:
+    cmd_r, cmd_w = os.pipe()
+    reply_r, reply_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the rank
+        try:
+            os.dup2(cmd_r, 0)
+            os.dup2(reply_w, 1)
+            for fd in {cmd_r, cmd_w, reply_r, reply_w, *supervisor_fds} - {0, 1, 2}:
+                os.close(fd)
+            signal.signal(signal.SIGUSR1, signal.SIG_DFL)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            _die_with_parent()
+            os.environ.update({"RANK": str(index), "LOCAL_RANK": str(index), "WORLD_SIZE": str(world_size),
+                               "LOCAL_WORLD_SIZE": str(world_size), RENDEZVOUS_ENV: rendezvous})
+            from grader.worker import serve
+
+            serve(spec, index, world_size)
+        finally:
+            os._exit(1)
+    os.close(cmd_r)
+    os.close(reply_w)
+    supervisor_fds += [cmd_w, reply_r]
+    return Rank(index, pid, cmd_w, reply_r)
+
+
+def _die_with_parent():
+    """A rank whose supervisor is gone has nobody to answer (PR_SET_PDEATHSIG; Linux only)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+
+def relay(ranks: list[Rank], line: bytes) -> dict:
+    """Sends one command to every rank and gathers their replies: all of them, or, once one rank has failed, the
+    ones that come within GRACE_S (the others may be waiting in a collective for the one that failed)."""
+    replies: dict[int, dict] = {}
+    for rank in ranks:
+        if not rank.send(line):
+            replies[rank.index] = {"ok": False, "error": rank.death()}
+    deadline = time.monotonic() + GRACE_S if replies else None
+    while len(replies) < len(ranks):
+        waiting = [r for r in ranks if r.index not in replies]
+        timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+        ready, _, _ = select.select([r.stdout for r in waiting], [], [], timeout)
+        if not ready and deadline is not None:
+            break
+        for rank in waiting:
+            if rank.stdout in ready and (reply := rank.read()) is not None:
+                replies[rank.index] = reply
+                if reply.get("ok") is not True and deadline is None:
+                    deadline = time.monotonic() + GRACE_S
+    return combined(replies, len(ranks))
+
+
+def combined(replies: dict[int, dict], world_size: int) -> dict:
+    """{"ok": true, "ranks": [reply of rank 0, ...]}, or the error of the lowest failing rank, tagged with it,
+    beside the replies of the ranks that did answer (their traces can name the cause)."""
+    failed = sorted(i for i, reply in replies.items() if reply.get("ok") is not True)
+    if not failed:
+        return {"ok": True, "ranks": [replies[i] for i in range(world_size)]}
+    error = replies[failed[0]].get("error")
+    if not isinstance(error, dict):
+        from grader.launcher import failure
+
+        error = failure("protocol", "error.protocol")
+    answered = [replies[i] if i in replies and i not in failed else None for i in range(world_size)]
+    return {"ok": False, "error": {**error, "rank": failed[0]}, "ranks": answered}
+
+
+def shutdown(ranks: list[Rank]):
+    for rank in ranks:
+        rank.send(b'{"cmd": "exit"}\n')
+    deadline = time.monotonic() + EXIT_WAIT_S
+    for rank in ranks:
+        if not rank.wait(max(0.0, deadline - time.monotonic())):
+            rank.kill()
+
+
+def supervise(spec: dict):
+    """The sandbox's main process for a lesson with ranks: never returns."""
+    from grader.worker import Channel
+
+    channel = Channel()
+    world_size = spec["ranks"]
+    _prewarm()
+    rendezvous = os.path.join(tempfile.mkdtemp(prefix="amp-dojo-ranks-"), "rendezvous")
+    own = [channel.inp.fileno(), channel.out.fileno()]
+    ranks = [_fork_rank(spec, i, world_size, rendezvous, own) for i in range(world_size)]
+
+    def forward(sig, _frame):  # the grader's SIGUSR1 asks for stack dumps (a timeout): each rank writes its own
+        for rank in ranks:
+            try:
+                os.kill(rank.pid, sig)
+            except OSError:
+                pass
+
+    def stop(_sig, _frame):
+        for rank in ranks:
+            rank.kill()
+        os._exit(1)
+
+    signal.signal(signal.SIGUSR1, forward)
+    signal.signal(signal.SIGTERM, stop)
+    while True:
+        line = channel.inp.readline()
+        if not line or _is_exit(line):
+            break
+        channel.write(relay(ranks, line.encode() if line.endswith("\n") else (line + "\n").encode()))
+    shutdown(ranks)
+    channel.out.flush()
+    os._exit(0)
+
+
+def _is_exit(line: str) -> bool:
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(msg, dict) and msg.get("cmd") == "exit"
