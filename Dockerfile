@@ -9,13 +9,18 @@
 ARG BASE_IMAGE=pytorch/pytorch:2.7.1-cuda12.6-cudnn9-runtime
 FROM ${BASE_IMAGE}
 
-# When set (e.g. torch==2.13.0), PyTorch is installed from docker/wheels/ into /opt/venv.
+# When set (e.g. torch==2.13.0), PyTorch is installed from docker/wheels/ into /opt/venv, with Accelerate (pinned
+# as in pyproject.toml: the Accelerate lesson's code imports it) from the same folder; otherwise Accelerate is
+# installed into the base image's Python.
 ARG TORCH_SPEC=
+ARG ACCELERATE_SPEC=accelerate==1.15.0
 COPY docker/wheels/ /tmp/wheels/
 RUN set -eu; \
     if [ -n "$TORCH_SPEC" ]; then \
         python3 -m venv /opt/venv; \
-        /opt/venv/bin/pip install --no-cache-dir --no-index --find-links /tmp/wheels "$TORCH_SPEC"; \
+        /opt/venv/bin/pip install --no-cache-dir --no-index --find-links /tmp/wheels "$TORCH_SPEC" "$ACCELERATE_SPEC"; \
+    else \
+        python3 -m pip install --no-cache-dir "$ACCELERATE_SPEC"; \
     fi; \
     rm -rf /tmp/wheels
 
@@ -24,7 +29,7 @@ ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1
 COPY grader/ /opt/amp-dojo/grader/
-RUN python3 -c "import torch, grader.worker; print('torch', torch.__version__)"
+RUN python3 -c "import torch, accelerate, grader.worker; print('torch', torch.__version__, 'accelerate', accelerate.__version__)"
 
 # The hash of the grader's code, so the host can tell a stale image from a current one.
 ARG GRADER_HASH=unknown
