@@ -60,6 +60,10 @@ def show(exercise_id, lang, hints, quiz):
     click.echo(localize(ex.lesson, lang))
     click.echo(click.style("Task", bold=True))
     click.echo(localize(ex.task, lang))
+    if ex.entrypoint.prepare is not None:
+        prep = ex.entrypoint.prepare
+        click.echo(f"Write: def {prep.name}({', '.join(prep.params)})  ->  {', '.join(prep.returns)}  (once, before "
+                   "the steps)")
     click.echo(f"Write: def {ex.entrypoint.name}({', '.join(ex.entrypoint.params)})  ->  {ex.entrypoint.returns}")
     if hints:
         click.echo("\n" + click.style("Hints", bold=True))

@@ -83,6 +83,10 @@ class Rank:
         if not chunk:
             return {"ok": False, "error": self.death()}
         self.buffer += chunk
+        return self.buffered()
+
+    def buffered(self) -> dict | None:
+        """A whole line that came with an earlier read (a rank may write two at once), parsed."""
         end = self.buffer.find(b"\n")
         if end < 0:
             return None
@@ -192,6 +196,11 @@ def relay(ranks: list[Rank], line: bytes) -> dict:
         if not rank.send(line):
             replies[rank.index] = {"ok": False, "error": rank.death()}
     deadline = time.monotonic() + GRACE_S if replies else None
+    for rank in ranks:
+        if rank.index not in replies and (reply := rank.buffered()) is not None:
+            replies[rank.index] = reply
+    if any(reply.get("ok") is not True for reply in replies.values()):
+        deadline = deadline or time.monotonic() + GRACE_S
     while len(replies) < len(ranks):
         waiting = [r for r in ranks if r.index not in replies]
         timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
@@ -207,9 +216,12 @@ def relay(ranks: list[Rank], line: bytes) -> dict:
 
 
 def combined(replies: dict[int, dict], world_size: int) -> dict:
-    """{"ok": true, "ranks": [reply of rank 0, ...]}, or the error of the lowest failing rank, tagged with it,
-    beside the replies of the ranks that did answer (their traces can name the cause)."""
-    failed = sorted(i for i, reply in replies.items() if reply.get("ok") is not True)
+    """{"ok": true, "ranks": [reply of rank 0, ...]}, or one failing rank's error, tagged with its rank, beside the
+    replies of the ranks that did answer (their traces can name the cause). A rank that died comes first: the
+    others' errors are then the collective library noticing (gloo: "Connection closed by peer"); otherwise the
+    lowest failing rank."""
+    failed = sorted((i for i, reply in replies.items() if reply.get("ok") is not True),
+                    key=lambda i: (_kind(replies[i]) not in DEATHS, i))
     if not failed:
         return {"ok": True, "ranks": [replies[i] for i in range(world_size)]}
     error = replies[failed[0]].get("error")
@@ -219,6 +231,14 @@ def combined(replies: dict[int, dict], world_size: int) -> dict:
         error = failure("protocol", "error.protocol")
     answered = [replies[i] if i in replies and i not in failed else None for i in range(world_size)]
     return {"ok": False, "error": {**error, "rank": failed[0]}, "ranks": answered}
+
+
+DEATHS = ("exit", "crash", "oom")
+
+
+def _kind(reply: dict):
+    error = reply.get("error")
+    return error.get("kind") if isinstance(error, dict) else None
 
 
 def shutdown(ranks: list[Rank]):

@@ -409,9 +409,11 @@ class Exercise(Strict):
                 raise ValueError(f"checks: {', '.join(unsupported)} cannot grade a workload with ranks > 1 yet (it "
                                  "would time or measure one process against several); remove it or set ranks: 1")
         elif self.check("ranks"):
-            raise ValueError("the ranks check compares the ranks' weights: set workload.ranks to 2 or more")
+            raise ValueError("workload.ranks: the ranks check compares the weights of several ranks: set ranks to 2 "
+                             "or more, or remove the check")
         if not self.workload.move_models and self.entrypoint.prepare is None:
-            raise ValueError("workload.move_models is false, so the learner moves the models: add entrypoint.prepare")
+            raise ValueError("workload.move_models: false leaves the models on the CPU for the learner to move, which "
+                             "needs a function that runs before the steps: add entrypoint.prepare")
         return self
 
     @model_validator(mode="after")

@@ -80,6 +80,8 @@ def margins(result: GradingResult) -> list[str]:
                        f"{m['max_loss_rel_diff']:.2%} of {t['loss_rtol']:.0%}")
         elif c.id == "coverage" and "fraction_16bit" in m:
             out.append(f"coverage {m['fraction_16bit']:.0%} (at least {t['min_fraction']:.0%})")
+        elif c.id == "ranks" and m.get("max_rank_update_rel_diff") is not None:
+            out.append(f"ranks {m['max_rank_update_rel_diff']:.2g} apart (at most {t['update_rtol']:g})")
         elif c.id == "memory" and "ratio" in m:
             out.append(f"memory {m['ratio']:.0%} of the FP32 peak (at most {t['max_ratio']:.0%})")
     return out

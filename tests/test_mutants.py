@@ -27,6 +27,9 @@ def test_each_lesson_gets_the_mutants_its_task_exercises(exercises):
     assert "no_clip" in names["grad_scaler"] and "no_clip" not in names["autocast"]
     assert "micro_batch_dropped" in names["grad_accumulation"]
     assert "outputs_kept" in names["reduce_memory"] and "outputs_kept" not in names["grad_scaler"]
+    ranked = {"one_rank_no_step", "no_allreduce"}
+    assert ranked <= names["ddp_mixed_precision"] and not ranked & names["accelerate"]
+    assert {"no_clip", "micro_batch_dropped"} <= names["accelerate"]  # its model and optimizer are Accelerate's
 
 
 def test_a_mutant_keeps_the_reference_and_its_entrypoint_signature(exercises):

@@ -194,7 +194,8 @@ def test_sandbox_limits_are_named_in_the_verdict(backend, launchers, all_exercis
 VERDICT_CASES = [(ex, role) for ex in ("autocast", "grad_scaler", "grad_accumulation", "reduce_memory")
                  for role in ("reference", "starter")] + [
     ("autocast", "autocast/backward_inside_autocast.py"), ("grad_scaler", "grad_scaler/update_missing.py"),
-    ("grad_accumulation", "grad_accumulation/loss_not_divided.py"), ("autocast", "errors/exception_in_step.py")]
+    ("grad_accumulation", "grad_accumulation/loss_not_divided.py"), ("autocast", "errors/exception_in_step.py"),
+    ("ddp_mixed_precision", "ddp_mixed_precision/allreduce_every_micro_batch.py"), ("accelerate", "reference")]
 
 
 def verdict(result) -> tuple:

@@ -425,3 +425,50 @@ def test_the_editor_shows_every_line_whole_on_a_laptop_and_a_small_phone(viewpor
     overflow = scroller.evaluate("s => s.scrollWidth - s.clientWidth")
     assert overflow <= 1, f"{longest.id}: the editor hides {overflow} px of its longest line at {width} px"
     assert page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth") <= 0
+
+
+DDP_LESSON = "ddp_mixed_precision"
+DDP_WRONG = ROOT / "tests" / "submissions" / DDP_LESSON / "allreduce_every_micro_batch.py"
+
+
+def test_the_ddp_lesson_is_solved_on_two_ranks_after_a_wrong_try(page, js_errors, screenshot):
+    """A submission without no_sync() trains the same on both ranks, so only the trace can fail it: the call
+    order names the all-reduce on every micro-batch at its line. The reference then passes, the two ranks
+    agreeing with each other and with the one-process FP32 baseline."""
+    lesson = load_exercise(DDP_LESSON)
+    card = page.locator(f'[data-testid="lesson-card"][data-lesson-id="{DDP_LESSON}"]')
+    page.goto("/")
+    card.get_by_role("link").click()
+    page.wait_for_url(f"**/lessons/{DDP_LESSON}")
+    expect(page.get_by_test_id("editor")).to_be_visible()
+    assert editor_text(page) == lesson.starter
+
+    replace_editor_text(page, DDP_WRONG.read_text())
+    page.get_by_test_id("run-button").click()
+    badge = page.get_by_test_id("result-status")
+    expect(badge).to_have_attribute("data-status", "fail", timeout=GRADING_TIMEOUT_MS)
+    checks = check_statuses(page)
+    assert checks["call_order"] == "fail" and checks["parity"] == "pass" and checks["ranks"] == "pass", checks
+    finding = page.locator('[data-testid="check-row"][data-check-id="call_order"] '
+                           '[data-finding-id="allreduce_every_micro_batch"]')
+    expect(finding).to_be_visible()
+    expect(finding).to_contain_text("line 23")
+    expect(finding).to_contain_text("model.no_sync()")
+    ranks_row = page.locator('[data-testid="check-row"][data-check-id="ranks"]')
+    expect(ranks_row).to_contain_text("Ranks agree")
+    finding.scroll_into_view_if_needed()
+    screenshot(page, "14-ddp-allreduce-every-micro-batch")
+
+    replace_editor_text(page, lesson.reference)
+    page.get_by_test_id("run-button").click()
+    expect(badge).to_have_attribute("data-status", "pass", timeout=GRADING_TIMEOUT_MS)
+    checks = check_statuses(page)
+    assert set(checks) >= {"call_order", "parity", "ranks", "overflow", "coverage"}, checks
+    assert set(checks.values()) == {"pass"}, checks
+    expect(page.get_by_test_id("history").locator("a")).to_have_count(2)
+    badge.scroll_into_view_if_needed()
+    screenshot(page, "15-ddp-passed")
+
+    page.goto("/")
+    expect(card).to_have_attribute("data-progress", "passed")
+    assert not js_errors, js_errors

@@ -37,6 +37,7 @@
     overflow: tr("Overflow handling"),
     speedup: tr("Speedup"),
     memory: tr("Peak memory"),
+    ranks: tr("Ranks agree"),
   };
   // Human headings for the error kinds of docs/results.md (the kind itself stays in the JSON for tools).
   var ERROR_KINDS = {
