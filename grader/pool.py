@@ -14,7 +14,7 @@ import threading
 import time
 from collections import deque
 
-from grader.launcher import Launcher, WorkerProcess, WorkerSpec
+from grader.launcher import Launcher, WorkerProcess
 
 log = logging.getLogger("grader.pool")
 
@@ -72,14 +72,6 @@ class WarmPool(Launcher):
         self.cold_starts += 1
         log.info("no warm %s sandbox for %s is ready: starting one cold", self.name, device)
         return self.launcher.prepare(device)
-
-    def start(self, spec: WorkerSpec) -> WorkerProcess:
-        worker = self.prepare(spec.device)
-        try:
-            return worker.assign(spec)
-        except BaseException:
-            worker.close()
-            raise
 
     def ready_count(self, device: str) -> int:
         with self._lock:
