@@ -1,10 +1,11 @@
 """Several ranks in one sandbox. For a lesson with `workload.ranks: N`, the
-process the sandbox starts (`python -m grader.worker SPEC`) becomes a small
-supervisor: it imports PyTorch once, then forks N rank processes, each a
-`grader.worker` of its own with a process group the grader initialises
-(rendezvous through a file in the sandbox's private /tmp, traffic on
-loopback only). The supervisor relays every command of the grading process
-to all ranks and answers with all their replies at once.
+blank worker the sandbox started (`python -m grader.worker`, PyTorch already
+imported) becomes a small supervisor when its `init` arrives: it forks N rank
+processes, each a worker of its own with a process group the grader
+initialises (rendezvous through a file in the sandbox's private /tmp, traffic
+on loopback only). The supervisor relays every command of the grading
+process, the init first, to all ranks and answers with all their replies at
+once.
 
 Nothing here decides anything. Everything in the sandbox is the learner's:
 a rank may write to the supervisor's channel or kill it, so the grading
@@ -15,10 +16,12 @@ or container, and die with it."""
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import select
 import signal
+import sys
 import tempfile
 import time
 
@@ -137,22 +140,19 @@ class Rank:
 
 
 def _prewarm():
-    """Imports what every rank needs before forking them, so it is read from disk and compiled once (DDP's
-    constructor alone imports torch._dynamo, seconds of CPU per process). Nothing here touches a GPU, which a
-    forked child could not use; an import that fails here is simply left to the ranks."""
+    """What every rank needs beyond a blank worker's preload, loaded once before forking them: DDP's constructor
+    asks torch._dynamo for its mode, which loads the real module (seconds of CPU per process; see
+    grader/lazy_dynamo.py). Nothing here touches a GPU, which a forked child could not use; an import that fails
+    here is simply left to the ranks."""
     try:
-        import torch  # noqa: F401
+        import torch._dynamo.utils  # noqa: F401
         import torch.distributed  # noqa: F401
-        import torch._dynamo  # noqa: F401
         import torch.nn.parallel.distributed  # noqa: F401
-
-        import grader.tracing  # noqa: F401
-        import grader.workload  # noqa: F401
     except Exception:  # noqa: BLE001
         pass
 
 
-def _fork_rank(spec: dict, index: int, world_size: int, rendezvous: str, supervisor_fds: list[int]) -> Rank:
+def _fork_rank(index: int, world_size: int, rendezvous: str, supervisor_fds: list[int]) -> Rank:
     cmd_r, cmd_w = os.pipe()
     reply_r, reply_w = os.pipe()
     pid = os.fork()
@@ -162,14 +162,14 @@ def _fork_rank(spec: dict, index: int, world_size: int, rendezvous: str, supervi
             os.dup2(reply_w, 1)
             for fd in {cmd_r, cmd_w, reply_r, reply_w, *supervisor_fds} - {0, 1, 2}:
                 os.close(fd)
-            signal.signal(signal.SIGUSR1, signal.SIG_DFL)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
             _die_with_parent()
             os.environ.update({"RANK": str(index), "LOCAL_RANK": str(index), "WORLD_SIZE": str(world_size),
                                "LOCAL_WORLD_SIZE": str(world_size), RENDEZVOUS_ENV: rendezvous})
-            from grader.worker import serve
+            from grader.worker import Channel, serve
 
-            serve(spec, index, world_size)
+            serve(Channel(), index, world_size)
         finally:
             os._exit(1)
     os.close(cmd_r)
@@ -250,16 +250,16 @@ def shutdown(ranks: list[Rank]):
             rank.kill()
 
 
-def supervise(spec: dict):
-    """The sandbox's main process for a lesson with ranks: never returns."""
-    from grader.worker import Channel
-
-    channel = Channel()
-    world_size = spec["ranks"]
+def supervise(channel, init: dict):
+    """The sandbox's worker, once its `init` says the code runs as several ranks: forks them, hands each the
+    init, then relays every command until exit. Never returns."""
+    world_size = init["spec"]["ranks"]
     _prewarm()
     rendezvous = os.path.join(tempfile.mkdtemp(prefix="amp-dojo-ranks-"), "rendezvous")
     own = [channel.inp.fileno(), channel.out.fileno()]
-    ranks = [_fork_rank(spec, i, world_size, rendezvous, own) for i in range(world_size)]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    ranks = [_fork_rank(i, world_size, rendezvous, own) for i in range(world_size)]
 
     def forward(sig, _frame):  # the grader's SIGUSR1 asks for stack dumps (a timeout): each rank writes its own
         for rank in ranks:
@@ -275,11 +275,10 @@ def supervise(spec: dict):
 
     signal.signal(signal.SIGUSR1, forward)
     signal.signal(signal.SIGTERM, stop)
-    while True:
-        line = channel.inp.readline()
-        if not line or _is_exit(line):
-            break
+    line = json.dumps(init)
+    while line and not _is_exit(line):
         channel.write(relay(ranks, line.encode() if line.endswith("\n") else (line + "\n").encode()))
+        line = channel.inp.readline()
     shutdown(ranks)
     channel.out.flush()
     os._exit(0)
