@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 import sys
 import types
 
@@ -34,9 +35,13 @@ class _DynamoUntilUsed(types.ModuleType):
     """torch._dynamo before anything needs it. Only graph_break is its own; every other name (including the
     __path__ that importing a submodule reads) loads the real module and is taken from it."""
 
-    def __init__(self):
+    def __init__(self, file: str):
         super().__init__("torch._dynamo")
         self.graph_break = _graph_break
+        # Where the real module lives, without loading it: inspect.getmodule() (which warnings and logging call
+        # while other modules are still being imported) reads every module's __file__, and loading the real
+        # torch._dynamo in the middle of such an import fails on a circular import (import accelerate did).
+        self.__file__ = file
 
     def __getattr__(self, name):
         return getattr(_load_real(), name)
@@ -96,7 +101,7 @@ def install() -> int:
 
     if "torch._dynamo" in sys.modules:
         return 0
-    _STAND_IN = _DynamoUntilUsed()
+    _STAND_IN = _DynamoUntilUsed(os.path.join(os.path.dirname(torch.__file__), "_dynamo", "__init__.py"))
     sys.modules["torch._dynamo"] = _STAND_IN
     torch._dynamo = _STAND_IN
     compile_file = torch._compile.__file__

@@ -61,3 +61,18 @@ checkpoint(model, x, use_reentrant=False).sum().backward()
 print(x.grad is not None, lazy_dynamo.real_loaded())
 """)
     assert out.split() == ["True", "True"]
+
+
+def test_looking_modules_up_by_file_does_not_load_dynamo_and_accelerate_imports():
+    """inspect.getmodule (warnings call it while a module is still importing) reads every module's __file__;
+    loading the real torch._dynamo then, in the middle of torch.distributed's imports, was a circular import."""
+    out = run("""
+import inspect
+inspect.getmodule(inspect.currentframe())
+print(lazy_dynamo.real_loaded())
+from accelerate import Accelerator
+accelerator = Accelerator(mixed_precision="bf16", gradient_accumulation_steps=2)
+prepared, _ = accelerator.prepare(model, torch.optim.SGD(model.parameters(), lr=0.1))
+print(prepared is model)
+""")
+    assert out.split() == ["False", "True"]
