@@ -254,7 +254,14 @@ def supervise(channel, init: dict):
     """The sandbox's worker, once its `init` says the code runs as several ranks: forks them, hands each the
     init, then relays every command until exit. Never returns."""
     world_size = init["spec"]["ranks"]
-    _prewarm()
+    import torch
+
+    if torch.cuda.is_initialized():  # a forked child cannot use a CUDA context its parent made
+        from grader.worker import StepError
+
+        raise StepError("internal", "the grader initialised CUDA in the worker before forking its ranks")
+    if not str(init["spec"]["device"]).startswith("cuda"):
+        _prewarm()  # on CUDA each rank imports for itself: importing may query the driver, which a fork cannot share
     rendezvous = os.path.join(tempfile.mkdtemp(prefix="amp-dojo-ranks-"), "rendezvous")
     own = [channel.inp.fileno(), channel.out.fileno()]
     sys.stdout.flush()
