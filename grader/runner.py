@@ -173,8 +173,9 @@ def _memory(steps) -> list[dict]:
     return out
 
 
-def drive(worker: WorkerProcess, steps: int, *, trace: bool, measure_memory: bool, data: RunData):
-    """Runs the compared steps one request at a time, collecting evidence."""
+def drive(worker: WorkerProcess, steps: int, *, trace: bool, measure_memory: bool, data: RunData,
+          on_step: Callable[[int], None] = lambda done: None):
+    """Runs the compared steps one request at a time, collecting evidence; `on_step` hears how many are done."""
     for step in range(steps):
         traced = trace and step < TRACED_STEPS
         reply = _ok(worker.request({"cmd": "steps", "start": step, "count": 1, "trace": traced,
@@ -186,6 +187,7 @@ def drive(worker: WorkerProcess, steps: int, *, trace: bool, measure_memory: boo
             data.coverage = _merge_coverage(data.coverage, _coverage(reply.get("coverage")))
             if "memory" in reply and step >= MEMORY_FROM:
                 data.memory += _memory(reply["memory"])
+        on_step(step + 1)
 
 
 def probe_overflow(worker: WorkerProcess, step: int, data: RunData, before: dict):
@@ -388,8 +390,11 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
         init_worker(launcher, sub_worker)
         sub_data.modules = sub_worker.modules
         progress("steps", total=wl.steps)
-        drive(sub_worker, wl.steps, trace=True, measure_memory=exercise.check("memory") is not None, data=sub_data)
+        drive(sub_worker, wl.steps, trace=True, measure_memory=exercise.check("memory") is not None, data=sub_data,
+              on_step=lambda done: progress("steps", total=wl.steps, done=done))
         sub_data.params = load_params(sub_worker)
+        if not all(future.done() for future in futures.values()):
+            progress("trusted")  # the FP32 baseline and the reference run are still going
         for future in futures.values():
             future.result()  # the baseline's worker is free for timing only once its run is over
         if needs_timing:
