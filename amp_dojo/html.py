@@ -64,8 +64,8 @@ def _error(result: GradingResult, lines: list[str], lang: str) -> str:
     err = result.error
     if err is None:
         return ""
-    return (f'<tr class="error"><td style="vertical-align:top;padding:2px 0">{_badge(ERROR, lang)}</td>'
-            f'<td colspan="2" style="padding:2px 8px">'
+    return (f'<tr class="error"><td style="vertical-align:top;text-align:left;padding:2px 0">{_badge(ERROR, lang)}</td>'
+            f'<td colspan="2" style="text-align:left;padding:2px 8px">'
             f'<strong>{_e(error_heading(err.kind, lang))}</strong><div>{_cell_line(err.line, lang)}'
             f'{_prose(error_in_words(err))}</div>{_code(lines, err.line, err.source_line)}</td></tr>')
 
@@ -75,9 +75,9 @@ def _check_rows(result: GradingResult, lines: list[str], lang: str) -> str:
     for c in result.checks:
         measured = "".join(f"<div>{_e(m)}</div>" for m in measured_in_words(c, lang))
         findings = "".join(_finding(f, c.message, lines, lang) for f in c.findings)
-        rows.append(f'<tr class="check" data-check="{_e(c.id)}"><td style="vertical-align:top;padding:2px 0">'
+        rows.append(f'<tr class="check" data-check="{_e(c.id)}"><td style="vertical-align:top;text-align:left;padding:2px 0">'
                     f'{_badge(c.status, lang)}</td>'
-                    f'<td style="vertical-align:top;font-weight:bold;padding:2px 8px">{_e(c.id)}</td>'
+                    f'<td style="vertical-align:top;text-align:left;font-weight:bold;padding:2px 8px">{_e(c.id)}</td>'
                     f'<td style="text-align:left;padding:2px 4px"><div>{_prose(c.message)}</div>'
                     f'<div style="opacity:.8">{measured}</div>{findings}</td></tr>')
     return "".join(rows)

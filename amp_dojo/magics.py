@@ -80,8 +80,9 @@ class GradeMagics(Magics):
     @magic_arguments()
     @argument("lesson", help="the lesson's id, e.g. autocast")
     @argument("--device", default="auto", help="auto, cpu or cuda")
-    @argument("--sandbox", default=os.environ.get("AMP_DOJO_SANDBOX", "auto"), choices=SANDBOXES,
-              help="where the code runs: auto picks docker, else bwrap, else a local process")
+    @argument("--sandbox", default=None, choices=SANDBOXES,
+              help="where the code runs: auto (default, or AMP_DOJO_SANDBOX) picks docker, else bwrap, else a "
+                   "local process")
     @argument("--limit", action="append", default=[], metavar="NAME=VALUE", help="change a sandbox limit")
     @argument("--lang", default="en", choices=LANGUAGES)
     @cell_magic
@@ -90,9 +91,13 @@ class GradeMagics(Magics):
         args = _options(line, self.grade)
         try:
             ex = load_exercise(args.lesson)
-            launcher = self._launcher(args.sandbox, args.limit)
+            launcher = self._launcher(args.sandbox or os.environ.get("AMP_DOJO_SANDBOX") or "auto", args.limit)
             progress = _Progress(ex.id, args.lang)
-            result = runner.run(ex, cell, device=args.device, launcher=launcher, progress=progress)
+            try:
+                result = runner.run(ex, cell, device=args.device, launcher=launcher, progress=progress)
+            except KeyboardInterrupt:  # the kernel was interrupted: the workers are gone, say so instead of "grading"
+                progress.handle.update(HTML(progress_html(ex.id, say("stage.interrupted", args.lang), args.lang)))
+                raise
         except GraderError as exc:
             raise UsageError(exc.message) from None
         note = "" if launcher.isolated else say("local_sandbox", args.lang)

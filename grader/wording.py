@@ -63,7 +63,7 @@ WORDS: dict[str, dict[str, str]] = {
         "stage.step": "training and comparing with FP32: step {done} of {total}",
         "stage.trusted": "finishing the FP32 baseline and the reference run",
         "stage.timing": "timing against the baseline", "stage.timing_round": "timing against the baseline: round {n}",
-        "stage.so_far": "{x}x so far", "stage.check": "check {check}: {verdict}", "stage.done": "done",
+        "stage.so_far": "{x}x so far", "stage.check": "check {check}: {verdict}", "stage.done": "done", "stage.interrupted": "interrupted",
         "local_sandbox": "sandbox: local (your code runs unisolated, as you: fine for your own code only)",
         "watching": "watching {file}: save it to grade again (Ctrl+C stops)",
         "changed": "{file} changed: grading again", "missing": "{file} is gone: waiting for it to come back",
@@ -108,7 +108,7 @@ WORDS: dict[str, dict[str, str]] = {
         "stage.trusted": "completamento della baseline FP32 e dell'esecuzione di riferimento",
         "stage.timing": "misurazione dei tempi rispetto alla baseline",
         "stage.timing_round": "misurazione dei tempi rispetto alla baseline: turno {n}",
-        "stage.so_far": "{x}x finora", "stage.check": "controllo {check}: {verdict}", "stage.done": "fatto",
+        "stage.so_far": "{x}x finora", "stage.check": "controllo {check}: {verdict}", "stage.done": "fatto", "stage.interrupted": "interrotta",
         "local_sandbox": "sandbox: local (il tuo codice gira senza isolamento, come te: va bene solo per il tuo "
                          "codice)",
         "watching": "osservo {file}: salvalo per valutarlo di nuovo (Ctrl+C per smettere)",
@@ -161,7 +161,7 @@ WORDS: dict[str, dict[str, str]] = {
         "stage.trusted": "menyelesaikan baseline FP32 dan eksekusi referensi",
         "stage.timing": "mengukur waktu dibandingkan baseline",
         "stage.timing_round": "mengukur waktu dibandingkan baseline: putaran {n}",
-        "stage.so_far": "{x}x sejauh ini", "stage.check": "pemeriksaan {check}: {verdict}", "stage.done": "selesai",
+        "stage.so_far": "{x}x sejauh ini", "stage.check": "pemeriksaan {check}: {verdict}", "stage.done": "selesai", "stage.interrupted": "dihentikan",
         "local_sandbox": "sandbox: local (kode Anda berjalan tanpa isolasi, sebagai Anda: hanya untuk kode Anda "
                          "sendiri)",
         "watching": "memantau {file}: simpan untuk menilai lagi (Ctrl+C untuk berhenti)",

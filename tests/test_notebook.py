@@ -47,6 +47,7 @@ def test_a_notebook_grades_its_cells_in_the_sandbox_and_saves_the_verdicts(tmp_p
         svg = re.search(r"<svg .*?</svg>", html).group(0)
         assert svg.count("<polyline") == 2 and "http" not in svg.replace('xmlns="http://www.w3.org/2000/svg"', "")
         assert "<script" not in html
+    assert not [o for c in nb.cells for o in c.outputs if o.output_type in ("stream", "error")]  # no warning
     assert "FAIL" in nb.cells[2].outputs[0].data["text/plain"]  # the plain report for text-only frontends
     assert nb.cells[4].outputs[0].data["text/plain"] == "False", "the kernel ran a graded cell"
 
