@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -126,87 +127,70 @@ def start(exercise_id, path, force):
 @LANG
 def check(exercise_id, file, as_json, fmt, output, watch, colour, device, sandbox, limits, lang):
     """Grade FILE against exercise EXERCISE_ID."""
-    ex = load_exercise(exercise_id)
-    out, err = report.console_for(sys.stdout, colour), report.console_for(sys.stderr, colour)
-    launcher = launcher_for(sandbox, limits, lang)
-    fmt = fmt or ("native" if as_json else None)
-
-    def grade() -> int:
-        return grade_file(ex, file, launcher, device, out, err, lang, fmt, output)
-
-    sys.exit(watch_file(file, grade, err, lang, clear=report.on_terminal(out)) if watch else grade())
+    grading = Grading(load_exercise(exercise_id), file, launcher_for(sandbox, limits, lang), device, lang,
+                      fmt or ("native" if as_json else None), output, report.console_for(sys.stdout, colour),
+                      report.console_for(sys.stderr, colour))
+    sys.exit(watch_file(grading) if watch else grading())
 
 
-def grade_file(ex: Exercise, file: Path, launcher, device: str, out, err, lang: str, fmt: str | None,
-               output: Path | None) -> int:
-    """One grading of FILE as it is now; the exit code of its verdict."""
-    source = file.read_text(encoding="utf-8", errors="replace")
-    quiet = fmt is not None and not output
-    with report.StageProgress(err, lang, live=False if quiet else None) as progress:
-        result = runner.run(ex, source, device=device, launcher=launcher, progress=None if quiet else progress)
-    if fmt:
-        text = json.dumps(formats.FORMATS[fmt](result), indent=2)
-        if output:
-            output.write_text(text + "\n")
+@dataclass
+class Grading:
+    """One `grader check`: what to grade, where, and how to show the verdict."""
+
+    exercise: Exercise
+    file: Path
+    launcher: object
+    device: str
+    lang: str
+    fmt: str | None  # a results.json contract, or None for the report
+    output: Path | None
+    out: object  # rich consoles on stdout and stderr
+    err: object
+
+    def __call__(self) -> int:
+        """Grades FILE as it is now; the exit code of its verdict."""
+        source = self.file.read_text(encoding="utf-8", errors="replace")
+        quiet = self.fmt is not None and not self.output
+        with report.StageProgress(self.err, self.lang, live=False if quiet else None) as progress:
+            result = runner.run(self.exercise, source, device=self.device, launcher=self.launcher,
+                                progress=None if quiet else progress)
+        if self.fmt:
+            text = json.dumps(formats.FORMATS[self.fmt](result), indent=2)
+            if self.output:
+                self.output.write_text(text + "\n")
+            else:
+                click.echo(text)
         else:
-            click.echo(text)
-    else:
-        report.print_report(out, result, report.Source(str(file), source), lang)
-        if output:
-            output.write_text(json.dumps(result.to_dict(), indent=2) + "\n")
-    return 0 if result.status == PASS else 1
+            report.print_report(self.out, result, report.Source(str(self.file), source), self.lang)
+            if self.output:
+                self.output.write_text(json.dumps(result.to_dict(), indent=2) + "\n")
+        return 0 if result.status == PASS else 1
+
+    def say(self, key: str) -> None:
+        self.err.print(say(key, self.lang, file=self.file), style="dim")
 
 
-def watch_file(file: Path, grade, err, lang: str, clear: bool = False) -> int:
-    """Grades, then again after each save (an editor's write-and-rename included), until Ctrl+C; the exit
-    code is the last verdict's. The watcher starts before the first grading, so a save made while a grading
-    runs is graded right after it."""
-    import queue
-    import threading
+def watch_file(grading: Grading) -> int:
+    """Grades, then again after each save, until Ctrl+C; the exit code is the last verdict's. On a terminal
+    each grading starts on a clear screen, so the report beside the editor is always the latest."""
+    from grader.watch import Saves
 
-    from watchfiles import watch
-
-    target = file.resolve()
-    saves: queue.Queue = queue.Queue()
-    ready, stop = threading.Event(), threading.Event()
-
-    def watcher():
-        # yield_on_timeout: the first (empty) yield says the watcher is running
-        for changes in watch(target.parent, watch_filter=lambda _change, path: Path(path) == target,
-                             debounce=300, step=50, rust_timeout=200, yield_on_timeout=True, stop_event=stop,
-                             raise_interrupt=False):
-            ready.set()
-            if changes:
-                saves.put(changes)
-
-    thread = threading.Thread(target=watcher, name="watch", daemon=True)
-    thread.start()
-    ready.wait(timeout=10)
-    code = grade()
+    code = None
     try:
-        while True:
-            err.print(say("watching", lang, file=file), style="dim")
+        with Saves(grading.file) as saves:
+            code = grading()
             while True:
-                try:
-                    saves.get(timeout=0.5)
-                except queue.Empty:
+                grading.say("watching")
+                if not saves.next():
+                    grading.say("missing")
                     continue
-                while not saves.empty():  # several saves while grading: one grading of the latest
-                    saves.get_nowait()
-                if target.is_file():
-                    break
-                err.print(say("missing", lang, file=file), style="dim")
-            if clear:
-                err.clear()
-            err.print(say("changed", lang, file=file), style="dim")
-            code = grade()
+                if report.on_terminal(grading.out):
+                    grading.out.clear()
+                grading.say("changed")
+                code = grading()
     except KeyboardInterrupt:
-        pass
-    finally:
-        stop.set()
-        thread.join(timeout=2)
-    err.print(say("stopped_watching", lang, file=file), style="dim")
-    return code
+        grading.say("stopped_watching")
+    return 1 if code is None else code
 
 
 def launcher_for(sandbox: str, limits: tuple[str, ...] = (), lang: str = "en"):

@@ -226,7 +226,3 @@ class StageProgress:
         if text != self._last:
             self.console.print(Text(f"  .. {text}", style="dim"))
             self._last = text
-
-    def note(self, text: str) -> None:
-        """A line that stays (e.g. which sandbox runs the code), above the spinner."""
-        self.console.print(Text(f"  .. {text}", style="dim"))
