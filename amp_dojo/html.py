@@ -75,7 +75,8 @@ def _check_rows(result: GradingResult, lines: list[str], lang: str) -> str:
     for c in result.checks:
         measured = "".join(f"<div>{_e(m)}</div>" for m in measured_in_words(c, lang))
         findings = "".join(_finding(f, c.message, lines, lang) for f in c.findings)
-        rows.append(f'<tr class="check" data-check="{_e(c.id)}"><td style="vertical-align:top;text-align:left;padding:2px 0">'
+        rows.append(f'<tr class="check" data-check="{_e(c.id)}">'
+                    f'<td style="vertical-align:top;text-align:left;padding:2px 0">'
                     f'{_badge(c.status, lang)}</td>'
                     f'<td style="vertical-align:top;text-align:left;font-weight:bold;padding:2px 8px">{_e(c.id)}</td>'
                     f'<td style="text-align:left;padding:2px 4px"><div>{_prose(c.message)}</div>'

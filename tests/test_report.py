@@ -67,3 +67,14 @@ def test_what_the_code_prints_cannot_redraw_the_report(failing):
     text = printed(forged, src, Terminal(), "always")
     assert "\x1b[2J" not in text and "\x07" not in text
     assert "\\x1b[2J\\x1b[HPASS score 100%\\x07 and more" in text
+
+
+def test_every_phrase_of_the_report_is_translated_with_its_placeholders():
+    import re
+
+    from grader.wording import WORDS
+
+    for lang in ("it", "id"):
+        assert set(WORDS[lang]) == set(WORDS["en"]), lang
+        for key, english in WORDS["en"].items():
+            assert sorted(re.findall(r"\{\w+\}", WORDS[lang][key])) == sorted(re.findall(r"\{\w+\}", english)), key
