@@ -136,7 +136,7 @@ def _layout(rows, badge_width: int, tty: bool) -> list:
         return out
     grid = Table.grid(padding=(0, 1))
     grid.add_column(no_wrap=True, width=badge_width)
-    grid.add_column(ratio=1)
+    grid.add_column(ratio=1, overflow="fold")  # a long path folds onto the next line, never cut off
     for badge, body in rows:
         grid.add_row(badge, Group(*body))
     return [grid]

@@ -182,20 +182,26 @@ SYNTAX_ERROR = "def train_step(model:\n"
 def test_check_colours_a_terminal_unless_no_color_is_set(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text(SYNTAX_ERROR)
-    coloured = on_a_terminal([sys.executable, "-m", "grader", "check", "autocast", str(bad)], fresh_env(tmp_path))
-    plain = on_a_terminal([sys.executable, "-m", "grader", "check", "autocast", str(bad)],
-                          fresh_env(tmp_path, NO_COLOR="1"))
+    deep = tmp_path / ("a-folder-with-a-long-name-" * 3) / "bad.py"
+    deep.parent.mkdir()
+    deep.write_text(SYNTAX_ERROR)
+    command = [sys.executable, "-m", "grader", "check", "autocast"]
+    coloured = on_a_terminal([*command, "bad.py"], fresh_env(tmp_path), tmp_path)
+    plain = on_a_terminal([*command, "bad.py"], fresh_env(tmp_path, NO_COLOR="1"), tmp_path)
+    long_path = on_a_terminal([*command, str(deep)], fresh_env(tmp_path, NO_COLOR="1"), tmp_path)
     assert "\x1b[1;31mERROR" in coloured and "bad.py:1: " in coloured
     assert not re.search(r"\x1b\[[0-9;]*m", plain)  # no colour or bold; the spinner still moves the cursor
     assert "ERROR  Your code has a syntax error" in plain and "bad.py:1: " in plain
+    # a terminal is 80 columns here: a path longer than that folds onto the next line but is never cut off
+    assert "…" not in long_path and "bad.py:1: " in re.sub(r"\s*\r?\n\s*", "", long_path)
 
 
-def on_a_terminal(command: list[str], env: dict) -> str:
+def on_a_terminal(command: list[str], env: dict, cwd: Path) -> str:
     """Runs `command` with a pseudo-terminal as its stdout and stderr; what it wrote."""
     import pty
 
     leader, follower = pty.openpty()
-    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=follower, stderr=follower, env=env)
+    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=follower, stderr=follower, env=env, cwd=cwd)
     os.close(follower)
     chunks = []
     while True:
