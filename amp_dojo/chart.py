@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from html import escape
 
-from grader.wording import say
+from grader.wording import phrase
 
 WIDTH, HEIGHT = 480, 230
 LEFT, RIGHT, TOP, BOTTOM = 56, 12, 40, 34
@@ -41,7 +41,7 @@ def loss_svg(submission: list[float], baseline: list[float], lang: str = "en") -
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     x = lambda i: LEFT + plot_w * i / (steps - 1)  # noqa: E731
     y = lambda v: TOP + plot_h * (high - v) / (high - low)  # noqa: E731
-    title = escape(say("chart.title", lang))
+    title = escape(phrase("chart.title", lang))
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} '
            f'{HEIGHT}" role="img" aria-label="{title}" font-family="sans-serif" font-size="11" '
            f'fill="currentColor"><title>{title}</title>',
@@ -55,7 +55,7 @@ def loss_svg(submission: list[float], baseline: list[float], lang: str = "en") -
     for i in range(0, steps, every):
         out.append(f'<text x="{x(i):.1f}" y="{HEIGHT - BOTTOM + 16}" text-anchor="middle">{i}</text>')
     out.append(f'<text x="{LEFT + plot_w / 2:.1f}" y="{HEIGHT - 4}" text-anchor="middle">'
-               f'{escape(say("chart.step", lang))}</text>')
+               f'{escape(phrase("chart.step", lang))}</text>')
     out.append(f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="none" stroke="currentColor" '
                'stroke-opacity="0.4"/>')
     # the baseline dashed over the learner's line: where they agree, both stay visible
@@ -68,6 +68,6 @@ def loss_svg(submission: list[float], baseline: list[float], lang: str = "en") -
                                           ("baseline", "chart.baseline", ' stroke-dasharray="5 3"'))):
         lx = LEFT + k * 150
         out.append(f'<line x1="{lx}" x2="{lx + 18}" y1="26" y2="26" stroke="{COLOURS[name]}" stroke-width="2"{dash}/>'
-                   f'<text x="{lx + 22}" y="30">{escape(say(key, lang))}</text>')
+                   f'<text x="{lx + 22}" y="30">{escape(phrase(key, lang))}</text>')
     out.append("</svg>")
     return "".join(out)

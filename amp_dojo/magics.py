@@ -23,7 +23,7 @@ from grader.loader import load_exercise
 from grader.results import GradingResult
 from grader.sandbox import SANDBOXES, make_launcher
 from grader.schema import LANGUAGES, localize
-from grader.wording import say, stage_in_words
+from grader.wording import phrase, stage_in_words
 
 
 class Graded:
@@ -96,11 +96,11 @@ class GradeMagics(Magics):
             try:
                 result = runner.run(ex, cell, device=args.device, launcher=launcher, progress=progress)
             except KeyboardInterrupt:  # the kernel was interrupted: the workers are gone, say so instead of "grading"
-                progress.handle.update(HTML(progress_html(ex.id, say("stage.interrupted", args.lang), args.lang)))
+                progress.handle.update(HTML(progress_html(ex.id, phrase("stage.interrupted", args.lang), args.lang)))
                 raise
         except GraderError as exc:
             raise UsageError(exc.message) from None
-        note = "" if launcher.isolated else say("local_sandbox", args.lang)
+        note = "" if launcher.isolated else phrase("report.local_sandbox", args.lang)
         graded = Graded(result, cell, args.lang, note)
         import amp_dojo
 
@@ -120,9 +120,10 @@ class GradeMagics(Magics):
             raise UsageError(exc.message) from None
         lang = args.lang
         entry = ex.entrypoint
-        text = (f"# {localize(ex.title, lang)}\n\n{localize(ex.lesson, lang)}\n\n## {say('task', lang)}\n\n"
-                f"{localize(ex.task, lang)}\n\n{say('write', lang)}: `def {entry.name}({', '.join(entry.params)})`"
+        text = (f"# {localize(ex.title, lang)}\n\n{localize(ex.lesson, lang)}\n\n## {phrase('notebook.task', lang)}\n\n"
+                f"{localize(ex.task, lang)}\n\n{phrase('notebook.write', lang)}: "
+                f"`def {entry.name}({', '.join(entry.params)})`"
                 f" → {entry.returns}\n\n```python\n{ex.starter.rstrip()}\n```\n\n"
-                f"{say('notebook.next_cell', lang, lesson=ex.id)}\n")
+                f"{phrase('notebook.next_cell', lang, lesson=ex.id)}\n")
         display(Markdown(text))
         self.shell.set_next_input(f"%%grade {ex.id}\n{ex.starter.rstrip()}\n", replace=False)

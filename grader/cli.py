@@ -17,7 +17,7 @@ from grader.loader import load_all, load_exercise
 from grader.results import PASS
 from grader.sandbox import SANDBOXES, make_launcher
 from grader.schema import LANGUAGES, Exercise, localize
-from grader.wording import say
+from grader.wording import phrase
 
 DEVICE = click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda")
 SANDBOX = click.option("--sandbox", type=click.Choice(SANDBOXES), default="auto", show_default=True,
@@ -166,8 +166,9 @@ class Grading:
                 self.output.write_text(json.dumps(result.to_dict(), indent=2) + "\n")
         return 0 if result.status == PASS else 1
 
-    def say(self, key: str) -> None:
-        self.err.print(say(key, self.lang, file=self.file), style="dim")
+    def tell(self, key: str) -> None:
+        """A line about the watching (on stderr, beside the progress)."""
+        self.err.print(phrase(key, self.lang, file=self.file), style="dim")
 
 
 def watch_file(grading: Grading) -> int:
@@ -180,16 +181,16 @@ def watch_file(grading: Grading) -> int:
         with Saves(grading.file) as saves:
             code = grading()
             while True:
-                grading.say("watching")
+                grading.tell("watch.watching")
                 if not saves.next():
-                    grading.say("missing")
+                    grading.tell("watch.missing")
                     continue
                 if report.on_terminal(grading.out):
                     grading.out.clear()
-                grading.say("changed")
+                grading.tell("watch.changed")
                 code = grading()
     except KeyboardInterrupt:
-        grading.say("stopped_watching")
+        grading.tell("watch.stopped")
     return 1 if code is None else code
 
 
@@ -199,7 +200,7 @@ def launcher_for(sandbox: str, limits: tuple[str, ...] = (), lang: str = "en"):
         raise GraderError("--limit takes NAME=VALUE, e.g. --limit memory_bytes=8e9")
     launcher = make_launcher(sandbox, limits_from({k: v for k, _, v in pairs}), allow_local=True)
     if not launcher.isolated:
-        click.echo(f"  .. {say('local_sandbox', lang)}", err=True)
+        click.echo(f"  .. {phrase('report.local_sandbox', lang)}", err=True)
     return launcher
 
 
@@ -212,7 +213,7 @@ def hint(exercise_id, lang, reset):
     ex = load_exercise(exercise_id)
     if reset:
         hints.forget(ex.id)
-        click.echo(say("hints_reset", lang, lesson=ex.id))
+        click.echo(phrase("hint.reset", lang, lesson=ex.id))
         return
     total, before = len(ex.hints), hints.seen(ex.id)
     try:
@@ -224,10 +225,11 @@ def hint(exercise_id, lang, reset):
         if i < shown or before >= total:
             click.echo(click.style(f"{i}. ", dim=True) + localize(text, lang))
         else:
-            click.echo(click.style(say("hint", lang, shown=i, total=total), bold=True) + "\n" + localize(text, lang))
+            heading = click.style(phrase("hint.shown", lang, shown=i, total=total), bold=True)
+            click.echo(f"{heading}\n{localize(text, lang)}")
     if before >= total:
-        click.echo(click.style(say("hints_done", lang, total=total), bold=True))
-    click.echo(click.style(say("hints_more" if shown < total else "hints_again", lang, lesson=ex.id), dim=True))
+        click.echo(click.style(phrase("hint.done", lang, total=total), bold=True))
+    click.echo(click.style(phrase("hint.more" if shown < total else "hint.again", lang, lesson=ex.id), dim=True))
 
 
 @main.command("quiz")
@@ -239,32 +241,33 @@ def quiz_(exercise_id, lang):
     right_first = 0
     for index, q in enumerate(ex.quiz):
         letters = quiz.LETTERS[:len(q.choices)]
-        click.echo(click.style(say("quiz.question", lang, n=index + 1, total=len(ex.quiz)), bold=True))
+        click.echo(click.style(phrase("quiz.question", lang, n=index + 1, total=len(ex.quiz)), bold=True))
         click.echo(localize(q.question, lang))
         for letter, choice in zip(letters, q.choices):
             click.echo(f"  {letter}) {localize(choice, lang)}")
         for attempt in (1, 2):
             said = quiz.feedback(ex, index, _ask_choice(letters, lang), lang, attempt)
             if said.retry:
-                click.echo(click.style(say("quiz.wrong", lang), fg="red", bold=True) + " " + say("quiz.retry", lang))
+                wrong = click.style(phrase("quiz.wrong", lang), fg="red", bold=True)
+                click.echo(f"{wrong} {phrase('quiz.retry', lang)}")
                 continue
-            mark = click.style(say("quiz.right" if said.correct else "quiz.wrong", lang),
+            mark = click.style(phrase("quiz.right" if said.correct else "quiz.wrong", lang),
                                fg="green" if said.correct else "red", bold=True)
-            told = "" if said.correct else " " + say("quiz.answer_was", lang, letter=letters[said.answer])
+            told = "" if said.correct else " " + phrase("quiz.answer_was", lang, letter=letters[said.answer])
             click.echo(f"{mark}{told} {said.explanation}\n")
             right_first += said.correct and attempt == 1
             break
-    click.echo(click.style(say("quiz.summary", lang, right=right_first, total=len(ex.quiz)), bold=True))
+    click.echo(click.style(phrase("quiz.summary", lang, right=right_first, total=len(ex.quiz)), bold=True))
 
 
 def _ask_choice(letters: str, lang: str) -> int:
     def parse(text: str) -> int:
         text = text.strip().lower().rstrip(")")
         if len(text) != 1 or text not in letters:
-            raise click.UsageError(say("quiz.bad_choice", lang, letters=", ".join(letters)))
+            raise click.UsageError(phrase("quiz.bad_choice", lang, letters=", ".join(letters)))
         return letters.index(text)
 
-    return click.prompt(say("quiz.prompt", lang, letters="/".join(letters)), value_proc=parse)
+    return click.prompt(phrase("quiz.prompt", lang, letters="/".join(letters)), value_proc=parse)
 
 
 @main.command()

@@ -1,8 +1,8 @@
 """How `grader check` looks in a terminal: one coloured line per check, each
 mistake at file:line with its source line and fix, a closing summary line, and
 a spinner while it grades. Layout and colour only: every phrase comes from
-grader/wording.py, and every finding's message, fix and line are printed as
-the result holds them.
+grader/wording.py (the message catalog), and each finding's message, fix and
+line are the result's, in the learner's language.
 
 Colour only where it is wanted: `--color auto` colours a terminal unless
 NO_COLOR is set (no-color.org) or TERM is dumb; piped or redirected output is
@@ -25,8 +25,8 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-from grader.results import ERROR, FAIL, NOT_APPLICABLE, PASS, Finding, GradingResult
-from grader.wording import (error_heading, error_in_words, measured_in_words, say, stage_in_words,
+from grader.results import ERROR, FAIL, NOT_APPLICABLE, PASS, GradingResult
+from grader.wording import (error_heading, error_in_words, localized, measured_in_words, phrase, stage_in_words,
                             summary_in_words, verdict)
 
 COLOUR_MODES = ("auto", "always", "never")
@@ -92,37 +92,39 @@ class Source:
         return Text.assemble("  ", (number, "dim"), (printable(code.rstrip()), "bold"))
 
 
-def _finding(f: Finding, check_message: str, src: Source, lang: str) -> list[Text]:
+def _finding(f: dict, check_message: str, src: Source, lang: str) -> list[Text]:
     """file:line, what kind, the id, the message (unless the check's line said it already), the source
     line and the fix."""
-    tag = say("note" if f.severity == "info" else "mistake", lang)
-    head = Text.assemble((src.where(f.line), "bold"), (tag, "cyan" if f.severity == "info" else "red"), " ",
-                         (printable(f.id), "bold"))
-    if f.message != check_message:
-        head.append(": " + printable(f.message))
+    info = f.get("severity") == "info"
+    head = Text.assemble((src.where(f.get("line")), "bold"), (phrase("report.note" if info else "report.mistake",
+                                                                     lang), "cyan" if info else "red"), " ",
+                         (printable(f["id"]), "bold"))
+    if f["message"] != check_message:
+        head.append(": " + printable(f["message"]))
     out = [head]
-    if (code := src.code(f.line)) is not None:
+    if (code := src.code(f.get("line"))) is not None:
         out.append(code)
-    out.append(Text.assemble((say("fix", lang), "green"), " " + printable(f.fix)))
+    out.append(Text.assemble((phrase("report.fix", lang), "green"), " " + printable(f["fix"])))
     return out
 
 
-def _rows(result: GradingResult, src: Source, lang: str) -> list[tuple[Text, list[Text]]]:
-    """(badge, lines) per check, and first the error if the code stopped: the body of the report."""
-    id_width = max([10, *(len(c.id) for c in result.checks)]) + 1
+def _rows(doc: dict, src: Source, lang: str) -> list[tuple[Text, list[Text]]]:
+    """(badge, lines) per check of a localized result document, and first the error if the code stopped."""
+    id_width = max([10, *(len(c["id"]) for c in doc["checks"])]) + 1
     rows: list[tuple[Text, list[Text]]] = []
-    if err := result.error:
-        body = [Text(error_heading(err.kind, lang), "bold"),
-                Text.assemble((src.where(err.line), "bold"), printable(error_in_words(err)))]
-        if (code := src.code(err.line, err.source_line)) is not None:
+    if err := doc.get("error"):
+        body = [Text(error_heading(err["kind"], lang), "bold"),
+                Text.assemble((src.where(err.get("line")), "bold"), printable(error_in_words(err, lang)))]
+        if (code := src.code(err.get("line"), err.get("source_line"))) is not None:
             body.append(code)
         rows.append((Text(verdict(ERROR, lang), style=STYLE[ERROR]), body))
-    for c in result.checks:
-        body = [Text.assemble((c.id.ljust(id_width), "bold"), " ", printable(c.message))]
-        body += [Text(printable(line), style="dim" if c.status == PASS else "") for line in measured_in_words(c, lang)]
-        for f in c.findings:
-            body += _finding(f, c.message, src, lang)
-        rows.append((Text(verdict(c.status, lang), style=STYLE.get(c.status, "bold")), body))
+    for c in doc["checks"]:
+        body = [Text.assemble((c["id"].ljust(id_width), "bold"), " ", printable(c["message"]))]
+        body += [Text(printable(line), style="dim" if c["status"] == PASS else "")
+                 for line in measured_in_words(c, lang)]
+        for f in c["findings"]:
+            body += _finding(f, c["message"], src, lang)
+        rows.append((Text(verdict(c["status"], lang), style=STYLE.get(c["status"], "bold")), body))
     return rows
 
 
@@ -143,22 +145,23 @@ def _layout(rows, badge_width: int, tty: bool) -> list:
 
 
 def report(result: GradingResult, src: Source, lang: str = "en", *, tty: bool = False) -> Group:
-    """The whole report as one renderable; `tty` lays it out for a terminal (wrapped, a drawn rule) or as
-    whole lines with pytest's '====' closing line."""
+    """The whole report as one renderable, in `lang`; `tty` lays it out for a terminal (wrapped, a drawn rule)
+    or as whole lines with pytest's '====' closing line."""
+    doc = localized(result.to_dict(), lang)
     badge_width = max(len(verdict(s, lang)) for s in (PASS, FAIL, ERROR, NOT_APPLICABLE)) + 1
-    parts: list = [Text.assemble((f"{printable(src.name)}: ", "bold"), say(
-        "header", lang, lesson=result.exercise, device=result.device, dtype=result.amp_dtype,
-        sandbox=result.sandbox)), Text("")]
-    parts += _layout(_rows(result, src, lang), badge_width, tty)
-    if printed := result.output.strip():
+    parts: list = [Text.assemble((f"{printable(src.name)}: ", "bold"), phrase(
+        "report.header", lang, lesson=doc["exercise"], device=doc["device"], dtype=doc["amp_dtype"],
+        sandbox=doc["sandbox"])), Text("")]
+    parts += _layout(_rows(doc, src, lang), badge_width, tty)
+    if printed := doc["output"].strip():
         out_lines = printed.splitlines()
-        parts += [Text(""), Text(say("printed", lang), style="bold")]
+        parts += [Text(""), Text(phrase("report.printed", lang), style="bold")]
         shown = [Text(printable(ln)) for ln in out_lines[:MAX_OUTPUT_LINES]]
         if len(out_lines) > MAX_OUTPUT_LINES:
-            shown.append(Text(say("printed_more", lang, n=len(out_lines) - MAX_OUTPUT_LINES), "dim"))
+            shown.append(Text(phrase("report.printed_more", lang, n=len(out_lines) - MAX_OUTPUT_LINES), "dim"))
         parts += [Padding(line, (0, 0, 0, 2)) if tty else Text("  ") + line for line in shown]
-    summary = summary_in_words(result, lang)
-    style = STYLE[PASS] if result.status == PASS else STYLE[FAIL]
+    summary = summary_in_words(doc, lang)
+    style = STYLE[PASS] if doc["status"] == PASS else STYLE[FAIL]
     parts += [Text(""), Rule(Text(summary, style=style), style=style) if tty else _plain_rule(summary, style)]
     return Group(*parts)
 
@@ -216,12 +219,12 @@ class StageProgress:
     def __call__(self, stage: str, **info) -> None:
         text = stage_in_words(stage, info, self.lang)
         if self._progress is not None:
-            counted = stage == "steps"
+            counted = stage in ("steps", "step")  # "step" n of total has started: n - 1 are done
             self._progress.update(self._task, description=text, total=None,
-                                  done=info.get("done") if counted else None,
+                                  done=info.get("n", 1) - 1 if counted else None,
                                   total_steps=info.get("total") if counted else None)
             return
-        if stage == "steps" and info.get("done") is not None:
+        if stage == "step":
             return  # one line for the training stage, not one per step
         if text != self._last:
             self.console.print(Text(f"  .. {text}", style="dim"))
