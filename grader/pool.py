@@ -14,7 +14,7 @@ import threading
 import time
 from collections import deque
 
-from grader.launcher import Launcher, WorkerProcess, WorkerSpec
+from grader.launcher import Launcher, WorkerProcess
 
 log = logging.getLogger("grader.pool")
 
@@ -48,30 +48,30 @@ class WarmPool(Launcher):
         return self.launcher.identity()
 
     def prepare(self, device: str) -> WorkerProcess:
-        """A ready blank when there is one, else a cold one; either way the pool is topped up again."""
+        """A ready blank; else the first of those still starting (it began before a cold one could); else a
+        cold start. Either way the pool is topped up again."""
         worker = None
+        deadline = time.monotonic() + self.limits.init_timeout_s
         with self._lock:
             queue = self._ready.setdefault(device, deque())
-            while queue and worker is None:
-                candidate = queue.popleft()
-                if candidate.handle.alive():
-                    worker = candidate
-                else:  # died while it waited (e.g. killed by the machine): never handed out
-                    candidate.close()
+            while worker is None:
+                while queue and worker is None:
+                    candidate = queue.popleft()
+                    if candidate.handle.alive():
+                        worker = candidate
+                    else:  # died while it waited (e.g. killed by the machine): never handed out
+                        candidate.close()
+                if worker is not None or self._closed or not self._starting.get(device, 0):
+                    break
+                if not self._lock.wait(max(0.0, deadline - time.monotonic())):
+                    break
             self.handed_out += 1
         self._refill(device)
         if worker is not None:
             return worker
         self.cold_starts += 1
+        log.info("no warm %s sandbox for %s is ready: starting one cold", self.name, device)
         return self.launcher.prepare(device)
-
-    def start(self, spec: WorkerSpec) -> WorkerProcess:
-        worker = self.prepare(spec.device)
-        try:
-            return worker.assign(spec)
-        except BaseException:
-            worker.close()
-            raise
 
     def ready_count(self, device: str) -> int:
         with self._lock:

@@ -19,7 +19,7 @@ from typing import Callable
 
 import torch
 
-from grader import exclusive, layers, static, trusted_runs, workload
+from grader import exclusive, layers, lazy_dynamo, static, trusted_runs, workload
 from grader.checks import call_order, coverage, lesson, memory, overflow, parity, speedup
 from grader.errors import EnvironmentProblem, ExerciseError, GraderError
 from grader.launcher import (MAX_PARAMS_REPLY_BYTES, LocalLauncher, SandboxDidNotStart, WorkerFailure,
@@ -31,6 +31,7 @@ from grader.timing import TimingPlan, TimingResult, estimate, t999
 
 Progress = Callable[..., None]
 log = logging.getLogger("grader.runner")
+lazy_dynamo.install()  # lesson setup code builds optimizers here too; nothing in this process compiles
 
 
 def _noop(*_args, **_kwargs):

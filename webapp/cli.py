@@ -59,6 +59,7 @@ def worker(verbose):
     queue = make_queue(config, grading=True)
     settings = queue.settings
     _keep_trusted_runs(config, queue)
+    _ready_to_grade(config, queue)
     click.echo(f"amp-dojo worker {os.getpid()}: queue {_redact(queue.url)}, sandbox {launcher.name}, "
                f"device {config['DEVICE']}, {settings.concurrency} at once, {settings.pool_size} warm sandboxes",
                err=True)
@@ -72,6 +73,19 @@ def worker(verbose):
         consumer.run()
     finally:
         queue.launchers.close()  # the warm sandboxes that never got a submission
+
+
+def _ready_to_grade(config, queue, timeout: float = 120.0) -> None:
+    """Before the first task: PyTorch imported here and the warm sandboxes started, so that the first
+    submission after a (re)start is graded as fast as any (what is queued meanwhile waits, and is not lost)."""
+    from grader import runner
+    from grader.pool import WarmPool
+
+    device = runner.resolve_device(config["DEVICE"])
+    launcher = queue.launchers.get(config["SANDBOX"], bool(config["ALLOW_LOCAL_SANDBOX"]), device)
+    if isinstance(launcher, WarmPool) and not launcher.wait_until_ready(device, timeout):
+        logging.getLogger("amp_dojo.worker").warning("the warm sandboxes were not ready within %.0f s; grading "
+                                                     "anyway", timeout)
 
 
 def _keep_trusted_runs(config, queue) -> None:
