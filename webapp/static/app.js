@@ -26,6 +26,7 @@
     baseline: tr("Running the FP32 baseline"),
     starting: tr("Starting your code"),
     steps: tr("Training and comparing with FP32"),
+    trusted: tr("Finishing the FP32 baseline and the reference run"),
     timing: tr("Timing against the baseline"),
     retry: tr("The grading worker stopped; grading again"),
     check: tr("Checks"),
