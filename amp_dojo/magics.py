@@ -67,14 +67,19 @@ class GradeMagics(Magics):
         self._launchers: dict[tuple, object] = {}
 
     def _launcher(self, sandbox: str, limits: list[str]):
-        """One launcher per sandbox and limits for the kernel's life: each backend is probed once."""
+        """One launcher per sandbox and limits for the kernel's life: each backend is probed once, and one warm
+        sandbox waits for the next %%grade. Trusted runs are kept in the user's cache, as `grader check` does."""
+        from grader import trusted_runs
+        from grader.pool import WarmPool
+
         key = (sandbox, tuple(limits))
         if key not in self._launchers:
             pairs = [item.partition("=") for item in limits]
             if any(not sep for _, sep, _ in pairs):
                 raise UsageError("--limit takes NAME=VALUE, e.g. --limit step_timeout_s=120")
-            self._launchers[key] = make_launcher(sandbox, limits_from({k: v for k, _, v in pairs}),
-                                                 allow_local=True)
+            runner.use_trusted_store(trusted_runs.DirectoryStore(trusted_runs.user_cache_dir()))
+            self._launchers[key] = WarmPool(make_launcher(sandbox, limits_from({k: v for k, _, v in pairs}),
+                                                          allow_local=True), size=1)
         return self._launchers[key]
 
     @magic_arguments()

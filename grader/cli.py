@@ -1,5 +1,9 @@
 """The `grader` command: a thin layer over `runner.run()` and `validate`.
-Exit codes: 0 pass, 1 fail (the learner's code), 2 usage/exercise/environment."""
+Exit codes: 0 pass, 1 fail (the learner's code), 2 usage/exercise/environment.
+
+PyTorch is imported only by the commands that grade, and `grader check` first starts
+the sandbox that will run the learner's code, so that the two imports of PyTorch
+(here and in the sandbox) happen side by side."""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from grader import formats, hints, quiz, report, runner
+from grader import formats, hints, quiz, report
 from grader.errors import GraderError
 from grader.launcher import limits_from
 from grader.loader import load_all, load_exercise
@@ -127,10 +131,33 @@ def start(exercise_id, path, force):
 @LANG
 def check(exercise_id, file, as_json, fmt, output, watch, colour, device, sandbox, limits, lang):
     """Grade FILE against exercise EXERCISE_ID."""
-    grading = Grading(load_exercise(exercise_id), file, launcher_for(sandbox, limits, lang), device, lang,
-                      fmt or ("native" if as_json else None), output, report.console_for(sys.stdout, colour),
-                      report.console_for(sys.stderr, colour))
-    sys.exit(watch_file(grading) if watch else grading())
+    exercise = load_exercise(exercise_id)
+    launcher = warm_launcher(launcher_for(sandbox, limits, lang), device, again=watch)
+    keep_trusted_runs()
+    grading = Grading(exercise, file, launcher, device, lang, fmt or ("native" if as_json else None), output,
+                      report.console_for(sys.stdout, colour), report.console_for(sys.stderr, colour))
+    try:
+        sys.exit(watch_file(grading) if watch else grading())
+    finally:
+        launcher.close()
+
+
+def warm_launcher(launcher, device: str, again: bool = False):
+    """The launcher behind a pool of one warm sandbox, started now, before this process imports PyTorch; with
+    --watch (`again`) the next grading's sandbox is started behind each one. The device is guessed without
+    PyTorch (an NVIDIA device node means CUDA); a wrong guess only costs the warm start."""
+    from grader.pool import WarmPool
+
+    guess = device if device != "auto" else ("cuda" if Path("/dev/nvidiactl").exists() else "cpu")
+    return WarmPool(launcher, size=1, devices=(guess,), refill=again)
+
+
+def keep_trusted_runs():
+    """Trusted runs (each lesson's FP32 baseline and reference) are kept in the user's cache folder, so only the
+    first `grader check` of a lesson on this machine computes them."""
+    from grader import runner, trusted_runs
+
+    runner.use_trusted_store(trusted_runs.DirectoryStore(trusted_runs.user_cache_dir()))
 
 
 @dataclass
@@ -149,6 +176,8 @@ class Grading:
 
     def __call__(self) -> int:
         """Grades FILE as it is now; the exit code of its verdict."""
+        from grader import runner
+
         source = self.file.read_text(encoding="utf-8", errors="replace")
         quiet = self.fmt is not None and not self.output
         with report.StageProgress(self.err, self.lang, live=False if quiet else None) as progress:
@@ -324,12 +353,36 @@ def mutant_line(m) -> str:
 
 
 @main.command()
+@click.argument("exercise_ids", nargs=-1)
+@DEVICE
+@SANDBOX
+@LIMIT
+def warm(exercise_ids, device, sandbox, limits):
+    """Compute the trusted runs (FP32 baseline and reference) of these lessons (default: all) into the cache
+    that `grader check` uses, so that no check waits for them."""
+    from grader import runner, trusted_runs
+
+    keep_trusted_runs()
+    launcher = launcher_for(sandbox, limits)
+    exercises = load_all()
+    unknown = [i for i in exercise_ids if i not in exercises]
+    if unknown:
+        raise GraderError(f"no lesson {', '.join(unknown)}; `grader list` shows them")
+    device = runner.resolve_device(device)
+    for ex in [exercises[i] for i in exercise_ids] or exercises.values():
+        computed = runner.warm(ex, device, launcher)
+        click.echo(f"{ex.id:<20} {'computed ' + ', '.join(computed) if computed else 'already cached'}")
+    click.echo(f"trusted runs for {device} ({launcher.name} sandbox) are in {trusted_runs.user_cache_dir()}")
+
+
+@main.command()
 @DEVICE
 @SANDBOX
 @LIMIT
 @click.option("--json", "as_json", is_flag=True)
 def selftest(device, sandbox, limits, as_json):
     """Grade every reference and starter here; print what was measured."""
+    from grader import runner
     from grader.validate import measured_row
 
     from grader.cpu import bf16_support

@@ -26,8 +26,10 @@ class WarmPool(Launcher):
 
     REFILL_RETRY_S = 5.0
 
-    def __init__(self, launcher: Launcher, size: int = 2, devices: tuple[str, ...] = (), quiet=None):
-        self.launcher, self.size = launcher, max(0, int(size))
+    def __init__(self, launcher: Launcher, size: int = 2, devices: tuple[str, ...] = (), quiet=None,
+                 refill: bool = True):
+        """`refill=False`: the blanks for `devices` are started once and not replaced (one `grader check`)."""
+        self.launcher, self.size, self.refills = launcher, max(0, int(size)), refill
         self.name, self.isolated, self.limits = launcher.name, launcher.isolated, launcher.limits
         self.quiet = quiet
         self._ready: dict[str, deque[WorkerProcess]] = {}
@@ -69,7 +71,8 @@ class WarmPool(Launcher):
                 if not self._lock.wait(max(0.0, deadline - time.monotonic())):
                     break
             self.handed_out += 1
-        self._refill(device)
+        if self.refills:
+            self._refill(device)
         if worker is not None:
             return worker
         self.cold_starts += 1

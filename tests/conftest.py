@@ -17,6 +17,18 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 TEST_LIMITS = Limits(memory_bytes=1536 * 1024**2, step_timeout_s=10, init_timeout_s=90)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_caches(tmp_path_factory):
+    """`grader check` and the notebook keep trusted runs in the user's cache, and the grader's device locks
+    live in /tmp: the suite keeps both to itself (the locks shared by its own xdist workers)."""
+    import os
+
+    cache = tmp_path_factory.getbasetemp().parent / "amp-dojo-cache"
+    os.environ["AMP_DOJO_CACHE"] = str(cache)
+    os.environ.setdefault("AMP_DOJO_LOCK_DIR", str(tmp_path_factory.getbasetemp().parent / "amp-dojo-locks"))
+    yield
+
+
 @pytest.fixture(scope="session")
 def exercises():
     return load_all()
