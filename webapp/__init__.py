@@ -54,7 +54,8 @@ def create_app(test_config: dict | None = None) -> Flask:
 
     from webapp import api, db, lessons, security
 
-    os.makedirs(os.path.dirname(os.path.abspath(app.config["DATABASE"])), exist_ok=True)
+    if db.is_sqlite(app.config["DATABASE"]):
+        os.makedirs(os.path.dirname(os.path.abspath(app.config["DATABASE"])), exist_ok=True)
     db.init_app(app)
     security.init_app(app)
     with app.app_context():

@@ -3,7 +3,9 @@ overrides them with a Python file named by AMP_DOJO_CONFIG or with AMP_DOJO_<KEY
 environment variables (values parsed as JSON where they can be, so
 AMP_DOJO_RATE_LIMIT=10 is an int)."""
 
-# Where the web app keeps submissions and events; None = <instance>/amp_dojo.sqlite3.
+# Where the web app keeps accounts, courses, submissions and events: a SQLite file path, or a
+# postgresql://user:password@host:port/name URL for app processes on several machines;
+# None = <instance>/amp_dojo.sqlite3.
 DATABASE = None
 # The grading queue: sqlite:///<path> (single machine) or redis://host:port/db
 # (workers on other machines). None = sqlite:///<instance>/queue.sqlite3.
@@ -43,9 +45,9 @@ MAX_ATTEMPTS = 2
 COLLECT_INTERVAL = 1.0
 # Longest an SSE stream stays open, in seconds (the browser reconnects after).
 STREAM_SECONDS = 600
-# Open SSE streams per app process, all learners together, and per learner: each holds a server
-# thread (keep MAX_STREAMS well under `amp-dojo serve --threads`, 16 by default). Past either cap
-# the stream gets 429 and the page polls instead.
+# Open SSE streams, all learners together, and per learner, counted in the database across every app
+# process that shares it: each holds a server thread (keep MAX_STREAMS well under `amp-dojo serve
+# --threads`, 16 by default, times the processes). Past either cap the stream gets 429 and the page polls.
 MAX_STREAMS = 8
 MAX_STREAMS_PER_LEARNER = 2
 
