@@ -14,7 +14,7 @@ from grader.errors import ExerciseNotFound
 from webapp import content, store
 from webapp.collector import collect
 from webapp.db import connect, get_db
-from webapp.security import client_ip, csrf_token, learner_id
+from webapp.security import client_ip, csrf_token, learner_id, readable_submission
 from webapp.streams import StreamSlots
 
 bp = Blueprint("api", __name__, url_prefix="/api")
@@ -171,7 +171,7 @@ def _enqueue(db, row) -> None:
 
 
 def _own_submission(sid: str):
-    row = store.get(get_db(), sid, learner=learner_id())
+    row = readable_submission(get_db(), sid)
     if row is None:
         raise store.Refused(404, "no such submission")
     return row

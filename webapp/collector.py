@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 
-from webapp import store
+from webapp import findings, store
 from webapp.db import connect, transaction
 
 log = logging.getLogger("amp_dojo.collector")
@@ -96,6 +96,8 @@ def accept(db, row, worker_events: list[dict], outcome: dict) -> bool:
             done = {"status": "error", "error": outcome.get("reason")}
         if cur.rowcount == 1:
             _insert_done(db, sid, attempt, done, now)
+            if outcome.get("status") == "done":
+                findings.record(db, sid, outcome["result"])
     return True
 
 

@@ -57,3 +57,14 @@ SESSION_COOKIE_SAMESITE = "Lax"
 SESSION_COOKIE_HTTPONLY = True
 # Set to True behind HTTPS.
 SESSION_COOKIE_SECURE = False
+
+# Whether visitors without an account may use lessons (instructors can change it on the settings page;
+# what they set there wins over this default).
+ANONYMOUS_USE = True
+# Failed sign-ins allowed per window: per username from one address, and per address (a class behind
+# one NAT address shares the second). Past either: 429 with Retry-After.
+LOGIN_WINDOW_S = 900
+LOGIN_FAILURES_PER_ACCOUNT = 5
+LOGIN_FAILURES_PER_IP = 100
+# New accounts per client address per hour (a class behind one NAT address signs up together: raise it).
+SIGNUPS_PER_IP = 60

@@ -50,6 +50,11 @@ def database_url(database: str) -> str:
     return database
 
 
+def redacted(database: str) -> str:
+    """The DATABASE setting for a log line: without the password a URL may carry."""
+    return sa.engine.make_url(database_url(database)).render_as_string(hide_password=True)
+
+
 def is_sqlite(database: str) -> bool:
     return database_url(database).startswith("sqlite")
 
@@ -253,7 +258,7 @@ def init_db(db: Database | None = None) -> str:
 def init_db_command():
     """Create or upgrade the database tables (idempotent)."""
     revision = init_db()
-    click.echo(f"Initialized the database at {current_app.config['DATABASE']} (schema {revision}).")
+    click.echo(f"Initialized the database at {redacted(current_app.config['DATABASE'])} (schema {revision}).")
 
 
 def now() -> float:

@@ -1,7 +1,8 @@
 """Identity, CSRF and response headers.
 
-Learners are anonymous: a random id in the signed session cookie, created on
-the first visit. Every state-changing request must echo the session's CSRF
+A learner is the signed-in account's learner id (webapp/auth.py), else an
+anonymous one: a random id in the signed session cookie, created on the first
+visit. Every state-changing request must echo the session's CSRF
 token in the X-CSRF-Token header (JavaScript reads it from a <meta> tag); a
 cross-site form cannot set headers, and the token is unguessable."""
 
@@ -13,6 +14,7 @@ import secrets
 from pathlib import Path
 
 from flask import jsonify, request, session
+from flask_login import current_user
 
 UNSAFE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 CSRF_HEADER = "X-CSRF-Token"
@@ -45,11 +47,24 @@ def secret_key(instance_path: str) -> str:
 
 
 def learner_id() -> str:
-    """The anonymous learner of this request, created on first use."""
+    """The learner of this request: the signed-in account's, else the anonymous one, created on first use."""
+    if current_user.is_authenticated:
+        return current_user.learner
     if "learner" not in session:
         session["learner"] = secrets.token_urlsafe(16)
         session.permanent = True
     return session["learner"]
+
+
+def readable_submission(db, sid: str):
+    """The submission, if this request's learner sent it or teaches it (webapp.classroom.can_read), else None:
+    to anyone else a submission does not exist."""
+    from webapp import classroom, store
+
+    row = store.get(db, sid)
+    if row is None or not classroom.can_read(db, row, current_user, learner_id()):
+        return None
+    return row
 
 
 def csrf_token() -> str:

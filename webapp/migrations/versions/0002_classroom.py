@@ -67,6 +67,7 @@ def upgrade():
         sa.Column("check_id", sa.Text, nullable=False),
         sa.Column("finding_id", sa.Text, nullable=False),
         sa.Column("line", sa.Integer),
+        sa.Column("message", sa.Text),
     )
     op.create_index("findings_submission", "findings", ["submission_id"])
     op.create_table(
@@ -106,10 +107,10 @@ def _backfill_findings():
                 if finding.get("severity", "error") != "info" and finding.get("id"):
                     line = finding.get("line")
                     rows.append({"s": sid, "c": str(check.get("id")), "f": str(finding["id"]),
-                                 "l": line if isinstance(line, int) else None})
+                                 "l": line if isinstance(line, int) else None, "m": finding.get("message")})
     if rows:
-        bind.execute(sa.text("INSERT INTO findings (submission_id, check_id, finding_id, line) "
-                             "VALUES (:s, :c, :f, :l)"), rows)
+        bind.execute(sa.text("INSERT INTO findings (submission_id, check_id, finding_id, line, message) "
+                             "VALUES (:s, :c, :f, :l, :m)"), rows)
 
 
 def downgrade():

@@ -1,0 +1,36 @@
+"""The mistakes graded submissions made, kept beside their result documents:
+one row per error finding (its check, id, line and message), written when the
+collector accepts a result, so that a course's dashboard ranks the class's
+mistakes with one query instead of parsing thousands of documents."""
+
+from __future__ import annotations
+
+
+def rows(result: dict) -> list[tuple]:
+    """(check id, finding id, line, message) of every finding that is not advice (`info`)."""
+    found = []
+    for check in result.get("checks") or []:
+        for finding in check.get("findings") or []:
+            if finding.get("severity", "error") != "info" and finding.get("id"):
+                line = finding.get("line")
+                found.append((str(check.get("id")), str(finding["id"]), line if isinstance(line, int) else None,
+                              finding.get("message")))
+    return found
+
+
+def record(db, submission_id: str, result: dict) -> None:
+    """Inside the transaction that accepts the result, so a result is indexed exactly once."""
+    for check_id, finding_id, line, message in rows(result):
+        db.execute("INSERT INTO findings (submission_id, check_id, finding_id, line, message) VALUES (?, ?, ?, ?, ?)",
+                   (submission_id, check_id, finding_id, line, message))
+
+
+def of_submissions(db, ids: list[str]) -> dict[str, list]:
+    """submission id -> its finding rows, in the order the grader reported them."""
+    if not ids:
+        return {}
+    found: dict[str, list] = {sid: [] for sid in ids}
+    marks = ",".join("?" * len(ids))
+    for row in db.execute(f"SELECT * FROM findings WHERE submission_id IN ({marks}) ORDER BY id", tuple(ids)):
+        found[row["submission_id"]].append(row)
+    return found
