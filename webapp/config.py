@@ -55,8 +55,11 @@ MAX_STREAMS_PER_LEARNER = 2
 SECRET_KEY = None
 SESSION_COOKIE_SAMESITE = "Lax"
 SESSION_COOKIE_HTTPONLY = True
-# Set to True behind HTTPS.
+# Always mark the session cookie Secure (it is anyway on requests that came over HTTPS).
 SESSION_COOKIE_SECURE = False
+# Reverse proxies in front of the app whose X-Forwarded-For/-Proto/-Host headers are trusted (0: none).
+# Behind one nginx: 1, so client addresses (rate limits) and HTTPS (Secure cookies) are the client's.
+TRUSTED_PROXIES = 0
 
 # Whether visitors without an account may use lessons (instructors can change it on the settings page;
 # what they set there wins over this default).

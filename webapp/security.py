@@ -13,7 +13,8 @@ import os
 import secrets
 from pathlib import Path
 
-from flask import jsonify, request, session
+from flask import has_request_context, jsonify, request, session
+from flask.sessions import SecureCookieSessionInterface
 from flask_login import current_user
 
 UNSAFE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
@@ -101,7 +102,21 @@ def client_ip() -> str | None:
     return request.remote_addr
 
 
+class SessionInterface(SecureCookieSessionInterface):
+    """The session cookie is Secure whenever the request came over HTTPS (behind a proxy: TRUSTED_PROXIES),
+    not only where SESSION_COOKIE_SECURE says so."""
+
+    def get_cookie_secure(self, app) -> bool:
+        return bool(app.config["SESSION_COOKIE_SECURE"]) or (has_request_context() and request.is_secure)
+
+
 def init_app(app):
+    app.session_interface = SessionInterface()
+    proxies = int(app.config.get("TRUSTED_PROXIES") or 0)
+    if proxies:  # X-Forwarded-For/-Proto/-Host from that many proxies: client_ip() and request.is_secure
+        from werkzeug.middleware.proxy_fix import ProxyFix
+
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies)
     app.before_request(check_csrf)
     app.after_request(set_headers)
     app.jinja_env.globals["csrf_token"] = csrf_token
