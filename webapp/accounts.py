@@ -89,8 +89,9 @@ def create(db, username: str, password: str, role: str = "learner", reown_from: 
         db.execute("INSERT INTO users (username, username_key, password_hash, role, learner, session_token, "
                    "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                    (username.strip(), username_key(username), password_hash, role, learner, token, time.time()))
-        if reown_from:
-            db.execute("UPDATE submissions SET learner = ? WHERE learner = ?", (learner, reown_from))
+        if reown_from:  # the account is new: it has no record of its own to merge these into
+            for table in ("submissions", "findings", "learner_lessons"):
+                db.execute(f"UPDATE {table} SET learner = ? WHERE learner = ?", (learner, reown_from))
     return by_username(db, username)
 
 

@@ -122,7 +122,7 @@ def can_read(db, row, user, learner: str) -> bool:
 
 @dataclass
 class Progress:
-    """One learner's record on one lesson."""
+    """One learner's record on one lesson (webapp/learner_lessons.py keeps it)."""
 
     attempts: int = 0
     first_at: float | None = None
@@ -134,29 +134,18 @@ class Progress:
     def state(self) -> str:
         return "passed" if self.passed_at is not None else "attempted" if self.attempts else "not_started"
 
-    def add(self, created_at: float, result_status: str | None, score: float | None) -> None:
-        self.attempts += 1
-        self.first_at = created_at if self.first_at is None else self.first_at
-        if score is not None and (self.best_score is None or score > self.best_score):
-            self.best_score = score
-        if result_status == "pass" and self.passed_at is None:
-            self.passed_at, self.attempts_to_pass = created_at, self.attempts
-
 
 def progress(db, course_id: int, learner: str | None = None) -> dict[tuple[str, str], Progress]:
     """(learner id, lesson) -> Progress, for the course's learners (or one) on the course's lessons."""
-    sql = ("SELECT s.learner, s.lesson, s.created_at, s.result_status, s.score FROM enrollments e "
-           "JOIN users u ON u.id = e.user_id JOIN submissions s ON s.learner = u.learner "
-           "JOIN course_lessons cl ON cl.course_id = e.course_id AND cl.lesson = s.lesson WHERE e.course_id = ?")
+    sql = ("SELECT ll.learner, ll.lesson, ll.attempts, ll.first_at, ll.passed_at, ll.attempts_to_pass, ll.best_score "
+           "FROM enrollments e JOIN users u ON u.id = e.user_id "
+           "JOIN learner_lessons ll ON ll.learner = u.learner "
+           "JOIN course_lessons cl ON cl.course_id = e.course_id AND cl.lesson = ll.lesson WHERE e.course_id = ?")
     params: tuple = (course_id,)
     if learner is not None:
         sql += " AND u.learner = ?"
         params += (learner,)
-    table: dict[tuple[str, str], Progress] = {}
-    for row in db.execute(sql + " ORDER BY s.created_at", params).fetchall():
-        table.setdefault((row["learner"], row["lesson"]), Progress()).add(
-            row["created_at"], row["result_status"], row["score"])
-    return table
+    return {(r[0], r[1]): Progress(*r[2:]) for r in db.execute(sql, params).rows()}
 
 
 @dataclass
@@ -188,22 +177,25 @@ def lesson_stats(lesson_ids: list[str], learner_ids: list[str], table: dict) -> 
     return stats
 
 
-def mistakes(db, course_id: int, limit: int = 15) -> list:
-    """The findings of the course's learners on its lessons, ranked by how many learners hit them, each
-    with its most recent occurrence as an example."""
-    return db.execute(
-        "WITH hits AS (SELECT f.finding_id, f.check_id, f.line, f.message, s.id AS submission_id, s.lesson, "
-        "s.learner, s.created_at, u.id AS user_id, u.username FROM enrollments e "
-        "JOIN users u ON u.id = e.user_id JOIN submissions s ON s.learner = u.learner "
-        "JOIN course_lessons cl ON cl.course_id = e.course_id AND cl.lesson = s.lesson "
-        "JOIN findings f ON f.submission_id = s.id WHERE e.course_id = ?), "
-        "ranked AS (SELECT finding_id, count(DISTINCT learner) AS learners, count(DISTINCT submission_id) AS "
-        "submissions FROM hits GROUP BY finding_id), "
-        "latest AS (SELECT *, row_number() OVER (PARTITION BY finding_id ORDER BY created_at DESC, submission_id) "
-        "AS n FROM hits) "
-        "SELECT r.finding_id, r.learners, r.submissions, l.check_id, l.line, l.message, l.submission_id, l.lesson, "
-        "l.user_id, l.username FROM ranked r JOIN latest l ON l.finding_id = r.finding_id AND l.n = 1 "
-        "ORDER BY r.learners DESC, r.submissions DESC, r.finding_id LIMIT ?", (course_id, limit)).fetchall()
+_COURSE_FINDINGS = ("FROM enrollments e JOIN users u ON u.id = e.user_id JOIN findings f ON f.learner = u.learner "
+                    "JOIN course_lessons cl ON cl.course_id = e.course_id AND cl.lesson = f.lesson WHERE e.course_id = ?")
+
+
+def mistakes(db, course_id: int, limit: int = 15) -> list[dict]:
+    """The findings of the course's learners on its lessons, ranked by how many learners made them (then by how
+    many submissions), each with its most recent occurrence as an example."""
+    ranked = db.execute(
+        "SELECT f.finding_id, count(DISTINCT f.learner) AS learners, count(DISTINCT f.submission_id) AS submissions, "
+        f"max(f.created_at) AS latest {_COURSE_FINDINGS} GROUP BY f.finding_id "
+        "ORDER BY learners DESC, submissions DESC, f.finding_id LIMIT ?", (course_id, limit)).fetchall()
+    out = []
+    for r in ranked:
+        example = db.execute(
+            "SELECT f.submission_id, f.lesson, f.line, f.message, f.check_id, u.id AS user_id, u.username "
+            f"{_COURSE_FINDINGS} AND f.finding_id = ? AND f.created_at = ? ORDER BY f.submission_id LIMIT 1",
+            (course_id, r["finding_id"], r["latest"])).fetchone()
+        out.append({**dict(r), **dict(example)})
+    return out
 
 
 def submissions_of(db, course_id: int, learner: str) -> list:

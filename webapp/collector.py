@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 
-from webapp import findings, store
+from webapp import findings, learner_lessons, store
 from webapp.db import connect, transaction
 
 log = logging.getLogger("amp_dojo.collector")
@@ -97,7 +97,8 @@ def accept(db, row, worker_events: list[dict], outcome: dict) -> bool:
         if cur.rowcount == 1:
             _insert_done(db, sid, attempt, done, now)
             if outcome.get("status") == "done":
-                findings.record(db, sid, outcome["result"])
+                findings.record(db, row, outcome["result"])
+                learner_lessons.graded(db, row, outcome["result"])
     return True
 
 

@@ -16,12 +16,13 @@ from datetime import datetime, timezone
 
 from flask import Blueprint, Response, abort, current_app, redirect, render_template, request, url_for
 from flask_login import current_user
+from markupsafe import Markup, escape
 
-from webapp import accounts, classroom, content, findings
+from webapp import accounts, classroom, code_views, content, findings
 from webapp.auth import gettext, instructor_required
 from webapp.courses import lesson_title
 from webapp.db import get_db
-from webapp.lessons import current_lang
+from webapp.lessons import PROGRESS_LABELS, current_lang
 
 bp = Blueprint("dashboard", __name__, url_prefix="/teach")
 CHART_ROW_PX, CHART_LABEL_PX, CHART_BAR_PX = 30, 230, 420
@@ -125,6 +126,18 @@ def mistake_chart(mistakes: list, total_learners: int) -> dict:
             "width": CHART_LABEL_PX + CHART_BAR_PX + 60, "height": max(1, len(bars)) * CHART_ROW_PX}
 
 
+def progress_cells(records: list, labels: dict[str, str]) -> Markup:
+    """One learner's row of badges, as HTML made here: a course of 200 learners has a thousand cells, and
+    escaping each value in the template took most of the page's time. Only fixed names, our own (escaped)
+    labels and counts go in."""
+    cells = []
+    for p in records:
+        state = p.state if p else "not_started"  # one of three fixed names
+        count = f' <span class="muted">{int(p.attempts)}×</span>' if p and p.attempts else ""
+        cells.append(f'<td><span class="badge badge-{state}">{labels[state]}</span>{count}</td>')
+    return Markup("".join(cells))
+
+
 @bp.get("/courses/<int:course_id>")
 @instructor_required
 def course(course_id):
@@ -137,8 +150,9 @@ def course(course_id):
     stats = classroom.lesson_stats(lesson_ids, [u["learner"] for u in learners], table)
     mistakes = classroom.mistakes(db, course_id)
     titles = {lesson: lesson_title(lesson, lang) for lesson in lesson_ids}
-    matrix = [{"user": u, "cells": [table.get((u["learner"], lesson)) or classroom.Progress() for lesson in lesson_ids]}
-              for u in learners]
+    labels = {state: str(escape(gettext(text))) for state, text in PROGRESS_LABELS.items()}
+    matrix = [(u["username"], f"/teach/courses/{course_id}/learners/{u['id']}",
+               progress_cells([table.get((u["learner"], lesson)) for lesson in lesson_ids], labels)) for u in learners]
     return render_template("dashboard/course.html", course=course, lessons=lessons, titles=titles, stats=stats,
                            learners=learners, mistakes=mistakes, chart=mistake_chart(mistakes, len(learners)),
                            matrix=matrix)
@@ -158,8 +172,9 @@ def learner(course_id, user_id):
              "progress": table.get((person["learner"], item["lesson"])) or classroom.Progress()} for item in lessons]
     submissions = classroom.submissions_of(db, course_id, person["learner"])
     found = findings.of_submissions(db, [s["id"] for s in submissions])
+    views = code_views.of_submissions(db, submissions)
     shown = [{"row": s, "title": lesson_title(s["lesson"], lang), "findings": found.get(s["id"], []),
-              "code_html": content.highlight_code(s["code"])} for s in submissions]
+              "code_html": Markup(views[s["id"]])} for s in submissions]
     return render_template("dashboard/learner.html", course=course, person=person, rows=rows, submissions=shown)
 
 

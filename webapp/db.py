@@ -111,16 +111,16 @@ def _statement(sql: str) -> tuple[sa.TextClause, int]:
 class Row:
     """A result row readable by column name or position, and as a dict (like sqlite3.Row)."""
 
-    __slots__ = ("_row",)
+    __slots__ = ("_row", "_mapping")
 
     def __init__(self, row):
-        self._row = row
+        self._row, self._mapping = row, row._mapping
 
     def __getitem__(self, key):
-        return self._row[key] if isinstance(key, int) else self._row._mapping[key]
+        return self._row[key] if isinstance(key, int) else self._mapping[key]
 
     def keys(self):
-        return self._row._mapping.keys()
+        return self._mapping.keys()
 
     def __iter__(self):
         return iter(self._row)
@@ -129,7 +129,7 @@ class Row:
         return len(self._row)
 
     def __repr__(self):
-        return f"Row({dict(self._row._mapping)!r})"
+        return f"Row({dict(self._mapping)!r})"
 
 
 class Result:
@@ -146,6 +146,10 @@ class Result:
 
     def fetchall(self) -> list[Row]:
         return [Row(r) for r in self._cursor.fetchall()] if self._cursor.returns_rows else []
+
+    def rows(self) -> list[tuple]:
+        """Plain tuples, for the few queries that return hundreds of rows."""
+        return [tuple(r) for r in self._cursor.fetchall()]
 
     def scalar(self):
         return self._cursor.scalar()

@@ -9,6 +9,7 @@ import math
 import secrets
 import time
 
+from webapp import code_views, learner_lessons
 from webapp.db import transaction
 
 ACTIVE = ("queued", "running")
@@ -80,6 +81,8 @@ def create(db, *, learner: str, client_ip: str | None, lesson: str, code: str, l
                    (sid, learner, client_ip, lesson, code, lang, now, now))
         db.execute("INSERT INTO events (submission_id, attempt, source, type, data, created_at) "
                    "VALUES (?, 1, 'queued', 'progress', ?, ?)", (sid, json.dumps({"stage": "queued"}), now))
+        learner_lessons.submitted(db, learner, lesson, now)
+    code_views.remember(db, sid, code)
     return get(db, sid)
 
 

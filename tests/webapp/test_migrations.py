@@ -58,6 +58,9 @@ def test_a_database_of_the_version_before_migrations_is_upgraded_in_place_with_n
         assert current_revision(db) == head_revision()
         found = db.execute("SELECT submission_id, check_id, finding_id, line FROM findings").fetchall()
         assert [tuple(r) for r in found] == [("aa11", "call_order", "clip_without_unscale", 14)]  # not the info one
+        records = db.execute("SELECT lesson, attempts, best_score, passed_at FROM learner_lessons "
+                             "WHERE learner = 'anon-1' ORDER BY lesson").fetchall()
+        assert [tuple(r) for r in records] == [("autocast", 1, None, None), ("grad_scaler", 1, 0.5, None)]
     finally:
         db.close()
     client = app.test_client()  # the learner's old cookie still finds their work

@@ -1,8 +1,10 @@
 """Classroom: accounts, courses (lessons, deadlines, instructors, learners),
-the findings of every graded submission (indexed so that a course's dashboard
-never parses result documents), sign-in attempts and open result streams
-(limits that hold across app processes), and site settings. Findings of the
-submissions already graded are filled in from their stored results.
+the findings of every graded submission and each learner's record on each
+lesson (kept as submissions are stored and graded, so that a course's dashboard
+never parses result documents or aggregates every submission), highlighted
+code, sign-in attempts and open result streams (limits that hold across app
+processes), and site settings. Findings and records of the submissions already
+there are filled in from them.
 
 Revision ID: 0002
 Revises: 0001
@@ -60,16 +62,39 @@ def upgrade():
         sa.Column("joined_at", sa.Float, nullable=False),
     )
     op.create_index("enrollments_user", "enrollments", ["user_id"])
+    # Denormalised (learner, lesson, time) so that a course's mistakes are counted without reading submissions.
     op.create_table(
         "findings",
         sa.Column("id", sa.Integer, primary_key=True),
         sa.Column("submission_id", sa.Text, sa.ForeignKey("submissions.id"), nullable=False),
+        sa.Column("learner", sa.Text, nullable=False),
+        sa.Column("lesson", sa.Text, nullable=False),
+        sa.Column("created_at", sa.Float, nullable=False),
         sa.Column("check_id", sa.Text, nullable=False),
         sa.Column("finding_id", sa.Text, nullable=False),
         sa.Column("line", sa.Integer),
         sa.Column("message", sa.Text),
     )
     op.create_index("findings_submission", "findings", ["submission_id"])
+    op.create_index("findings_learner", "findings", ["learner", "lesson", "finding_id", "submission_id", "created_at"])
+    op.create_index("findings_latest", "findings", ["finding_id", "created_at"])
+    # Each learner's record on each lesson, kept up to date as submissions are stored and graded.
+    op.create_table(
+        "learner_lessons",
+        sa.Column("learner", sa.Text, primary_key=True),
+        sa.Column("lesson", sa.Text, primary_key=True),
+        sa.Column("attempts", sa.Integer, nullable=False),
+        sa.Column("first_at", sa.Float, nullable=False),
+        sa.Column("best_score", sa.Float),
+        sa.Column("passed_at", sa.Float),  # created_at of the first passing submission
+        sa.Column("attempts_to_pass", sa.Integer),  # submissions up to and including that one
+    )
+    # A submission's code as highlighted HTML, made once when it is stored.
+    op.create_table(
+        "code_views",
+        sa.Column("submission_id", sa.Text, sa.ForeignKey("submissions.id"), primary_key=True),
+        sa.Column("html", sa.Text, nullable=False),
+    )
     op.create_table(
         "login_attempts",
         sa.Column("id", sa.Integer, primary_key=True),
@@ -89,31 +114,47 @@ def upgrade():
         sa.Column("key", sa.Text, primary_key=True),
         sa.Column("value", sa.Text, nullable=False),
     )
-    _backfill_findings()
+    _backfill()
 
 
-def _backfill_findings():
-    """The same rule as webapp.findings.rows, frozen here: every error finding of every check."""
+def _backfill():
+    """Findings and learners' records of the submissions already there, by the rules of webapp.findings.rows and
+    webapp.learner_lessons, frozen here. Code views are made when first shown."""
     bind = op.get_bind()
-    graded = bind.execute(sa.text("SELECT id, result FROM submissions WHERE result IS NOT NULL")).fetchall()
-    rows = []
-    for sid, text in graded:
+    submissions = bind.execute(sa.text("SELECT id, learner, lesson, created_at, result, result_status, score "
+                                       "FROM submissions ORDER BY created_at, id")).fetchall()
+    found, records = [], {}
+    for sid, learner, lesson, created_at, text, result_status, score in submissions:
+        record = records.setdefault((learner, lesson), {"learner": learner, "lesson": lesson, "attempts": 0,
+                                                        "first_at": created_at, "best_score": None,
+                                                        "passed_at": None, "attempts_to_pass": None})
+        record["attempts"] += 1
+        if score is not None and (record["best_score"] is None or score > record["best_score"]):
+            record["best_score"] = score
+        if result_status == "pass" and record["passed_at"] is None:
+            record["passed_at"], record["attempts_to_pass"] = created_at, record["attempts"]
         try:
-            result = json.loads(text)
+            result = json.loads(text) if text else {}
         except ValueError:
             continue
         for check in result.get("checks") or []:
             for finding in check.get("findings") or []:
                 if finding.get("severity", "error") != "info" and finding.get("id"):
                     line = finding.get("line")
-                    rows.append({"s": sid, "c": str(check.get("id")), "f": str(finding["id"]),
-                                 "l": line if isinstance(line, int) else None, "m": finding.get("message")})
-    if rows:
-        bind.execute(sa.text("INSERT INTO findings (submission_id, check_id, finding_id, line, message) "
-                             "VALUES (:s, :c, :f, :l, :m)"), rows)
+                    found.append({"s": sid, "le": learner, "ls": lesson, "t": created_at, "c": str(check.get("id")),
+                                  "f": str(finding["id"]), "l": line if isinstance(line, int) else None,
+                                  "m": finding.get("message")})
+    if found:
+        bind.execute(sa.text("INSERT INTO findings (submission_id, learner, lesson, created_at, check_id, finding_id, "
+                             "line, message) VALUES (:s, :le, :ls, :t, :c, :f, :l, :m)"), found)
+    if records:
+        bind.execute(sa.text("INSERT INTO learner_lessons (learner, lesson, attempts, first_at, best_score, passed_at, "
+                             "attempts_to_pass) VALUES (:learner, :lesson, :attempts, :first_at, :best_score, "
+                             ":passed_at, :attempts_to_pass)"), list(records.values()))
 
 
 def downgrade():
-    for table in ("site_settings", "stream_slots", "login_attempts", "findings", "enrollments",
+    for table in ("site_settings", "stream_slots", "login_attempts", "code_views", "learner_lessons", "findings",
+                  "enrollments",
                   "course_instructors", "course_lessons", "courses", "users"):
         op.drop_table(table)
