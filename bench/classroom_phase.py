@@ -93,13 +93,14 @@ def populate(database: str, lessons: list[str], learners: int, per_learner: int,
                     subs.append({"i": sid, "l": u["l"], "s": lesson, "c": code, "t": created,
                                  "r": json.dumps(doc), "rs": doc["status"], "sc": doc["score"]})
                     found += [{"s": sid, "le": u["l"], "ls": lesson, "t": created, "c": c, "f": f, "n": line,
-                               "m": f"{f} at line {line}"} for c, f, line in mistakes]
+                               "m": f"{f} at line {line}", "r": 0} for c, f, line in mistakes]  # distinct ids
             conn.execute(sa.text("INSERT INTO submissions (id, learner, client_ip, lesson, code, lang, status, attempt, "
                                  "created_at, queued_at, enqueued_at, started_at, finished_at, result, result_status, "
                                  "score, graded_by) VALUES (:i, :l, '127.0.0.1', :s, :c, 'en', 'done', 1, :t, :t, :t, "
                                  ":t, :t + 10, :r, :rs, :sc, 'bench')"), subs)
             conn.execute(sa.text("INSERT INTO findings (submission_id, learner, lesson, created_at, check_id, "
-                                 "finding_id, line, message) VALUES (:s, :le, :ls, :t, :c, :f, :n, :m)"), found)
+                                 "finding_id, line, message, repeat) VALUES (:s, :le, :ls, :t, :c, :f, :n, :m, :r)"),
+                         found)
             conn.execute(sa.text("INSERT INTO learner_lessons (learner, lesson, attempts, first_at, best_score, "
                                  "passed_at, attempts_to_pass) VALUES (:learner, :lesson, :attempts, :first_at, "
                                  ":best_score, :passed_at, :attempts_to_pass)"), records(subs))
@@ -172,6 +173,13 @@ def run(args, workdir: Path, database_kind: str, live_app_cls, client_cls, summa
             # a class's page views do; each is timed from when it was sent to the end of its body.
             for path in ("/", f"/teach/courses/{course['course']}"):  # first requests: imports, lesson loading
                 teacher.request("GET", path)
+            alone: dict[str, list] = {}  # one request at a time: each page's own time, without queueing
+            for n in range(7 * args.classroom_alone):
+                name, who, path = endpoints(course, lessons, n)[n % 7]
+                client = teacher if who == "teacher" else learners[0]
+                t = time.perf_counter()
+                status, _h, _b = client.request("GET", path)
+                alone.setdefault(name, []).append((time.perf_counter() - t, status))
             results: dict[str, list] = {}
             lock = threading.Lock()
             local = threading.local()
@@ -205,8 +213,9 @@ def run(args, workdir: Path, database_kind: str, live_app_cls, client_cls, summa
         return {"database": database_kind, "learners": args.learners, "per_learner": args.per_learner,
                 "lessons": lessons, "submissions": course["submissions"], "findings": course["findings"],
                 "populate_s": round(populate_s, 1), "duration_s": round(seconds, 1),
-                "rate": args.classroom_rate, "load_average": _load_average(),
-                "endpoints": {name: summarise(samples, seconds) for name, samples in sorted(results.items())}}
+                "rate": args.classroom_rate, "load_average": _load_average(), "alone_each": args.classroom_alone,
+                "endpoints": {name: summarise(samples, seconds) for name, samples in sorted(results.items())},
+                "alone": {name: summarise(samples, 1.0) for name, samples in sorted(alone.items())}}
     finally:
         if server is not None:
             server.stop()
@@ -224,9 +233,13 @@ def markdown(report: dict) -> list[str]:
            f"x {report['per_learner']} submissions = {report['submissions']} submissions, {report['findings']} "
            f"findings, {len(report['lessons'])} lessons; {report['rate']} requests/s for {report['duration_s']} s, "
            f"round robin over the pages; machine load average at the end {report['load_average']})", "",
-           "| endpoint | requests | req/s | p50 ms | p95 ms | max ms | status codes |",
-           "|---|---:|---:|---:|---:|---:|---|"]
+           "| endpoint | requests | p50 ms | p95 ms | max ms | status codes | alone: p50 ms | alone: p95 ms |",
+           "|---|---:|---:|---:|---:|---|---:|---:|"]
     for name, s in report["endpoints"].items():
         codes = ", ".join(f"{k}×{v}" for k, v in sorted(s["status_codes"].items()))
-        out.append(f"| `{name}` | {s['requests']} | {s['per_s']} | {s['p50_ms']} | {s['p95_ms']} | {s['max_ms']} | {codes} |")
+        a = report["alone"].get(name, {})
+        out.append(f"| `{name}` | {s['requests']} | {s['p50_ms']} | {s['p95_ms']} | {s['max_ms']} | {codes} | "
+                   f"{a.get('p50_ms')} | {a.get('p95_ms')} |")
+    out += ["", "(alone: the same pages requested one at a time before the open loop, "
+            f"{report['alone_each']} each)"]
     return out

@@ -22,6 +22,16 @@ submissions are posted at once from distinct sessions. Reported: the status
 codes (a full queue answers 429 with Retry-After) and that every accepted
 submission still ends done or error.
 
+Phase 3 (classroom, bench/classroom_phase.py), on SQLite and on PostgreSQL (a
+throwaway local server, tests/postgres_server.py): a course of `--learners`
+learners with `--per-learner` graded submissions each, written into the
+database; signed-in learner pages, the instructor's dashboard, a learner's page
+and the gradebook, first one request at a time, then at `--classroom-rate`
+requests per second (open loop) for `--classroom-duration` seconds. Reported:
+p50/p95/max per page; any p95 over `--max-p95-ms` (50) is a PROBLEM.
+
+    python bench/webapp_load.py --phases classroom      # only phase 3 (a minute)
+
 Prints Markdown tables and writes artifacts/bench/webapp_load.json."""
 
 from __future__ import annotations
@@ -443,6 +453,8 @@ def main(argv=None) -> int:
     parser.add_argument("--classroom-duration", type=float, default=30.0, help="seconds of classroom load per database")
     parser.add_argument("--classroom-rate", type=float, default=20.0,
                         help="requests per second in the classroom phase (an open loop)")
+    parser.add_argument("--classroom-alone", type=int, default=20,
+                        help="requests per page made one at a time before the classroom phase's open loop")
     parser.add_argument("--max-p95-ms", type=float, default=50.0, help="classroom p95 above this is a PROBLEM")
     args = parser.parse_args(argv)
     phases = set(args.phases.split(","))

@@ -1,7 +1,8 @@
 """The mistakes graded submissions made, kept beside their result documents:
 one row per error finding (its check, id, line and message, with the
-submission's learner, lesson and time), written when the collector accepts a
-result, so that a course's dashboard ranks the class's mistakes from an index
+submission's learner, lesson and time, and whether the same id came earlier in
+that submission, so that submissions are counted without DISTINCT), written
+when the collector accepts a result, so that a course's dashboard ranks the class's mistakes from an index
 instead of parsing thousands of documents."""
 
 from __future__ import annotations
@@ -21,10 +22,13 @@ def rows(result: dict) -> list[tuple]:
 
 def record(db, row, result: dict) -> None:
     """Inside the transaction that accepts the result, so a result is indexed exactly once."""
+    seen = set()
     for check_id, finding_id, line, message in rows(result):
         db.execute("INSERT INTO findings (submission_id, learner, lesson, created_at, check_id, finding_id, line, "
-                   "message) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                   (row["id"], row["learner"], row["lesson"], row["created_at"], check_id, finding_id, line, message))
+                   "message, repeat) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                   (row["id"], row["learner"], row["lesson"], row["created_at"], check_id, finding_id, line, message,
+                    int(finding_id in seen)))
+        seen.add(finding_id)
 
 
 def of_submissions(db, ids: list[str]) -> dict[str, list]:

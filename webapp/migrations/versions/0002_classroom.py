@@ -74,9 +74,10 @@ def upgrade():
         sa.Column("finding_id", sa.Text, nullable=False),
         sa.Column("line", sa.Integer),
         sa.Column("message", sa.Text),
+        sa.Column("repeat", sa.Integer, nullable=False, server_default="0"),  # 0: the id's first row in its submission
     )
     op.create_index("findings_submission", "findings", ["submission_id"])
-    op.create_index("findings_learner", "findings", ["learner", "lesson", "finding_id", "submission_id", "created_at"])
+    op.create_index("findings_learner", "findings", ["learner", "lesson", "finding_id", "repeat", "created_at"])
     op.create_index("findings_latest", "findings", ["finding_id", "created_at"])
     # Each learner's record on each lesson, kept up to date as submissions are stored and graded.
     op.create_table(
@@ -137,16 +138,18 @@ def _backfill():
             result = json.loads(text) if text else {}
         except ValueError:
             continue
+        seen = set()
         for check in result.get("checks") or []:
             for finding in check.get("findings") or []:
                 if finding.get("severity", "error") != "info" and finding.get("id"):
                     line = finding.get("line")
                     found.append({"s": sid, "le": learner, "ls": lesson, "t": created_at, "c": str(check.get("id")),
                                   "f": str(finding["id"]), "l": line if isinstance(line, int) else None,
-                                  "m": finding.get("message")})
+                                  "m": finding.get("message"), "r": int(str(finding["id"]) in seen)})
+                    seen.add(str(finding["id"]))
     if found:
         bind.execute(sa.text("INSERT INTO findings (submission_id, learner, lesson, created_at, check_id, finding_id, "
-                             "line, message) VALUES (:s, :le, :ls, :t, :c, :f, :l, :m)"), found)
+                             "line, message, repeat) VALUES (:s, :le, :ls, :t, :c, :f, :l, :m, :r)"), found)
     if records:
         bind.execute(sa.text("INSERT INTO learner_lessons (learner, lesson, attempts, first_at, best_score, passed_at, "
                              "attempts_to_pass) VALUES (:learner, :lesson, :attempts, :first_at, :best_score, "
