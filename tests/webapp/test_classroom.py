@@ -185,3 +185,27 @@ def test_an_instructor_gets_the_course_form_back_with_the_reason_when_it_is_inco
     bad_date = form(teacher, "/teach/courses/new", {"name": "X", "lesson-autocast": "on", "deadline-autocast": "soon"})
     assert bad_date.status_code == 400 and "YYYY-MM-DD" in bad_date.get_data(as_text=True)
     assert 'checked' in bad_date.get_data(as_text=True)  # what was picked stays picked
+
+
+@pytest.mark.parametrize("lang", ["it", "id"])
+def test_the_classroom_pages_in_another_language_show_no_english_interface_string(app, course, lang):
+    from test_i18n import PLACEHOLDER, ui_strings, visible_text
+
+    from webapp import i18n
+
+    ada, teacher = course["learners"]["ada"], course["teacher"]
+    grade_as(app, submit(ada), "fail", [finding("clip_without_unscale", 9)])
+    html = teacher.get(course["url"]).get_data(as_text=True)
+    learner_page = re.search(r'href="(/teach/courses/\d+/learners/\d+)"', html).group(1)
+    catalog = i18n.catalog(lang)
+    english = [e for e in ui_strings() if " " in e and not PLACEHOLDER.search(e) and catalog.get(e) != e]
+    pages = [(teacher, course["url"]), (teacher, learner_page), (teacher, "/teach/courses/new"),
+             (teacher, "/teach/settings"), (teacher, "/courses"), (ada, "/courses"),
+             (ada, course["url"].replace("/teach", "")), (app.test_client(), "/signin"), (app.test_client(), "/signup")]
+    for client, path in pages:
+        client.set_cookie("lang", lang)
+        page = client.get(path).get_data(as_text=True)
+        assert f'<html lang="{lang}">' in page, path
+        text = " ".join(visible_text(page).split())
+        left = [e for e in english if e in text]
+        assert not left, f"English left on {path} in {lang}: {left}"
