@@ -42,6 +42,14 @@ def _unauthorized():
 def init_app(app):
     login_manager.init_app(app)
     app.before_request(_anonymous_gate)
+    app.after_request(_no_store)
+
+
+def _no_store(response):
+    """Account, course and dashboard pages carry the CSRF token and learners' work: never cached."""
+    if request.blueprint in ("auth", "courses", "dashboard"):
+        response.headers["Cache-Control"] = "no-store"
+    return response
 
 
 def _anonymous_gate():

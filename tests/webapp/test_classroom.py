@@ -117,6 +117,7 @@ def test_the_gradebook_has_one_row_per_learner_with_best_score_and_pass_time(app
     grade_as(app, submit(course["learners"]["bob"], lesson="autocast"), "fail", score=0.5)
     response = course["teacher"].get(course["url"] + "/gradebook.csv")
     assert response.status_code == 200 and response.mimetype == "text/csv"
+    assert response.headers["Cache-Control"] == "no-store"
     assert "attachment" in response.headers["Content-Disposition"]
     rows = list(csv.DictReader(io.StringIO(response.get_data(as_text=True))))
     assert [r["username"] for r in rows] == ["ada", "bob", "cyd"]
