@@ -211,7 +211,8 @@ def stream(sid):
     after = event_id(last)
     app = current_app._get_current_object()
     slots = StreamSlots(app.config["DATABASE"], app.config["STREAM_SECONDS"])
-    slot = slots.take(get_db(), learner_id(), int(app.config["MAX_STREAMS"]), int(app.config["MAX_STREAMS_PER_LEARNER"]))
+    slot = slots.take(get_db(), learner_id(), int(app.config["MAX_STREAMS"]),
+                      int(app.config["MAX_STREAMS_PER_LEARNER"]))
     if slot is None:
         return error(429, "too many live result streams are open: poll GET /api/submissions/<id> instead",
                      **{"Retry-After": "5"})

@@ -96,9 +96,10 @@ def accept(db, row, worker_events: list[dict], outcome: dict) -> bool:
             done = {"status": "error", "error": outcome.get("reason")}
         if cur.rowcount == 1:
             _insert_done(db, sid, attempt, done, now)
-            if outcome.get("status") == "done":
-                findings.record(db, row, outcome["result"])
-                learner_lessons.graded(db, row, outcome["result"])
+            if outcome.get("status") == "done":  # as the row is now: a sign-up may have re-owned it since
+                current = db.execute("SELECT * FROM submissions WHERE id = ?", (sid,)).fetchone()
+                findings.record(db, current, outcome["result"])
+                learner_lessons.graded(db, current, outcome["result"])
     return True
 
 

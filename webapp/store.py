@@ -146,6 +146,6 @@ def history(db, learner: str, lesson: str, limit: int = 20) -> list[dict]:
 
 def progress(db, learner: str) -> dict[str, str]:
     """lesson id -> 'attempted' or 'passed' (lessons never tried are absent)."""
-    rows = db.execute("SELECT lesson, max(CASE WHEN result_status = 'pass' THEN 1 ELSE 0 END) AS passed FROM submissions "
-                      "WHERE learner = ? GROUP BY lesson", (learner,)).fetchall()
+    rows = db.execute("SELECT lesson, max(CASE WHEN result_status = 'pass' THEN 1 ELSE 0 END) AS passed "
+                      "FROM submissions WHERE learner = ? GROUP BY lesson", (learner,)).fetchall()
     return {r["lesson"]: "passed" if r["passed"] else "attempted" for r in rows}
