@@ -210,3 +210,16 @@ def test_the_classroom_pages_in_another_language_show_no_english_interface_strin
         text = " ".join(visible_text(page).split())
         left = [e for e in english if e in text]
         assert not left, f"English left on {path} in {lang}: {left}"
+
+
+def test_work_done_anonymously_before_signing_up_counts_in_the_course(app, course):
+    browser = app.test_client()
+    early = submit(browser)  # graded while still anonymous
+    grade_as(app, early, "fail", [finding("unscale_twice", 11)])
+    pending = submit(browser)  # still being graded when the learner signs up
+    signup(browser, "dora")
+    form(browser, "/courses/join", {"code": course["code"]})
+    grade_as(app, pending, "pass")
+    html = course["teacher"].get(course["url"]).get_data(as_text=True)
+    assert re.search(r'<tr data-username="dora">.*?badge-passed">[^<]*</span> <span class="muted">2×', html, re.S)
+    assert '<tr data-finding-id="unscale_twice"' in html
