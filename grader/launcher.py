@@ -81,6 +81,14 @@ class WorkerFailure(Exception):
         self.payload = payload
 
 
+def failure(kind: str, key: str, at_line: int | None = None, **params) -> dict:
+    """A worker error the grader words itself (grader/messages.py); `at_line` is the learner's line."""
+    from grader.messages import say
+
+    said = say(key, **params)
+    return {"kind": kind, "message": str(said), "said": said.to_dict(), "line": at_line}
+
+
 class OutputBuffer(threading.Thread):
     """Drains a pipe so the child never blocks on it, keeping a bounded head."""
 
@@ -168,10 +176,13 @@ class WorkerProcess:
     """The grader's side of one worker, whatever started it. `code_path` is the
     file's path as the worker sees it (inside the sandbox), for tracebacks."""
 
+    CANCEL_POLL_S = 0.2
+
     def __init__(self, handle, workdir: Path, code_path: str, limits: Limits):
         self.handle, self.workdir, self.code_path, self.limits = handle, workdir, code_path, limits
         self.stderr = OutputBuffer(handle.stderr, limits.output_bytes)
         self._buffer = bytearray()
+        self.cancel: threading.Event | None = None  # set by whoever may stop the grading (the web app's Cancel)
 
     def request(self, message: dict, timeout: float | None = None, max_bytes: int = MAX_REPLY_BYTES) -> dict:
         """One reply line, parsed; anything else the worker sends is its failure, never the grader's."""
@@ -188,7 +199,10 @@ class WorkerProcess:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise WorkerFailure(self._timeout_payload(timeout))
-            ready, _, _ = select.select([fd], [], [], left)
+            if self.cancel is not None and self.cancel.is_set():
+                self.kill()
+                raise WorkerFailure(failure("cancelled", "error.cancelled"))
+            ready, _, _ = select.select([fd], [], [], min(left, self.CANCEL_POLL_S) if self.cancel else left)
             if ready:
                 chunk = os.read(fd, 1 << 20)
                 if not chunk:
@@ -196,8 +210,7 @@ class WorkerProcess:
                 self._buffer += chunk
                 if len(self._buffer) > max_bytes:
                     self.kill()
-                    raise WorkerFailure({"kind": "protocol", "message": "the worker sent an oversized reply",
-                                         "line": None})
+                    raise WorkerFailure(failure("protocol", "error.oversized"))
         line = bytes(self._buffer[:end])
         del self._buffer[:end + 1]
         try:
@@ -207,8 +220,7 @@ class WorkerProcess:
             return reply
         except (ValueError, RecursionError):  # bad JSON, bad UTF-8, [[[[…
             self.kill()
-            raise WorkerFailure({"kind": "protocol", "message": "the worker sent something that is not a reply "
-                                 "(did the code write to the grader's channel?)", "line": None}) from None
+            raise WorkerFailure(failure("protocol", "error.not_a_reply")) from None
 
     def _timeout_payload(self, timeout: float) -> dict:
         line = None
@@ -220,9 +232,9 @@ class WorkerProcess:
                 if line:
                     break
         self.kill()
-        where = f" (it was running line {line})" if line else ""
-        return {"kind": "timeout", "message": f"the code did not finish within {timeout:.0f} s{where}: "
-                f"look for an endless loop or a wait that never ends", "line": line}
+        if line:
+            return failure("timeout", "error.timeout_at", line, seconds=timeout, line=line)
+        return failure("timeout", "error.timeout", seconds=timeout)
 
     def _stuck_line(self) -> int | None:
         text = self.stderr.kept.decode("utf-8", "replace")
@@ -232,12 +244,10 @@ class WorkerProcess:
     def _death_payload(self) -> dict:
         code, oom = self.handle.exit_status(timeout=5)
         if oom:
-            reason, kind = "it was killed (signal 9), most likely for using too much memory", "oom"
-        elif code is not None and code < 0:
-            reason, kind = f"it was killed by signal {signal.Signals(-code).name}", "crash"
-        else:
-            reason, kind = f"it exited with status {code} before answering (sys.exit or os._exit?)", "exit"
-        return {"kind": kind, "message": f"the process running the code ended unexpectedly: {reason}", "line": None}
+            return failure("oom", "error.killed_oom")
+        if code is not None and code < 0:
+            return failure("crash", "error.killed_signal", signal=signal.Signals(-code).name)
+        return failure("exit", "error.exited", status=code)
 
     def freeze(self):
         try:

@@ -20,6 +20,9 @@ class Finding:
     fix: str
     line: int | None = None
     severity: str = "error"  # "error" fails the check, "info" is advice only
+    # The message and fix before they were put into words ({"key", "params"} of grader/messages.py, or a
+    # lesson's own {"en": ..., "it": ...}), so that they can be shown in the learner's language.
+    text: dict | None = None
 
 
 @dataclass
@@ -31,6 +34,13 @@ class CheckResult:
     threshold: dict[str, Any] | None = None
     findings: list[Finding] = field(default_factory=list)
     weight: float = 1.0
+    parts: list[dict] = field(default_factory=list)  # the message before it was put into words
+
+    def __post_init__(self):
+        if not isinstance(self.message, str):  # a Said, or several (grader/messages.py)
+            from grader.messages import words
+
+            self.message, self.parts = words(self.message)
 
 
 @dataclass
@@ -40,6 +50,13 @@ class SubmissionError:
     line: int | None = None
     source_line: str | None = None
     step: int | None = None
+    parts: list[dict] = field(default_factory=list)
+
+    def __post_init__(self):
+        if not isinstance(self.message, str):
+            from grader.messages import words
+
+            self.message, self.parts = words(self.message)
 
 
 @dataclass

@@ -9,6 +9,7 @@ import base64
 import io
 import math
 import subprocess
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -17,15 +18,22 @@ from typing import Callable
 
 import torch
 
-from grader import static, workload
+from grader import layers, static, workload
 from grader.checks import call_order, coverage, lesson, memory, overflow, parity, speedup
 from grader.errors import EnvironmentProblem, ExerciseError, GraderError
 from grader.launcher import MAX_PARAMS_REPLY_BYTES, LocalLauncher, WorkerFailure, WorkerProcess, WorkerSpec
+from grader.messages import EN, Said, say
 from grader.results import ERROR, CheckResult, GradingResult, SubmissionError
 from grader.schema import Exercise
 from grader.timing import TimingPlan, TimingResult, estimate
 
 Progress = Callable[..., None]
+
+
+def _noop(*_args, **_kwargs):
+    pass
+
+
 TRACED_STEPS = 2
 # Steps 0 and 1 create gradients and optimizer state: memory is judged from step 2 on. It is profiled from step 0,
 # because the CPU profiler cannot report freeing a block that was allocated while it was off.
@@ -58,7 +66,6 @@ class RunData:
     coverage: dict | None = None
     memory: list[dict] = field(default_factory=list)  # per measured step: peak_bytes, retained_bytes
     params: dict | None = None
-    modules: dict = field(default_factory=dict)
     overflow: dict | None = None  # the forced-overflow step: weights before and after, scale before and after
 
 
@@ -69,10 +76,10 @@ def load_params(worker: WorkerProcess) -> dict:
         data = base64.b64decode(reply["params"], validate=True)
         params = torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
     except Exception:  # noqa: BLE001 - whatever a forged reply holds
-        raise WorkerFailure({"kind": "protocol", "message": "the saved parameters could not be read"}) from None
+        raise WorkerFailure(protocol("error.params_unreadable")) from None
     if not isinstance(params, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
                                                and v.is_floating_point() for k, v in params.items()):
-        raise WorkerFailure({"kind": "protocol", "message": "the saved parameters are not a dict of float tensors"})
+        raise WorkerFailure(protocol("error.params_not_tensors"))
     return {k: v.float() for k, v in params.items()}
 
 
@@ -82,8 +89,12 @@ class StepFailure(Exception):
         self.payload = payload
 
 
-PROTOCOL = {"kind": "protocol", "message": "the worker's reply was malformed (did the code write to the grader's "
-            "channel?)", "line": None}
+def protocol(key: str = "error.protocol", **params) -> dict:
+    said = say(key, **params)
+    return {"kind": "protocol", "message": str(said), "said": said.to_dict(), "line": None}
+
+
+PROTOCOL = protocol()
 ERROR_KINDS = {"syntax", "import", "entrypoint", "signature", "exception", "return", "nonfinite", "oom", "exit",
                "internal", "tampering", "timeout", "crash", "protocol", "setup"}
 
@@ -96,7 +107,21 @@ def _ok(reply: dict) -> dict:
     if not isinstance(error, dict) or error.get("kind") not in ERROR_KINDS or not isinstance(error.get("message"), str):
         raise WorkerFailure(PROTOCOL)
     line = error.get("line")
-    raise StepFailure({**error, "line": line if isinstance(line, int) and not isinstance(line, bool) else None})
+    raise StepFailure({**error, "said": worded_error(error.get("said")),
+                       "line": line if isinstance(line, int) and not isinstance(line, bool) else None})
+
+
+def worded_error(said) -> dict | None:
+    """The catalog key of an error a worker reports, kept only if it is one of the grader's own error messages
+    with plain parameters: the web app words it in the learner's language, and nothing else."""
+    if not (isinstance(said, dict) and isinstance(said.get("key"), str) and said["key"].startswith("error.")
+            and said["key"] in EN and isinstance(said.get("params", {}), dict)):
+        return None
+    params = said.get("params", {})
+    if not all(isinstance(k, str) and (isinstance(v, (int, float)) and not isinstance(v, bool)
+                                       or isinstance(v, str) and len(v) <= 2000) for k, v in params.items()):
+        return None
+    return {"key": said["key"], "params": params}
 
 
 @contextmanager
@@ -173,9 +198,11 @@ def _memory(steps) -> list[dict]:
     return out
 
 
-def drive(worker: WorkerProcess, steps: int, *, trace: bool, measure_memory: bool, data: RunData):
+def drive(worker: WorkerProcess, steps: int, *, trace: bool, measure_memory: bool, data: RunData,
+          progress: Callable[[int], None] = _noop):
     """Runs the compared steps one request at a time, collecting evidence."""
     for step in range(steps):
+        progress(step)
         traced = trace and step < TRACED_STEPS
         reply = _ok(worker.request({"cmd": "steps", "start": step, "count": 1, "trace": traced,
                                     "coverage": traced, "memory": measure_memory}))
@@ -235,8 +262,6 @@ def init_worker(launcher, worker: WorkerProcess) -> WorkerProcess:
     except BaseException:
         worker.close()
         raise
-    modules = reply.get("modules", {})
-    worker.modules = {str(k): str(v) for k, v in modules.items()} if isinstance(modules, dict) else {}
     return worker
 
 
@@ -260,6 +285,8 @@ def trusted_run(launcher, exercise: Exercise, role: str, device: str, worker: Wo
     except (StepFailure, WorkerFailure) as exc:
         if exc.payload.get("kind") == "setup":
             raise lesson_setup_error(exercise, exc.payload["message"]) from None
+        if exc.payload.get("kind") == "cancelled":
+            raise
         what = "FP32 baseline" if role == "baseline" else "reference solution"
         raise EnvironmentProblem(f"the {what} of {exercise.id!r} failed on {device}: {exc.payload['message']}"
                                  f"\n{exc.payload.get('traceback', '')}") from None
@@ -275,12 +302,20 @@ def lesson_setup_error(exercise: Exercise, message: str) -> ExerciseError:
                          "run `grader validate` on it)")
 
 
-_START_CACHE: dict[str, dict] = {}
+@dataclass
+class Start:
+    """Where every run starts, rebuilt here from the seed: the weights, and the model's layers by name."""
+
+    state: dict
+    layers: dict
 
 
-def starting_point(exercise: Exercise, device: str) -> dict:
-    """The weights every run starts from, built here from the seed; a lesson whose setup code fails stops the
-    grading as the lesson's error before any learner code runs."""
+_START_CACHE: dict[str, Start] = {}
+
+
+def starting_point(exercise: Exercise, device: str) -> Start:
+    """Built in the grading process; a lesson whose setup code fails stops the grading as the lesson's error
+    before any learner code runs."""
     wl = workload_of(exercise, device)
     key = wl.model_dump_json()
     if key not in _START_CACHE:
@@ -290,7 +325,7 @@ def starting_point(exercise: Exercise, device: str) -> dict:
             raise lesson_setup_error(exercise, exc.message) from None
         if unprovided := problem.unprovided(exercise.entrypoint.params):
             raise lesson_setup_error(exercise, unprovided)
-        _START_CACHE[key] = problem.state()
+        _START_CACHE[key] = Start(problem.state(), layers.describe(problem.root))
     return _START_CACHE[key]
 
 
@@ -337,20 +372,20 @@ def time_interleaved(base: WorkerProcess, sub: WorkerProcess, first_step: int, p
 
 
 def submission_error(payload: dict) -> SubmissionError:
-    message = payload.get("message", "unknown error")
+    """The error as the learner reads it: the grader's own wording where it has one (a raised exception's text
+    is PyTorch's or the learner's, and stays as it is), with the line in front."""
+    said = Said.of(payload["said"]) if payload.get("said") else say("error.raised", detail=payload.get(
+        "message", "unknown error"))
     line = payload.get("line")
     if line and payload.get("kind") not in ("timeout",):
-        message = f"line {line}: {message}"
-    return SubmissionError(payload.get("kind", "error"), message, line, payload.get("source_line"), payload.get("step"))
-
-
-def _noop(*_args, **_kwargs):
-    pass
+        said = say("error.at_line", line=line, message=said)
+    return SubmissionError(payload.get("kind", "error"), said, line, payload.get("source_line"), payload.get("step"))
 
 
 def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None, progress: Progress | None = None,
-        timing_plan: TimingPlan | None = None) -> GradingResult:
-    """Grades `source`; a learner's failure is data in the result, never an exception."""
+        timing_plan: TimingPlan | None = None, cancel: threading.Event | None = None) -> GradingResult:
+    """Grades `source`; a learner's failure is data in the result, never an exception. Setting `cancel` stops
+    every process of this grading within a fraction of a second; the result then says it was cancelled."""
     started = time.perf_counter()
     progress = progress or _noop
     launcher = launcher or LocalLauncher()
@@ -361,7 +396,8 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
     syntax = static.syntax_error(source)
     if syntax:
         message, line, text = syntax
-        result.error = SubmissionError("syntax", f"line {line}: {message}", line, text)
+        result.error = SubmissionError("syntax", say("error.at_line", line=line, message=say("error.raised",
+                                                                                           detail=message)), line, text)
         return _finish(result, exercise, started, progress)
     static_findings = static.analyse(source)
     start = starting_point(exercise, device)
@@ -380,15 +416,18 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
                    if (r == "baseline" and needs_timing) or cached_run(launcher, exercise, r, device) is None}
         spawned += pending.values()
         sub_worker = spawn_worker(launcher, exercise, source, "submission.py", device, trace=True)
+        for w in (*spawned, sub_worker):
+            w.cancel = cancel
         base_worker = pending.get("baseline") if needs_timing else None
         futures = {role: pool.submit(trusted_run, launcher, exercise, role, device, pending.get(role),
                                      keep=base_worker is not None and pending.get(role) is base_worker)
                    for role in roles}
-        progress("starting")
+        progress("starting", limit_s=launcher.limits.init_timeout_s)
         init_worker(launcher, sub_worker)
-        sub_data.modules = sub_worker.modules
         progress("steps", total=wl.steps)
-        drive(sub_worker, wl.steps, trace=True, measure_memory=exercise.check("memory") is not None, data=sub_data)
+        drive(sub_worker, wl.steps, trace=True, measure_memory=exercise.check("memory") is not None, data=sub_data,
+              progress=lambda step: progress("step", n=step + 1, total=wl.steps,
+                                             limit_s=launcher.limits.step_timeout_s))
         sub_data.params = load_params(sub_worker)
         for future in futures.values():
             future.result()  # the baseline's worker is free for timing only once its run is over
@@ -414,11 +453,14 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
             if w is not None:
                 result.output += w.output() if w is sub_worker else ""
                 w.close()
+    if result.error is not None and result.error.kind == "cancelled":
+        return _finish(result, exercise, started, progress)
     trusted = {role: future.result() for role, future in futures.items()}  # a failed baseline is the platform's
     base, ref = trusted.get("baseline"), trusted.get("reference")
     if result.error is None:
         result.checks = judged(lambda: evaluate(exercise, kind, result.amp_dtype, static_findings, sub_data,
-                                                Evidence(base, ref, start), timing), result, exercise)
+                                                Evidence(base, ref, start.state, start.layers), timing),
+                               result, exercise)
         result.plots = plots(sub_data, base, timing) if result.error is None else {}
     if result.error is not None:
         result.checks = judged(lambda: error_checks(exercise, kind, result, traces, static_findings), result,
@@ -437,8 +479,9 @@ def judged(decide, result: GradingResult, exercise: Exercise) -> list[CheckResul
     except GraderError:
         raise  # the lesson's own check code failed: the lesson's error, not the submission's
     except Exception as exc:  # noqa: BLE001
-        result.error = submission_error({**PROTOCOL, "message": f"{PROTOCOL['message']} ({type(exc).__name__})"})
-        return [CheckResult(spec.id, ERROR, f"not run: {result.error.message}", weight=spec.weight)
+        result.error = submission_error(protocol("error.protocol_detail", detail=type(exc).__name__))
+        reason = Said.of(result.error.parts[0]) if result.error.parts else result.error.message
+        return [CheckResult(spec.id, ERROR, say("check.not_run_because", reason=reason), weight=spec.weight)
                 for spec in exercise.checks]
 
 
@@ -477,6 +520,7 @@ class Evidence:
     baseline: RunData
     reference: RunData | None
     start: dict
+    layers: dict = field(default_factory=dict)  # module name -> its description (grader/layers.py)
 
 
 def closeness(sub: RunData, ev: Evidence, near: float) -> dict | None:
@@ -491,7 +535,7 @@ def closeness(sub: RunData, ev: Evidence, near: float) -> dict | None:
 
 
 def evaluate(exercise, kind, amp_dtype, static_findings, sub: RunData, ev: Evidence, timing) -> list[CheckResult]:
-    describe = lambda name: sub.modules.get(name, f"module {name}")  # noqa: E731
+    describe = layers.namer(ev.layers)
     base = ev.baseline
     out = []
     for spec in exercise.checks:
@@ -528,20 +572,17 @@ def speedup_check(spec, exercise, kind, amp_dtype, timing, earlier: list[CheckRe
     if tol is not None:
         dev, name = parity.worst(parity.update_deviations(*timing.after_params, start))
         if not dev <= 3 * tol.update_rtol:
-            return CheckResult("speedup", ERROR, "the timed steps did not train the model the way the baseline's "
-                               f"did (parameter {name!r} off by {dev:.1%} afterwards): timed steps must do the real "
-                               "work", {"max_update_rel_diff": dev}, weight=spec.weight)
+            return CheckResult("speedup", ERROR, say("speedup.timed_params", name=name, dev=dev),
+                               {"max_update_rel_diff": dev}, weight=spec.weight)
         dev, at = parity.loss_deviation(timing.losses["submission"], timing.losses["baseline"])
         if len(timing.losses["submission"]) != len(timing.losses["baseline"]) or not dev <= 3 * tol.loss_rtol:
-            return CheckResult("speedup", ERROR, f"the losses of the timed steps do not match the baseline's (step "
-                               f"{at} off by {dev:.1%}): timed steps must compute the real loss",
+            return CheckResult("speedup", ERROR, say("speedup.timed_losses", step=at, dev=dev),
                                {"max_loss_rel_diff": dev}, weight=spec.weight)
     cov = next((c for c in earlier if c.id == "coverage" and c.status != "pass"), None)
-    return speedup.check(spec, kind, timing, cov.message if cov else None)
+    return speedup.check(spec, kind, timing, cov)
 
 
 # The error itself is shown once, with its line, as the result's error; each check only says it did not run.
-NOT_RUN = "not run: the code stopped ({kind}) before this check had its evidence"
 
 
 def error_checks(exercise, kind, result, traces, static_findings) -> list[CheckResult]:
@@ -560,7 +601,7 @@ def error_checks(exercise, kind, result, traces, static_findings) -> list[CheckR
         if hasattr(spec, "python") and (found := partial_lesson_check(spec, kind, result.amp_dtype, traces)):
             out.append(found)
             continue
-        out.append(CheckResult(spec.id, ERROR, NOT_RUN.format(kind=result.error.kind), weight=spec.weight))
+        out.append(CheckResult(spec.id, ERROR, say("check.not_run", kind=result.error.kind), weight=spec.weight))
     return out
 
 
@@ -580,6 +621,9 @@ def plots(sub: RunData, base: RunData, timing) -> dict:
     data = {"loss": {"submission": sub.losses, "baseline": base.losses}}
     if sub.scales:
         data["scale"] = sub.scales
+    o = sub.overflow
+    if o is not None and o["scale_after"] is not None:  # the step the grader made overflow, and what followed
+        data["scale_overflow"] = {"step": o["step"], "scale": o["scale_after"]}
     if sub.memory and base.memory:
         data["memory"] = {"submission_bytes": memory.whole_run_peak(sub.memory),
                           "baseline_bytes": memory.whole_run_peak(base.memory)}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 
-from grader.checks.call_order import DEPRECATED_NOTE
+from grader.messages import finding
 from grader.results import Finding
 
 DEPRECATED = {"torch.cuda.amp.autocast", "torch.cuda.amp.GradScaler", "torch.cpu.amp.autocast",
@@ -51,20 +51,16 @@ class Visitor(ast.NodeVisitor):
 
     def visit_ImportFrom(self, node: ast.ImportFrom):
         if node.module in ("torch.cuda.amp", "torch.cpu.amp"):
-            self.findings.append(Finding("deprecated_api", *DEPRECATED_NOTE, node.lineno, severity="info"))
+            self.findings.append(finding("deprecated_api", node.lineno, severity="info"))
 
     def visit_Call(self, node: ast.Call):
         name = dotted(node.func)
         if name in DEPRECATED:
-            self.findings.append(Finding("deprecated_api", *DEPRECATED_NOTE, node.lineno, severity="info"))
+            self.findings.append(finding("deprecated_api", node.lineno, severity="info"))
         if name.endswith(".backward") and self._autocast_depth:
-            self.findings.append(Finding(
-                "backward_inside_autocast", "backward() is called inside the autocast block",
-                "dedent the backward call so it comes after the `with torch.autocast(...)` block", node.lineno))
+            self.findings.append(finding("backward_inside_autocast", node.lineno, key="backward_inside_autocast.static"))
         if _casts_to_16bit(node) and dotted(node.func).startswith("model"):
-            self.findings.append(Finding(
-                "master_weights_16bit", "the model is cast to 16-bit, so the optimizer would update 16-bit weights",
-                "keep the model in float32 and let torch.autocast cast each op on the fly", node.lineno))
+            self.findings.append(finding("master_weights_16bit", node.lineno, key="master_weights_16bit.static"))
         self.generic_visit(node)
 
 

@@ -16,6 +16,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry, sdpa_backward_flop_count, sdpa_flop_count
 
+OUTSIDE_MODEL = "(backward or outside the model)"  # where FLOPs that no module's forward ran are counted
 LOSS_OPS = {
     "nll_loss_forward", "nll_loss2d_forward", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy_loss",
@@ -354,7 +355,7 @@ class PrecisionMode(TorchDispatchMode):
             tensor = next((a for a in args if isinstance(a, torch.Tensor)), None)
             dtype = str(tensor.dtype).replace("torch.", "") if tensor is not None else "unknown"
             self.flops[dtype] = self.flops.get(dtype, 0) + flops
-            where = self._stack[-1] if self._stack else "(backward or outside the model)"
+            where = self._stack[-1] if self._stack else OUTSIDE_MODEL
             mod = self.by_module.setdefault(where, {})
             mod[dtype] = mod.get(dtype, 0) + flops
         name = packet.__name__

@@ -1,10 +1,14 @@
 """A check's measured values against its thresholds, in words a learner reads
 ("update vs FP32 0.43%, needs at most 5.00%"), instead of the result
-document's keys. The terminal report uses it; it is the one place to word
-these figures."""
+document's keys. The web app, the terminal report and the notebook all show
+these rows: this is the one place that words them, through the message
+catalog (grader/messages.py), in the learner's language."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
+from grader.messages import value_in, render
 from grader.results import CheckResult
 
 
@@ -16,29 +20,101 @@ def size(n: float) -> str:
     return f"{n / 2**20:.1f} MiB" if abs(n) >= 102400 else f"{n / 1024:.1f} KiB"
 
 
-def measured_in_words(check: CheckResult) -> list[str]:
-    m, t = check.measured, check.threshold or {}
-    out = []
-    if check.id == "parity" and "max_loss_rel_diff" in m:
-        out.append(f"loss vs FP32 {pct(m['max_loss_rel_diff'])} (step {m.get('at_step')}), needs at most "
-                   f"{pct(t['loss_rtol'])}")
-        if m.get("max_update_rel_diff") is not None:
-            out.append(f"update vs FP32 {pct(m['max_update_rel_diff'])} (worst: {m.get('worst_param')}), needs at "
-                       f"most {pct(t['update_rtol'])}")
-    elif check.id == "coverage" and "fraction_16bit" in m:
-        out.append(f"matmul FLOPs in 16-bit {pct(m['fraction_16bit'])}, needs at least {pct(t['min_fraction'])}")
-        if "distance_toward_amp" in m and m.get("distance_to_fp32", 1) <= m.get("distance_near", 0):
-            out.append(f"weights moved {pct(m['distance_toward_amp'])} of the way from the FP32 run toward a "
-                       "mixed-precision run (about 100% when the 16-bit work is real)")
-    elif check.id == "memory" and "ratio" in m:
-        out.append(f"peak memory {size(m['peak_bytes'])}, {pct(m['ratio'])} of the FP32 baseline's, needs at most "
-                   f"{pct(t['max_ratio'])}")
-        if m.get("retained_bytes_per_step"):
-            out.append(f"kept alive after each step: at most {size(max(m['retained_bytes_per_step']))}")
-    elif check.id == "overflow" and "params_changed" in m:
-        out.append(f"overflowed step {m['step']}: {m['params_changed']} weight tensors changed (needs 0), scale "
-                   f"{m['scale_before']:g} -> {m['scale_after']:g} (needs to drop)")
-    elif check.id == "speedup" and "speedup" in m:
-        out.append(f"speedup {m['speedup']:.2f}x (95% interval {m['ci95_low']:.2f}x to {m['ci95_high']:.2f}x over "
-                   f"{m['rounds']} rounds), needs a lower bound of at least {t['min_speedup']:.2f}x")
+def _parity(m: dict, t: dict, say) -> list[tuple]:
+    rows = []
+    if "max_loss_rel_diff" in m:
+        rows.append((say("measure.loss"), say("measure.at_step", value=pct(m["max_loss_rel_diff"]), step=m.get("at_step")),
+                     say("measure.at_most", x=pct(t["loss_rtol"])) if "loss_rtol" in t else None))
+    if m.get("max_update_rel_diff") is not None:
+        name = say("measure.update_worst", name=m["worst_param"]) if m.get("worst_param") else say("measure.update")
+        rows.append((name, pct(m["max_update_rel_diff"]),
+                     say("measure.at_most", x=pct(t["update_rtol"])) if "update_rtol" in t else None))
+    return rows
+
+
+def _coverage(m: dict, t: dict, say) -> list[tuple]:
+    if "fraction_16bit" not in m:
+        return []
+    rows = [(say("measure.fraction_16bit"), pct(m["fraction_16bit"]),
+             say("measure.at_least", x=pct(t["min_fraction"])) if "min_fraction" in t else None)]
+    if "distance_toward_amp" in m and m.get("distance_to_fp32", 1) <= m.get("distance_near", 0):
+        rows.append((say("measure.toward_amp"), pct(m["distance_toward_amp"]), say("measure.toward_amp_needs")))
+    return rows
+
+
+def _memory(m: dict, t: dict, say) -> list[tuple]:
+    if "ratio" not in m:
+        return []
+    rows = [(say("measure.peak"), say("measure.peak_value", size=size(m["peak_bytes"]), ratio=pct(m["ratio"])),
+             say("measure.at_most", x=pct(t["max_ratio"])) if "max_ratio" in t else None)]
+    if m.get("retained_bytes_per_step"):
+        most = max(max(m["retained_bytes_per_step"]), 0)
+        rows.append((say("measure.kept"), size(most), say("measure.at_most", x=size(t["max_retained_bytes_per_step"]))
+                     if "max_retained_bytes_per_step" in t else None))
+    return rows
+
+
+def _overflow(m: dict, t: dict, say) -> list[tuple]:
+    if "params_changed" not in m:
+        return []
+    scales = "?" if m.get("scale_before") is None or m.get("scale_after") is None else (
+        f"{m['scale_before']:g} → {m['scale_after']:g}")
+    return [(say("measure.overflow_changed", step=m["step"]), str(m["params_changed"]), say("measure.none")),
+            (say("measure.scale"), scales, say("measure.lower_after"))]
+
+
+def _speedup(m: dict, t: dict, say) -> list[tuple]:
+    if "speedup" not in m:
+        return []
+    return [(say("measure.speedup"),
+             say("measure.speedup_value", ratio=f"{m['speedup']:.2f}", low=f"{m['ci95_low']:.2f}",
+                 high=f"{m['ci95_high']:.2f}", rounds=m["rounds"]),
+             say("measure.lower_bound", x=f"{t['min_speedup']:.2f}") if "min_speedup" in t else None)]
+
+
+ROWS = {"parity": _parity, "coverage": _coverage, "memory": _memory, "overflow": _overflow, "speedup": _speedup}
+
+
+def measured_rows(check: CheckResult | dict, lang: str = "en") -> list[tuple[str, str, str | None]]:
+    """(what, measured, what is needed) per figure of the check, worded in `lang`: ('loss vs FP32',
+    '0.43% (step 3)', 'needs at most 2.00%')."""
+    c = asdict(check) if isinstance(check, CheckResult) else check
+    fn = ROWS.get(c.get("id"))
+    if fn is None:
+        return []
+    rows = fn(c.get("measured") or {}, c.get("threshold") or {}, lambda key, **p: render(key, p, lang))
+    return [(name, value, render("measure.needs", {"x": needs}, lang) if needs else None)
+            for name, value, needs in rows]
+
+
+def measured_in_words(check: CheckResult | dict, lang: str = "en") -> list[str]:
+    """One line per figure: 'loss vs FP32 0.43% (step 3), needs at most 2.00%'."""
+    return [f"{name} {value}" + (f", {needs}" if needs else "") for name, value, needs in measured_rows(check, lang)]
+
+
+def _finding(f: dict, lang: str) -> dict:
+    text = f.get("text") or {}
+    out = dict(f)
+    if text.get("message"):
+        out["message"] = value_in(text["message"], lang)
+    if text.get("fix"):
+        out["fix"] = value_in(text["fix"], lang)
     return out
+
+
+def _parts(doc: dict, lang: str) -> str:
+    return " ".join(str(value_in(p, lang)) for p in doc["parts"]) if doc.get("parts") else doc.get("message", "")
+
+
+def localized(result: dict, lang: str) -> dict:
+    """A result document (docs/results.md) with every message the grader worded in `lang`, and each check's
+    figures as rows (`measured_words`: [what, measured, needed]); ids, numbers and the learner's output stay as
+    they are."""
+    doc = dict(result)
+    doc["checks"] = [{**c, "message": _parts(c, lang), "findings": [_finding(f, lang) for f in c.get("findings", [])],
+                      "measured_words": [list(r) for r in measured_rows(c, lang)]} for c in result.get("checks", [])]
+    doc["notes"] = [_finding(f, lang) for f in result.get("notes", [])]
+    if result.get("error"):
+        doc["error"] = {**result["error"], "message": _parts(result["error"], lang)}
+    doc["lang"] = lang
+    return doc

@@ -42,10 +42,19 @@ class Channel:
 
 class StepError(Exception):
     def __init__(self, kind: str, message: str, line: int | None = None, source: str | None = None, tb: str = "",
-                 step: int | None = None):
+                 step: int | None = None, said=None):
         super().__init__(message)
         self.payload = {"kind": kind, "message": message, "line": line, "source_line": source, "traceback": tb,
-                        "step": step}
+                        "step": step, "said": said.to_dict() if said is not None else None}
+
+    @classmethod
+    def worded(cls, kind: str, key: str, line: int | None = None, source: str | None = None, tb: str = "",
+               **params) -> "StepError":
+        """An error the grader words (grader/messages.py), so the learner reads it in their language."""
+        from grader.messages import say
+
+        said = say(key, **params)
+        return cls(kind, str(said), line, source, tb, said=said)
 
 
 def learner_frame(exc: BaseException, path: str):
@@ -60,10 +69,10 @@ def describe_exception(exc: BaseException, path: str, kind: str = "exception") -
     frame = learner_frame(exc, path)
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     message = f"{type(exc).__name__}: {exc}".strip()
+    where = (frame.lineno, frame.line) if frame else (None, None)
     if isinstance(exc, (MemoryError, torch.OutOfMemoryError)) or "can't allocate memory" in str(exc):
-        kind = "oom"
-        message = f"out of memory: the code tried to use more memory than the grader allows ({message[:200]})"
-    return StepError(kind, message, frame.lineno if frame else None, frame.line if frame else None, tb[-4000:])
+        return StepError.worded("oom", "error.oom", *where, tb[-4000:], detail=message[:200])
+    return StepError(kind, message, *where, tb[-4000:])
 
 
 class Worker:
@@ -127,7 +136,7 @@ class Worker:
         if self.recorder:
             for model in self.problem.models.values():
                 self.recorder.watch_model(model)
-        return {"params": sum(p.numel() for p in self.problem.parameters()), "modules": describe_modules(root)}
+        return {"params": sum(p.numel() for p in self.problem.parameters())}
 
     def _load(self):
         try:
@@ -141,7 +150,7 @@ class Worker:
             spec.loader.exec_module(module)
         except BaseException as exc:  # noqa: BLE001 - a learner's import-time failure is data
             if isinstance(exc, SystemExit):
-                raise StepError("exit", "the code called sys.exit() while being imported")
+                raise StepError.worded("exit", "error.exit_import")
             raise describe_exception(exc, self.path, kind="import") from None
         return module
 
@@ -150,13 +159,13 @@ class Worker:
         fn = getattr(module, ep["name"], None)
         expected = f"def {ep['name']}({', '.join(ep['params'])})"
         if fn is None or not callable(fn):
-            raise StepError("entrypoint", f"no function named {ep['name']!r} was found; define `{expected}:`")
+            raise StepError.worded("entrypoint", "error.entrypoint", name=ep["name"], expected=expected)
         try:
             inspect.signature(fn).bind(*ep["params"])
         except TypeError:
             line = getattr(getattr(fn, "__code__", None), "co_firstlineno", None)
-            raise StepError("signature", f"{ep['name']} must accept {len(ep['params'])} positional arguments: "
-                                         f"`{expected}`", line) from None
+            raise StepError.worded("signature", "error.signature", line, name=ep["name"], n=len(ep["params"]),
+                                   expected=expected) from None
         except ValueError:
             pass
         return fn
@@ -194,7 +203,7 @@ class Worker:
                         loss = self.fn(*args)
             except BaseException as exc:  # noqa: BLE001
                 if isinstance(exc, SystemExit):
-                    err = StepError("exit", "the code called sys.exit() during the training step")
+                    err = StepError.worded("exit", "error.exit_step")
                 else:
                     err = describe_exception(exc, self.path)
                 err.payload["step"] = step
@@ -218,8 +227,9 @@ class Worker:
             if self.scaler is not None:
                 scales.append(float(self.scaler.get_scale()))
             if rec and (changed := rec.tampered()):
-                raise StepError("tampering", "the code replaced functions the grader uses to watch the training "
-                                f"({', '.join(changed[:4])}): that is not allowed", step=step)
+                err = StepError.worded("tampering", "error.tampering", names=", ".join(changed[:4]))
+                err.payload["step"] = step
+                raise err
             if rec and msg.get("trace"):
                 dtypes = sorted({str(p.dtype).replace("torch.", "") for p in self.problem.parameters()})
                 reply.setdefault("traces", []).append({"step": step, "events": rec.events, "param_dtypes": dtypes})
@@ -252,10 +262,9 @@ class Worker:
             value = float(loss)
         else:
             name = self.spec["exercise"]["entrypoint"]["name"]
-            raise StepError("return", f"{name} must return the loss of the step (a one-element tensor or a float), "
-                                      f"got {type(loss).__name__}")
+            raise StepError.worded("return", "error.return", name=name, got=type(loss).__name__)
         if not math.isfinite(value):
-            raise StepError("nonfinite", f"the loss became {value} at step {step}")
+            raise StepError.worded("nonfinite", "error.nonfinite", value=str(value), step=step)
         return value
 
     def save(self, msg: dict) -> dict:
@@ -265,39 +274,6 @@ class Worker:
         buffer = io.BytesIO()
         torch.save(state, buffer)
         return {"params": base64.b64encode(buffer.getvalue()).decode("ascii")}
-
-
-ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"]
-
-
-def _shape(module) -> str | None:
-    if hasattr(module, "in_features"):
-        return f"{module.in_features}->{module.out_features}"
-    if hasattr(module, "in_channels") and hasattr(module, "kernel_size"):
-        return f"{module.in_channels}->{module.out_channels} channels"
-    if hasattr(module, "num_embeddings"):
-        return f"{module.num_embeddings}x{module.embedding_dim}"
-    if "Attention" in type(module).__name__:
-        return "attention"
-    return None
-
-
-def describe_modules(model) -> dict[str, str]:
-    """Names a learner recognises: 'the second Linear layer (model.1.0, 512->512)'. Several models sit in a
-    ModuleDict, so their names start with the model's own ('critic.0.0')."""
-    import torch
-
-    prefix = "" if isinstance(model, torch.nn.ModuleDict) else "model."
-    out, counts = {}, {}
-    for name, module in model.named_modules():
-        shape = _shape(module)
-        if shape is None:
-            continue
-        kind = type(module).__name__
-        counts[kind] = counts.get(kind, 0) + 1
-        nth = ORDINALS[counts[kind] - 1] if counts[kind] <= len(ORDINALS) else f"#{counts[kind]}"
-        out[name or "model"] = f"the {nth} {kind} layer ({prefix}{name}, {shape})"
-    return out
 
 
 class _null:

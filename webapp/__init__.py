@@ -44,6 +44,8 @@ def make_queue(config):
 
 def create_app(test_config: dict | None = None) -> Flask:
     app = load_settings(test_config)
+    # "/api/lessons//submissions" is a 404 like any unknown path, not a redirect as HTML (the fuzz test found it)
+    app.url_map.merge_slashes = False
     if not app.config.get("SECRET_KEY"):
         from webapp.security import secret_key
 

@@ -133,6 +133,8 @@ def _code_from_request() -> str:
         size = len(code.encode("utf-8"))
     except UnicodeEncodeError:  # a lone surrogate ("\ud800") is valid JSON but not text
         raise store.Refused(400, "the code is not valid Unicode text") from None
+    if "\x00" in code:  # Python refuses it too; PostgreSQL cannot store it
+        raise store.Refused(400, "the code contains a NUL character")
     if size > limit:
         raise store.Refused(413, f"the code is larger than {limit} bytes")
     return code
@@ -170,8 +172,10 @@ def _enqueue(db, row) -> None:
     store.mark_enqueued(db, row["id"], row["attempt"])
 
 
-def _own_submission(sid: str):
-    row = readable_submission(get_db(), sid)
+def _own_submission(sid: str, readable: bool = True):
+    """The submission, for its learner (and, `readable`, for the instructors of its course); else a 404."""
+    db = get_db()
+    row = readable_submission(db, sid) if readable else store.get(db, sid, learner=learner_id())
     if row is None:
         raise store.Refused(404, "no such submission")
     return row
@@ -183,7 +187,21 @@ def submission(sid):
     db = get_db()
     collect(db, _queue(), current_app.config, [sid])
     after = event_id(request.args.get("after", ""))
-    return jsonify(store.detail(db, store.get(db, sid), after))
+    return jsonify(store.detail(db, store.get(db, sid), after, _lang()))
+
+
+@bp.post("/submissions/<sid>/cancel")
+def cancel(sid):
+    """Stops a queued or running grading of the learner's own submission; 409 once it has a verdict."""
+    row = _own_submission(sid, readable=False)  # an instructor may read a learner's grading, not stop it
+    db = get_db()
+    if not store.cancel(db, row):
+        raise store.Refused(409, "this submission has already finished")
+    try:
+        _queue().put("cancel", sid, row["attempt"], {"at": time.time()})
+    except Exception:  # the record says cancelled; a worker that never hears of it finishes and is ignored
+        log.exception("could not tell the workers that submission %s was cancelled", sid)
+    return jsonify(store.summary(store.get(db, sid)))
 
 
 @bp.get("/lessons/<lesson_id>/submissions")
@@ -217,7 +235,7 @@ def stream(sid):
         return error(429, "too many live result streams are open: poll GET /api/submissions/<id> instead",
                      **{"Retry-After": "5"})
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return Response(Released(_events(app, sid, after), lambda: slots.give_back(slot)),
+    return Response(Released(_events(app, sid, after, _lang()), lambda: slots.give_back(slot)),
                     mimetype="text/event-stream", headers=headers)
 
 
@@ -245,12 +263,12 @@ def sse(event: str, data: dict, event_id: int | None = None) -> str:
     return f"{head}event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
 
 
-def _done_data(row, data: dict) -> dict:
+def _done_data(row, data: dict, lang: str) -> dict:
     return {**data, "status": row["status"], "result_status": row["result_status"], "score": row["score"],
-            "error": row["error"], "result": json.loads(row["result"]) if row["result"] else None}
+            "error": row["error"], "cancelled": store.summary(row)["cancelled"], "result": store.result_of(row, lang)}
 
 
-def _events(app, sid: str, after: int):
+def _events(app, sid: str, after: int, lang: str):
     """Sends stored events past `after`, then new ones as the collector brings
     them; a `queued` event (no id) whenever the queue position changes; ends
     after `done`. Its own connection: the request context is gone by now."""
@@ -265,13 +283,13 @@ def _events(app, sid: str, after: int):
             for event in store.events(db, sid, after):
                 after = event["id"]
                 if event["type"] == "done":
-                    yield sse("done", _done_data(store.get(db, sid), event["data"]), after)
+                    yield sse("done", _done_data(store.get(db, sid), event["data"], lang), after)
                     return
                 yield sse(event["type"], event["data"], after)
                 last_sent = time.monotonic()
             row = store.get(db, sid)
             if row["status"] in ("done", "error"):  # finished without a done event (older records)
-                yield sse("done", _done_data(row, {}))
+                yield sse("done", _done_data(row, {}, lang))
                 return
             position = store.position(db, row)
             if position is not None and position != last_position:

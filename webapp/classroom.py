@@ -193,7 +193,7 @@ def mistakes(db, course_id: int, limit: int = 15) -> list[dict]:
     out = []
     for r in ranked:
         example = db.execute(
-            "SELECT f.submission_id, f.lesson, f.line, f.message, f.check_id, u.id AS user_id, u.username "
+            "SELECT f.submission_id, f.lesson, f.line, f.message, f.text, f.check_id, u.id AS user_id, u.username "
             f"{_COURSE_FINDINGS} AND f.finding_id = ? AND f.created_at = ? ORDER BY f.submission_id LIMIT 1",
             (course_id, r["finding_id"], r["latest"])).fetchone()
         out.append({**dict(r), **dict(example), "submissions": int(r["submissions"])})

@@ -113,6 +113,11 @@ def public_lesson(ex: Exercise, lang: str) -> dict:
     }
 
 
+def check_titles(ex: Exercise, lang: str) -> dict[str, str]:
+    """The titles of a lesson's own checks (the built-in ones are named by the interface's catalog)."""
+    return {c.id: localize(c.title, lang) for c in ex.checks if hasattr(c, "python")}
+
+
 def quiz_answer(ex: Exercise, index: int, choice: int, lang: str, attempt: int = 1) -> dict:
     """A first wrong answer only says so, so the learner can think again; the right answer, or a second
     wrong one, comes with the explanation."""

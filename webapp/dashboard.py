@@ -148,7 +148,7 @@ def course(course_id):
     learners = classroom.learners(db, course_id)
     table = classroom.progress(db, course_id)
     stats = classroom.lesson_stats(lesson_ids, [u["learner"] for u in learners], table)
-    mistakes = classroom.mistakes(db, course_id)
+    mistakes = [{**m, "message": findings.message(m, lang)} for m in classroom.mistakes(db, course_id)]
     titles = {lesson: lesson_title(lesson, lang) for lesson in lesson_ids}
     labels = {state: str(escape(gettext(text))) for state, text in PROGRESS_LABELS.items()}
     matrix = [(u["username"], f"/teach/courses/{course_id}/learners/{u['id']}",
@@ -173,7 +173,9 @@ def learner(course_id, user_id):
     submissions = classroom.submissions_of(db, course_id, person["learner"])
     found = findings.of_submissions(db, [s["id"] for s in submissions])
     views = code_views.of_submissions(db, submissions)
-    shown = [{"row": s, "title": lesson_title(s["lesson"], lang), "findings": found.get(s["id"], []),
+    shown = [{"row": s, "title": lesson_title(s["lesson"], lang),
+              "findings": [{"finding_id": f["finding_id"], "line": f["line"], "message": findings.message(f, lang)}
+                           for f in found.get(s["id"], [])],
               "code_html": Markup(views[s["id"]])} for s in submissions]
     return render_template("dashboard/learner.html", course=course, person=person, rows=rows, submissions=shown)
 

@@ -57,6 +57,42 @@ class Heartbeat(threading.Thread):
         self.join(timeout=5)
 
 
+class CancelWatch(threading.Thread):
+    """Polls the attempt's cancel key while grading runs and sets `event` when the learner cancels: the grader
+    then stops every process of this grading (grader.launcher.WorkerProcess.request), freeing the worker."""
+
+    def __init__(self, queue, submission_id: str, attempt: int, interval_s: float = 0.25):
+        super().__init__(name=f"cancel-{submission_id}", daemon=True)
+        self.queue, self.sid, self.attempt, self.interval_s = queue, submission_id, attempt, interval_s
+        self.event = threading.Event()
+        self.stopped = threading.Event()
+
+    def cancelled(self) -> bool:
+        try:
+            return self.queue.peek("cancel", self.sid, self.attempt) is not None
+        except Exception:  # a hiccup of the queue must not end the grading
+            log.exception("reading the cancel key of %s failed", self.sid)
+            return False
+
+    def run(self):
+        while not self.stopped.wait(self.interval_s):
+            if self.cancelled():
+                self.event.set()
+                return
+
+    def __enter__(self):
+        if self.cancelled():
+            self.event.set()
+        else:
+            self.start()
+        return self
+
+    def __exit__(self, *_exc):
+        self.stopped.set()
+        if self.is_alive():
+            self.join(timeout=5)
+
+
 class EventLog:
     """The attempt's events, published as one list so a reader never sees a gap."""
 
@@ -88,17 +124,26 @@ def grade(queue, payload: dict) -> None:
     if not queue.claim(sid, attempt, worker):
         log.warning("submission %s attempt %s was already claimed; skipping a duplicate task", sid, attempt)
         return
-    log.info("grading submission %s (attempt %s, lesson %s)", sid, attempt, payload["exercise_id"])
-    with Heartbeat(queue, sid, attempt, payload.get("heartbeat_s", 5.0), worker):
-        events = EventLog(queue, sid, attempt)
-        events.add("progress", {"stage": "started", "attempt": attempt, "worker": worker})
-        outcome = run_grader(queue.settings, payload, events.progress)
+    with CancelWatch(queue, sid, attempt) as cancel:
+        if cancel.event.is_set():
+            log.info("submission %s attempt %s was cancelled before it started", sid, attempt)
+            queue.forget(sid, attempt)
+            return
+        log.info("grading submission %s (attempt %s, lesson %s)", sid, attempt, payload["exercise_id"])
+        with Heartbeat(queue, sid, attempt, payload.get("heartbeat_s", 5.0), worker):
+            events = EventLog(queue, sid, attempt)
+            events.add("progress", {"stage": "started", "attempt": attempt, "worker": worker})
+            outcome = run_grader(queue.settings, payload, events.progress, cancel.event)
+    if cancel.event.is_set():  # the web app already recorded the cancellation; nothing is left to report
+        log.info("submission %s attempt %s: cancelled", sid, attempt)
+        queue.forget(sid, attempt)
+        return
     outcome.update(worker=worker, attempt=attempt, submission_id=sid)
     queue.put("result", sid, attempt, json_safe(outcome))
     log.info("submission %s attempt %s: %s", sid, attempt, outcome.get("result", {}).get("status", outcome["status"]))
 
 
-def run_grader(settings, payload: dict, progress) -> dict:
+def run_grader(settings, payload: dict, progress, cancel: threading.Event | None = None) -> dict:
     """A learner's failure is inside the result; only platform problems come back as `error`."""
     from grader import runner
     from grader.errors import GraderError
@@ -113,7 +158,7 @@ def run_grader(settings, payload: dict, progress) -> dict:
         launcher = make_launcher(payload.get("sandbox", "auto"), limits_from(dict(settings.limits)),
                                  allow_local=allow_local)
         result = runner.run(exercise, payload["code"], device=payload.get("device", "auto"),
-                            launcher=launcher, progress=progress)
+                            launcher=launcher, progress=progress, cancel=cancel)
         return {"status": "done", "result": result.to_dict()}
     except GraderError as exc:
         log.error("could not grade %s: %s", payload["submission_id"], exc.message)

@@ -69,7 +69,7 @@ def lesson(lesson_id):
     history = store.history(db, learner_id(), lesson_id)
     page = {"lesson": {"id": ex.id, "title": localize(ex.title, lang), "starter": ex.starter,
                        "baseline": ex.baseline},
-            "history": history,
+            "history": history, "check_titles": content.check_titles(ex, lang),
             "urls": {"submit": f"/api/lessons/{ex.id}/submissions", "history": f"/api/lessons/{ex.id}/submissions",
                      "quiz": f"/api/quiz/{ex.id}/"}}
     return render_template("lessons/lesson.html", lesson=content.public_lesson(ex, lang), page=page,
@@ -85,10 +85,12 @@ def submission(sid):
     collect(db, current_app.extensions["amp_dojo_queue"], current_app.config, [sid])
     row = store.get(db, sid)
     try:
-        title = localize(content.exercise(row["lesson"]).title, current_lang())
+        ex = content.exercise(row["lesson"])
+        title = localize(ex.title, current_lang())
     except ExerciseNotFound:
-        title = row["lesson"]
-    page = {"submission": store.detail(db, row)}
+        ex, title = None, row["lesson"]
+    page = {"submission": store.detail(db, row, lang=current_lang()),
+            "check_titles": content.check_titles(ex, current_lang()) if ex else {}}
     return render_template("submissions/show.html", row=row, title=title, page=page,
                            code_html=content.highlight_code(row["code"]))
 

@@ -45,8 +45,13 @@ def document() -> dict:
                          "responses": {"202": _ok("accepted: id, status, position, urls"), "400": ERROR,
                                        "403": ERROR, "404": ERROR, "413": ERROR, "429": ERROR, "503": ERROR}}},
             "/api/submissions/{sid}": {"get": {
-                "summary": "a submission: status, queue position, progress events, result",
-                "parameters": [SID, AFTER], "responses": {"200": _ok("the submission"), "404": ERROR}}},
+                "summary": "a submission: status, queue position, progress events, result (its messages in the "
+                           "learner's language)",
+                "parameters": [SID, AFTER, LANG], "responses": {"200": _ok("the submission"), "404": ERROR}}},
+            "/api/submissions/{sid}/cancel": {"post": {
+                "summary": "stop a queued or running grading; the submission ends without a verdict",
+                "parameters": [SID, CSRF],
+                "responses": {"200": _ok("the submission, cancelled"), "403": ERROR, "404": ERROR, "409": ERROR}}},
             "/api/submissions/{sid}/stream": {"get": {
                 "summary": "live progress as server-sent events (queued, progress, check, done)",
                 "parameters": [SID, {"name": "last_event_id", "in": "query", "schema": {"type": "integer"}},

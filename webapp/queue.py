@@ -8,6 +8,7 @@ worker reports back through Huey's key-value storage, under keys named by
     hb      heartbeat: {"beat": n, "at": ..., "worker": ...}, rewritten every few seconds
     events  the attempt's progress events so far, the whole list rewritten on each one
     result  {"status": "done", "result": {...}} or {"status": "error", "reason": ...}
+    cancel  written by the web app when the learner cancels: the worker stops grading and reports nothing
 
 so a worker on another machine needs only the Redis URL, never the web app's
 database. The collector (webapp/collector.py) copies these keys into SQLite."""
@@ -22,7 +23,7 @@ from urllib.parse import urlparse
 
 from huey import RedisHuey, SqliteHuey
 
-KINDS = ("claim", "hb", "events", "result")
+KINDS = ("claim", "hb", "events", "result", "cancel")
 HUEY_NAME = "amp-dojo"
 
 
@@ -100,7 +101,7 @@ class GradingQueue:
 
     def forget(self, submission_id: str, attempt: int) -> None:
         """Drops an ingested attempt's keys; the claim stays, so a duplicate task is still refused."""
-        for kind in ("hb", "events", "result"):
+        for kind in ("hb", "events", "result", "cancel"):
             self.huey.delete(key(kind, submission_id, attempt))
 
     def run_pending(self, limit: int = 100) -> int:

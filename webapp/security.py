@@ -89,6 +89,19 @@ def check_csrf():
     return None
 
 
+def refuse_nul():
+    """before_request: a NUL character in the path, the query or a form is a 400. No page or API takes one,
+    and PostgreSQL cannot store one in text (SQLite can): both databases answer the same."""
+    values = [request.path, *(v for vs in request.args.listvalues() for v in vs)]
+    if request.mimetype in ("application/x-www-form-urlencoded", "multipart/form-data"):
+        values += [v for vs in request.form.listvalues() for v in vs]
+    if any("\x00" in v for v in values):
+        response = jsonify(error="a NUL character is not allowed here")
+        response.status_code = 400
+        return response
+    return None
+
+
 def set_headers(response):
     """after_request: the page may only run our own scripts and never be framed."""
     response.headers.setdefault("Content-Security-Policy", CSP)
@@ -117,6 +130,7 @@ def init_app(app):
         from werkzeug.middleware.proxy_fix import ProxyFix
 
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies)
+    app.before_request(refuse_nul)
     app.before_request(check_csrf)
     app.after_request(set_headers)
     app.jinja_env.globals["csrf_token"] = csrf_token

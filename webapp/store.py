@@ -14,6 +14,7 @@ from webapp.db import transaction
 
 ACTIVE = ("queued", "running")
 WINDOW_S = 60.0
+CANCELLED = "cancelled"  # the `error` of a submission its learner cancelled before the verdict
 
 
 class Refused(Exception):
@@ -115,9 +116,26 @@ def events(db, sid: str, after: int = 0) -> list[dict]:
     return [{"id": r["id"], "type": r["type"], "data": json.loads(r["data"])} for r in rows]
 
 
+def cancel(db, row) -> bool:
+    """Ends a queued or running submission without a verdict, once (False if it had already ended). The
+    grading worker is told through the queue (webapp/grading.py) and stops."""
+    now = time.time()
+    with transaction(db):
+        cur = db.execute("UPDATE submissions SET status = 'error', error = ?, finished_at = ? "
+                         "WHERE id = ? AND attempt = ? AND status IN ('queued', 'running')",
+                         (CANCELLED, now, row["id"], row["attempt"]))
+        if cur.rowcount != 1:
+            return False
+        db.execute("INSERT INTO events (submission_id, attempt, source, type, data, created_at) "
+                   "VALUES (?, ?, 'done', 'done', ?, ?) ON CONFLICT DO NOTHING",
+                   (row["id"], row["attempt"], json.dumps({"status": "error", "error": CANCELLED,
+                                                           "cancelled": True}), now))
+    return True
+
+
 def urls(sid: str) -> dict:
     return {"self": f"/api/submissions/{sid}", "stream": f"/api/submissions/{sid}/stream",
-            "page": f"/submissions/{sid}"}
+            "cancel": f"/api/submissions/{sid}/cancel", "page": f"/submissions/{sid}"}
 
 
 def summary(row) -> dict:
@@ -125,16 +143,26 @@ def summary(row) -> dict:
     return {
         "id": row["id"], "lesson": row["lesson"], "status": row["status"], "attempt": row["attempt"],
         "result_status": row["result_status"], "score": row["score"], "error": row["error"],
+        "cancelled": row["status"] == "error" and row["error"] == CANCELLED,
         "created_at": row["created_at"], "started_at": row["started_at"], "finished_at": row["finished_at"],
         "urls": urls(row["id"]),
     }
 
 
-def detail(db, row, after: int = 0) -> dict:
+def result_of(row, lang: str = "en") -> dict | None:
+    """The stored result document with the grader's messages worded in `lang` (grader/wording.py)."""
+    if not row["result"]:
+        return None
+    from grader.wording import localized
+
+    return localized(json.loads(row["result"]), lang)
+
+
+def detail(db, row, after: int = 0, lang: str = "en") -> dict:
     """Everything the results panel needs, whether the grading is waiting, running or over."""
     data = summary(row)
     data.update(code=row["code"], position=position(db, row), events=events(db, row["id"], after),
-                result=json.loads(row["result"]) if row["result"] else None)
+                result=result_of(row, lang))
     return data
 
 

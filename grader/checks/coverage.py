@@ -4,7 +4,9 @@ stayed in float32."""
 
 from __future__ import annotations
 
-from grader.results import FAIL, PASS, CheckResult, Finding
+from grader.messages import finding, say
+from grader.results import FAIL, PASS, CheckResult
+from grader.tracing import OUTSIDE_MODEL
 
 LOW = ("float16", "bfloat16")
 
@@ -30,7 +32,7 @@ def fp32_numbers(closeness: dict | None) -> bool:
 
 def check(spec, coverage: dict | None, describe_module, closeness: dict | None = None) -> CheckResult:
     if not coverage or not coverage["flops"]:
-        return CheckResult("coverage", FAIL, "no matmul or convolution ran during the traced step",
+        return CheckResult("coverage", FAIL, say("coverage.none"),
                            {"fraction_16bit": 0.0}, {"min_fraction": spec.min_fraction}, weight=spec.weight)
     total = sum(coverage["flops"].values())
     low = sum(v for k, v in coverage["flops"].items() if k in LOW)
@@ -40,29 +42,18 @@ def check(spec, coverage: dict | None, describe_module, closeness: dict | None =
         measured.update({f"distance_{k}": round(v, 6) for k, v in closeness.items()})
     threshold = {"min_fraction": spec.min_fraction}
     if fraction >= spec.min_fraction and fp32_numbers(closeness):
-        return CheckResult("coverage", FAIL, "the trained weights did not move the way 16-bit arithmetic moves "
-                           f"them: measured from the FP32 run, they went {closeness['toward_amp']:.0%} of the way "
-                           "toward a real mixed-precision run (a real one goes about 100%). The 16-bit work that "
-                           "was reported did not happen",
-                           measured, threshold,
-                           [Finding("numbers_fp32", "the numbers show float32 arithmetic",
-                                    "run the forward pass under torch.autocast with amp_dtype, and do not patch "
-                                    "the grader")],
-                           weight=spec.weight)
+        return CheckResult("coverage", FAIL, say("coverage.fp32_numbers", toward=closeness["toward_amp"]),
+                           measured, threshold, [finding("numbers_fp32")], weight=spec.weight)
     if fraction >= spec.min_fraction:
-        return CheckResult("coverage", PASS, f"{fraction:.0%} of the matmul FLOPs ran in 16-bit", measured, threshold,
+        return CheckResult("coverage", PASS, say("coverage.pass", fraction=fraction), measured, threshold,
                            weight=spec.weight)
     if low == 0:
-        return CheckResult("coverage", FAIL, "every matmul ran in float32: nothing ran under autocast with a "
-                           "16-bit dtype", measured, threshold, [Finding(
-                               "no_16bit_matmul", "no matmul or convolution ran in 16-bit",
-                               "run the forward pass inside torch.autocast(device_type=..., dtype=amp_dtype)")],
-                           weight=spec.weight)
-    culprits = fp32_modules(coverage["by_module"], total)
-    findings = [Finding("fp32_layer", f"{describe_module(name)} ran in float32 ({share:.0%} of the matmul FLOPs)",
-                        "run it inside the autocast block (and do not cast its input back to float32)")
-                for name, share in culprits[:5] if name != "(backward or outside the model)"]
-    where = "; ".join(f.message for f in findings[:3]) or "the backward pass ran in float32"
-    return CheckResult("coverage", FAIL, f"only {fraction:.0%} of the matmul FLOPs ran in 16-bit "
-                       f"(at least {spec.min_fraction:.0%} expected): {where}", measured, threshold, findings,
-                       weight=spec.weight)
+        return CheckResult("coverage", FAIL, say("coverage.all_fp32"), measured, threshold,
+                           [finding("no_16bit_matmul")], weight=spec.weight)
+    culprits = [(name, share) for name, share in fp32_modules(coverage["by_module"], total)
+                if name != OUTSIDE_MODEL][:5]
+    findings = [finding("fp32_layer", layer=describe_module(name), share=share) for name, share in culprits]
+    where = [say("fp32_layer", layer=describe_module(name), share=share) for name, share in culprits[:3]]
+    return CheckResult("coverage", FAIL, say("coverage.partial", fraction=fraction, min=spec.min_fraction,
+                                             where=where or say("coverage.backward_fp32")),
+                       measured, threshold, findings, weight=spec.weight)

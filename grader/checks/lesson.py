@@ -13,6 +13,7 @@ import torch
 
 from grader.errors import ExerciseError
 from grader.workload import lesson_code_error
+from grader.messages import message_of, own
 from grader.results import FAIL, PASS, CheckResult, Finding
 from grader.schema import localize
 
@@ -50,8 +51,11 @@ class LessonEvidence:
         return self.baseline_params[name] - self.start[name]
 
 
-def finding(id: str, message: str, fix: str, line: int | None = None) -> Finding:
-    return Finding(id, message, fix, line if isinstance(line, int) else None)
+def finding(id: str, message, fix, line: int | None = None) -> Finding:
+    """A mistake the lesson's check found; `message` and `fix` are strings, or {"en": ..., "it": ..., "id": ...}
+    so that learners read them in their language."""
+    text = {"message": own(message).to_dict(), "fix": own(fix).to_dict()}
+    return Finding(id, localize(message), localize(fix), line if isinstance(line, int) else None, text=text)
 
 
 @lru_cache(maxsize=64)
@@ -80,7 +84,7 @@ def compile_check(spec) -> None:
     _compiled(spec.id, spec.python)
 
 
-def check(spec, evidence: LessonEvidence, lang: str = "en") -> CheckResult:
+def check(spec, evidence: LessonEvidence) -> CheckResult:
     fn = _compiled(spec.id, spec.python)
     try:
         out = fn(evidence)
@@ -90,8 +94,7 @@ def check(spec, evidence: LessonEvidence, lang: str = "en") -> CheckResult:
     if not all(isinstance(f, Finding) for f in findings):
         raise ExerciseError(f"lesson check {spec.id!r}: check(ev) must return None, finding(...) or a list of "
                             f"findings, not {type(out).__name__}")
-    title = localize(spec.title, lang)
     if not findings:
-        return CheckResult(spec.id, PASS, title, {"mistakes": []}, weight=spec.weight)
-    return CheckResult(spec.id, FAIL, findings[0].message, {"mistakes": [f.id for f in findings]},
+        return CheckResult(spec.id, PASS, own(spec.title), {"mistakes": []}, weight=spec.weight)
+    return CheckResult(spec.id, FAIL, message_of(findings[0]), {"mistakes": [f.id for f in findings]},
                        findings=findings, weight=spec.weight)

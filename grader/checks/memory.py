@@ -4,7 +4,8 @@ when every step keeps more memory than the one before."""
 
 from __future__ import annotations
 
-from grader.results import FAIL, NOT_APPLICABLE, PASS, CheckResult, Finding
+from grader.messages import finding, say
+from grader.results import FAIL, NOT_APPLICABLE, PASS, CheckResult
 from grader.wording import size
 
 # What one step may leave allocated and still count as keeping nothing: the returned loss and the
@@ -13,8 +14,7 @@ LEAK_BYTES = 4096
 
 
 def not_applicable(spec, device_kind: str) -> CheckResult:
-    return CheckResult("memory", NOT_APPLICABLE, f"this exercise sets no memory threshold for {device_kind}: "
-                       "not applicable here", weight=spec.weight)
+    return CheckResult("memory", NOT_APPLICABLE, say("memory.not_applicable", device=device_kind), weight=spec.weight)
 
 
 def whole_run_peak(steps: list[dict]) -> int:
@@ -35,7 +35,7 @@ def check(spec, device_kind: str, sub_steps: list[dict] | None, base_steps: list
     if limit is None:
         return not_applicable(spec, device_kind)
     if not sub_steps or not base_steps:
-        return CheckResult("memory", "error", "peak memory could not be measured", weight=spec.weight)
+        return CheckResult("memory", "error", say("memory.unmeasured"), weight=spec.weight)
     sub_peak, base_peak = whole_run_peak(sub_steps), whole_run_peak(base_steps)
     ratio = sub_peak / base_peak
     kept = [s["retained_bytes"] for s in sub_steps]
@@ -44,19 +44,10 @@ def check(spec, device_kind: str, sub_steps: list[dict] | None, base_steps: list
                 "method": "max_memory_allocated" if device_kind == "cuda" else "profiler live bytes"}
     threshold = {"max_ratio": limit, "max_retained_bytes_per_step": LEAK_BYTES}
     if leaks(sub_steps):
-        grow = sum(kept) / len(kept)
-        return CheckResult("memory", FAIL, f"live memory grew by about {size(grow)} at every step "
-                           f"({len(kept)} steps measured): the code keeps tensors from one step to the next, so a "
-                           "long training run runs out of memory", measured, threshold,
-                           [Finding("memory_leak", f"each step left {size(grow)} allocated after it returned: "
-                                    "tensors (an output, a loss with its graph, activations) are kept across steps",
-                                    "keep plain numbers across steps (loss.item()), not tensors; do not append "
-                                    "outputs or losses to a list that outlives the step")], weight=spec.weight)
+        grow = size(sum(kept) / len(kept))
+        return CheckResult("memory", FAIL, say("memory.leak", grow=grow, steps=len(kept)), measured, threshold,
+                           [finding("memory_leak", grow=grow)], weight=spec.weight)
+    figures = {"peak": size(sub_peak), "ratio": ratio, "base": size(base_peak), "limit": limit}
     if ratio <= limit:
-        return CheckResult("memory", PASS, f"peak memory {size(sub_peak)} is {ratio:.0%} of the FP32 baseline's "
-                           f"{size(base_peak)} (at most {limit:.0%} allowed)", measured, threshold, weight=spec.weight)
-    return CheckResult("memory", FAIL, f"peak memory {size(sub_peak)} is {ratio:.0%} of the FP32 baseline's "
-                       f"{size(base_peak)}; at most {limit:.0%} is allowed. Activations dominate: run the forward "
-                       "under autocast, recompute activations with torch.utils.checkpoint, free gradients with "
-                       "zero_grad(set_to_none=True), and do not keep tensors that hold the graph",
-                       measured, threshold, weight=spec.weight)
+        return CheckResult("memory", PASS, say("memory.pass", **figures), measured, threshold, weight=spec.weight)
+    return CheckResult("memory", FAIL, say("memory.fail", **figures), measured, threshold, weight=spec.weight)

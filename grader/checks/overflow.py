@@ -12,7 +12,8 @@ import math
 
 import torch
 
-from grader.results import FAIL, PASS, CheckResult, Finding
+from grader.messages import finding, say
+from grader.results import FAIL, PASS, CheckResult
 
 
 def changed(before: dict, after: dict) -> list[str]:
@@ -27,25 +28,17 @@ def check(spec, step: int, before: dict, after: dict, scale_before: float | None
     measured = {"step": step, "params_changed": len(moved), "params_nonfinite": len(nan),
                 "scale_before": scale_before, "scale_after": scale_after}
     findings = []
+    said = []
     if moved:
-        what = "became inf/NaN" if nan else "changed"
-        findings.append(Finding(
-            "overflow_step_applied",
-            f"the grader made step {step}'s gradients overflow (inf), and {len(moved)} parameter tensors {what}: "
-            "the optimizer stepped with non-finite gradients",
-            "step through the scaler, scaler.step(optimizer), which skips a step whose gradients are inf or NaN"))
+        key = "overflow_step_applied.nonfinite" if nan else "overflow_step_applied"
+        said.append(say(key, step=step, n=len(moved)))
     if scale_before is None or scale_after is None or not math.isfinite(scale_after):
-        findings.append(Finding("scale_unknown", "the GradScaler passed to the function reported no usable scale",
-                                "use the scaler argument: scaler.scale(loss).backward(), scaler.step(optimizer), "
-                                "scaler.update()"))
+        said.append(say("scale_unknown"))
     elif not scale_after < scale_before:
-        findings.append(Finding(
-            "scale_not_backed_off",
-            f"after the overflowed step the loss scale stayed at {scale_after:g} instead of backing off",
-            "call scaler.update() once per step, after scaler.step(optimizer): it lowers the scale after an "
-            "overflow"))
-    if findings:
-        return CheckResult("overflow", FAIL, "when the gradients overflowed: " + "; ".join(f.message for f in findings),
-                           measured, None, findings, weight=spec.weight)
-    return CheckResult("overflow", PASS, f"an overflowed step ({step}) changed no weight and the scale backed off "
-                       f"from {scale_before:g} to {scale_after:g}", measured, None, weight=spec.weight)
+        said.append(say("scale_not_backed_off", scale=scale_after))
+    if said:
+        findings = [finding(s.key.split(".")[0], key=s.key, **s.params) for s in said]
+        return CheckResult("overflow", FAIL, say("overflow.fail", findings=said), measured, None, findings,
+                           weight=spec.weight)
+    return CheckResult("overflow", PASS, say("overflow.pass", step=step, before=scale_before, after=scale_after),
+                       measured, None, weight=spec.weight)

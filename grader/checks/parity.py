@@ -11,13 +11,8 @@ import math
 
 import torch
 
-from grader.results import ERROR, FAIL, PASS, CheckResult, Finding
-from grader.schema import localize
-
-
-GENERIC_ADVICE = ("The training step itself differs: check the learning rate and what scales the gradients "
-                  "(clipping, loss division for accumulation, the loss scale), a missing or doubled step or "
-                  "zero_grad, and 16-bit weights.")
+from grader.messages import finding, own, say
+from grader.results import ERROR, FAIL, PASS, CheckResult
 
 
 def loss_deviation(sub: list[float], base: list[float]) -> tuple[float, int]:
@@ -80,17 +75,17 @@ def did_not_train(sub: dict, start: dict, key: str) -> bool:
         _norm(p0), 1e-12)
 
 
-def owner(name: str, describe) -> str:
-    """'0.0.weight' -> 'the first Linear layer (model.0.0, 128->256)'."""
+def owner(name: str, describe):
+    """'0.0.weight' -> 'the first Linear layer (model.0.0, 128->256)' (a message, see grader/layers.py)."""
     module = name.rsplit(".", 1)[0] if "." in name else "model"
     return describe(module)
 
 
 def check(spec, amp_dtype: str, sub_losses, base_losses, sub_params, base_params, start_params,
-          describe=lambda module: f"module {module}") -> CheckResult:
+          describe=lambda module: say("layer.module", name=module)) -> CheckResult:
     tol = spec.tolerances.get(amp_dtype)
     if tol is None:
-        return CheckResult("parity", ERROR, f"the exercise sets no parity tolerance for {amp_dtype}", weight=spec.weight)
+        return CheckResult("parity", ERROR, say("parity.no_tolerance", dtype=amp_dtype), weight=spec.weight)
     loss_dev, loss_step = loss_deviation(sub_losses, base_losses)
     devs = update_deviations(sub_params, base_params, start_params)
     update_dev, name = worst(devs)
@@ -101,29 +96,24 @@ def check(spec, amp_dtype: str, sub_losses, base_losses, sub_params, base_params
     threshold = {"loss_rtol": tol.loss_rtol, "update_rtol": tol.update_rtol}
     problems, findings = [], []
     if loss_dev > tol.loss_rtol:
-        problems.append(f"the loss differs from the FP32 run by {loss_dev:.1%} at step {loss_step} "
-                        f"(allowed {tol.loss_rtol:.1%}): {sub_losses[loss_step]:.4f} vs {base_losses[loss_step]:.4f}")
+        problems.append(say("parity.loss", dev=loss_dev, step=loss_step, tol=tol.loss_rtol,
+                            mine=sub_losses[loss_step], base=base_losses[loss_step]))
     if not update_dev <= tol.update_rtol:
         # An untrained tensor is off by exactly 100%, which others (pushed further by a wrong step) can exceed:
         # look for one among all that are off, not only the worst.
         frozen = [k for k, v in devs.items() if not v <= tol.update_rtol and did_not_train(sub_params, start_params, k)]
         name = frozen[0] if frozen else name
-        where = f"{name!r}, in {owner(name, describe)}"
+        layer = owner(name, describe)
         if frozen:
-            problems.append(f"parameter {where} did not change at all in {len(sub_losses)} steps, while FP32 "
-                            "training moved it: no gradient reached it, or the optimizer never updated it")
-            findings.append(Finding("block_not_trained", f"{owner(name, describe)} never trained",
-                                    "make sure every block gets a gradient (e.g. use_reentrant=False with "
-                                    "checkpointing, no requires_grad_(False), no torch.no_grad() around the "
-                                    "forward) and that the optimizer steps every effective batch"))
+            problems.append(say("parity.frozen", name=name, layer=layer, steps=len(sub_losses)))
+            findings.append(finding("block_not_trained", layer=layer))
         else:
             off = [k for k, v in devs.items() if not v <= tol.update_rtol]
-            problems.append(f"after {len(sub_losses)} steps, the update of parameter {where} is "
-                            f"{update_dev:.1%} away from the FP32 run's update (allowed {tol.update_rtol:.1%}; "
-                            f"{len(off)} of {len(devs)} tensors are off)")
+            problems.append(say("parity.update", steps=len(sub_losses), name=name, layer=layer, dev=update_dev,
+                                tol=tol.update_rtol, off=len(off), total=len(devs)))
     if problems:
-        hint = " " + (localize(spec.advice) if spec.advice else GENERIC_ADVICE)
-        return CheckResult("parity", FAIL, "; ".join(problems) + "." + hint, measured, threshold, findings,
-                           weight=spec.weight)
-    return CheckResult("parity", PASS, f"matches the FP32 run within tolerance over {len(sub_losses)} steps "
-                       f"(loss {loss_dev:.2%}, update {update_dev:.2%})", measured, threshold, weight=spec.weight)
+        advice = own(spec.advice) if spec.advice else say("parity.advice")
+        return CheckResult("parity", FAIL, say("parity.fail", problems=problems, advice=advice), measured, threshold,
+                           findings, weight=spec.weight)
+    return CheckResult("parity", PASS, say("parity.pass", steps=len(sub_losses), loss=loss_dev, update=update_dev),
+                       measured, threshold, weight=spec.weight)

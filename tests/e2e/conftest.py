@@ -17,6 +17,31 @@ from .amp_dojo_live import CHROMIUM, REQUIRE_BROWSER, ROOT, LiveApp
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
+DESKTOP = {"width": 1366, "height": 768}  # a common laptop screen
+PHONE = {"width": 390, "height": 844}
+
+
+@pytest.fixture
+def viewport_page(request, browser, live_app, js_errors):
+    """page_in(viewport) -> a page in a fresh context of that size (a phone is mobile and touch)."""
+    contexts = []
+
+    def _open(viewport: dict):
+        phone = viewport["width"] < 600
+        context = browser.new_context(base_url=live_app.url, viewport=viewport, is_mobile=phone, has_touch=phone)
+        context.set_default_timeout(15_000)
+        contexts.append(context)
+        pg = context.new_page()
+        pg.on("pageerror", lambda exc: js_errors.append(f"pageerror: {exc}"))
+        pg.on("console", lambda msg: js_errors.append(f"console.{msg.type}: {msg.text}") if msg.type == "error"
+              else None)
+        return pg
+
+    try:
+        yield _open
+    finally:
+        for context in contexts:
+            context.close()
 
 
 def _no_browser(reason: str):
@@ -73,7 +98,7 @@ def pytest_runtest_makereport(item, call):
 def page(request, browser, live_app, js_errors):
     """A fresh browser context (a new anonymous learner, empty localStorage) on the live app.
     When the test fails: a screenshot artifacts/screenshots/failed-<test>.png and the app's logs."""
-    context = browser.new_context(base_url=live_app.url, viewport={"width": 1280, "height": 1000})
+    context = browser.new_context(base_url=live_app.url, viewport=DESKTOP)
     context.set_default_timeout(15_000)
     pg = context.new_page()
     pg.on("console", lambda msg: js_errors.append(f"console.{msg.type}: {msg.text} @ {msg.location}")

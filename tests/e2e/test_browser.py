@@ -212,7 +212,11 @@ def test_hints_unfold_one_at_a_time_and_quiz_answers_come_from_the_server(page, 
     assert not js_errors, js_errors
 
 
-def test_a_reload_during_grading_reattaches_and_shows_the_verdict(page, exercise, js_errors, screenshot):
+@pytest.mark.parametrize("viewport", ["desktop", "phone"])
+def test_a_reload_during_grading_reattaches_and_shows_the_verdict(viewport_page, exercise, js_errors, viewport):
+    from .conftest import DESKTOP, PHONE
+
+    page = viewport_page(DESKTOP if viewport == "desktop" else PHONE)
     open_lesson(page, exercise)
     replace_editor_text(page, exercise.reference)
     submit(page, "button")
@@ -234,7 +238,7 @@ def test_grading_shows_the_elapsed_seconds_while_it_runs(page, exercise, js_erro
     texts = page.evaluate("window.__statusTexts")
     import re
 
-    assert any(re.match(r"^Grading: .*\(\d+ s\)$", t) for t in texts), texts
+    assert any(re.match(r"^Grading: .*\(\d+ s( of at most \d+ s)?\)$", t) for t in texts), texts
     assert not any("fp32" in t for t in texts), texts  # FP32 keeps its capitals
     assert not js_errors, js_errors
 
@@ -264,24 +268,99 @@ def test_the_phone_layout_has_no_sideways_scroll_and_puts_the_editor_first(brows
         context.close()
 
 
-def test_the_results_page_in_italian_shows_no_english_interface_string(page, exercise, js_errors, screenshot):
+def english_left(text: str, lang: str) -> list[str]:
+    """English interface strings (webapp catalog) and English fragments of the grader's messages (grader
+    catalog, split at their parameters) that still stand in `text`, a page shown in `lang`."""
     import json as jsonlib
     import re
 
-    catalog = jsonlib.loads((ROOT / "webapp" / "translations" / "it.json").read_text(encoding="utf-8"))
+    from grader.messages import EN, catalog as grader_catalog
+
+    ui = jsonlib.loads((ROOT / "webapp" / "translations" / f"{lang}.json").read_text(encoding="utf-8"))
+    left = [e for e, t in ui.items() if " " in e and e != t and not re.search(r"\{\w+\}", e) and e in text]
+    translated = grader_catalog(lang)
+    for key, english in EN.items():
+        for fragment in re.split(r"\{[^}]*\}", english.replace("`", "")):
+            fragment = fragment.strip(" :;,.()")
+            if len(fragment.split()) >= 3 and fragment not in translated[key].replace("`", "") and fragment in text:
+                left.append(f"{key}: {fragment}")
+    return left
+
+
+@pytest.mark.parametrize("viewport", ["desktop", "phone"])
+@pytest.mark.parametrize("lang", ["it", "id"])
+def test_the_results_page_shows_no_english_in_another_language(viewport_page, exercise, js_errors, screenshot,
+                                                               lang, viewport):
+    """The interface and every grader message, fix and figure in the learner's language."""
+    import json as jsonlib
+
+    from .conftest import DESKTOP, PHONE
+
+    ui = jsonlib.loads((ROOT / "webapp" / "translations" / f"{lang}.json").read_text(encoding="utf-8"))
+    page = viewport_page(DESKTOP if viewport == "desktop" else PHONE)
     page.goto(f"/lessons/{LESSON}")
-    page.locator('.lang-switch button[value="it"]').click()
+    page.locator(f'.lang-switch button[value="{lang}"]').click()
     page.wait_for_url(f"**/lessons/{LESSON}")
-    expect(page.locator("html")).to_have_attribute("lang", "it")
+    expect(page.locator("html")).to_have_attribute("lang", lang)
     replace_editor_text(page, WRONG_SOLUTION.read_text())
     page.get_by_test_id("run-button").click()
     expect(page.get_by_test_id("result-status")).to_have_attribute("data-status", "fail", timeout=GRADING_TIMEOUT_MS)
+    finding = page.locator('[data-finding-id="backward_inside_autocast"]')
+    expect(finding).to_be_visible()
     text = " ".join(page.locator("body").inner_text().split())
-    left = [e for e, it in catalog.items() if " " in e and e != it and not re.search(r"\{\w+\}", e) and e in text]
-    assert not left, left
-    assert catalog["Your task"] in text and catalog["Failed: see the checks below"] in text
-    page.get_by_test_id("result-status").scroll_into_view_if_needed()
-    screenshot(page, "11-italian-results")
+    assert not english_left(text, lang), english_left(text, lang)
+    assert ui["Your task"] in text and ui["Failed: see the checks below"] in text
+    from grader.messages import render
+
+    assert render("backward_inside_autocast.fix", {}, lang).replace("`", "") in text  # `code` is shown as code
+    if lang == "it":
+        page.get_by_test_id("result-status").scroll_into_view_if_needed()
+        screenshot(page, f"11-italian-results-{viewport}")
+    assert not js_errors, js_errors
+
+
+ENDLESS_LOOP = """import torch
+import torch.nn.functional as F
+
+
+def train_step(model, optimizer, inputs, targets, device_type, amp_dtype):
+    while True:
+        pass
+"""
+
+
+@pytest.mark.parametrize("viewport", ["desktop", "phone"])
+def test_an_endless_loop_shows_its_time_and_limit_and_can_be_cancelled(viewport_page, exercise, js_errors,
+                                                                       screenshot, viewport):
+    """The status counts the seconds of the running step against its limit, Cancel stops the grading, and the
+    (only) worker is free again at once: the next submission is graded without waiting for the limit."""
+    import re
+    import time
+
+    from .conftest import DESKTOP, PHONE
+
+    page = viewport_page(DESKTOP if viewport == "desktop" else PHONE)
+    page.goto(f"/lessons/{LESSON}")
+    replace_editor_text(page, ENDLESS_LOOP)
+    submit(page, "button")
+    status = page.get_by_test_id("status")
+    expect(status).to_have_text(re.compile(r"step 1 of \d+.*\(\d+ s of at most 60 s\)"), timeout=GRADING_TIMEOUT_MS)
+    expect(status).to_have_text(re.compile(r"\([2-9] s of at most 60 s\)"), timeout=10_000)  # it counts
+    cancel = page.get_by_test_id("cancel-button")
+    expect(cancel).to_be_visible()
+    cancel.scroll_into_view_if_needed()
+    screenshot(page, f"12-endless-loop-{viewport}")
+    cancel.click()
+    expect(status).to_have_text(re.compile("^Cancelled"), timeout=5_000)
+    expect(cancel).to_be_hidden()
+    expect(page.get_by_test_id("run-button")).to_be_enabled()
+    expect(page.get_by_test_id("history").locator(".badge").first).to_have_text("Cancelled")
+
+    replace_editor_text(page, exercise.reference)
+    started = time.monotonic()
+    submit(page, "button")
+    expect(page.get_by_test_id("result-status")).to_have_attribute("data-status", "pass", timeout=40_000)
+    assert time.monotonic() - started < 40, "the worker was still busy with the cancelled endless loop"
     assert not js_errors, js_errors
 
 
@@ -317,3 +396,36 @@ def test_lesson_and_results_pages_have_no_serious_accessibility_violations(brows
         assert axe_serious_violations(page) == []
     finally:
         context.close()
+
+
+def test_the_scale_chart_marks_the_overflow_the_grader_forced(page, js_errors, screenshot):
+    """With a GradScaler the loss scale is flat while nothing overflows; the step the grader makes overflow
+    shows as a marked back-off, so the chart teaches what the scaler does."""
+    lesson = load_exercise("grad_scaler")
+    page.goto("/lessons/grad_scaler")
+    replace_editor_text(page, lesson.reference)
+    page.get_by_test_id("run-button").click()
+    expect(page.get_by_test_id("result-status")).to_have_attribute("data-status", "pass", timeout=GRADING_TIMEOUT_MS)
+    chart = page.locator('svg[data-testid="chart"][data-chart-title^="GradScaler scale"]')
+    expect(chart).to_have_count(1)
+    marker = chart.get_by_test_id("chart-marker")
+    expect(marker).to_have_count(1)
+    expect(marker).to_contain_text("overflow forced by the grader")
+    assert "backed off 1×" in chart.get_attribute("data-chart-title")
+    chart.scroll_into_view_if_needed()
+    screenshot(page, "13-scale-chart")
+    assert not js_errors, js_errors
+
+
+@pytest.mark.parametrize("width", [1366, 360])
+def test_the_editor_shows_every_line_whole_on_a_laptop_and_a_small_phone(viewport_page, width):
+    """The longest signature of any lesson wraps instead of running past the editor's edge."""
+    lessons = load_all()
+    longest = max(lessons.values(), key=lambda ex: max(len(line) for line in ex.starter.splitlines()))
+    page = viewport_page({"width": width, "height": 768 if width > 600 else 740})
+    page.goto(f"/lessons/{longest.id}")
+    scroller = page.locator('[data-testid="editor"] .cm-scroller')
+    expect(scroller).to_be_visible()
+    overflow = scroller.evaluate("s => s.scrollWidth - s.clientWidth")
+    assert overflow <= 1, f"{longest.id}: the editor hides {overflow} px of its longest line at {width} px"
+    assert page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth") <= 0

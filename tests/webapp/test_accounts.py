@@ -136,3 +136,10 @@ def test_with_anonymous_use_off_a_visitor_is_sent_to_sign_in(app, path):
     assert learner.get(path).status_code == 200 and submit(learner).status_code == 202
     form(teacher, "/teach/settings", {"anonymous_use": "on"})
     assert app.test_client().get(path).status_code in (200, 302) and app.test_client().get("/").status_code == 200
+
+
+def test_a_nul_character_in_a_form_path_or_code_is_a_400_on_either_database(app):
+    client = app.test_client()
+    assert form(client, "/signin", {"username": "ada\x00", "password": PASSWORD}).status_code == 400
+    assert client.get("/api/submissions/ab%00cd").status_code == 400
+    assert submit(client, code="x = 1\x00\n").status_code == 400

@@ -223,3 +223,16 @@ def test_work_done_anonymously_before_signing_up_counts_in_the_course(app, cours
     html = course["teacher"].get(course["url"]).get_data(as_text=True)
     assert re.search(r'<tr data-username="dora">.*?badge-passed">[^<]*</span> <span class="muted">2×', html, re.S)
     assert '<tr data-finding-id="unscale_twice"' in html
+
+
+def test_an_instructor_reads_the_class_mistakes_in_the_interface_language(app, course):
+    ada, teacher = course["learners"]["ada"], course["teacher"]
+    english = "gradients were clipped while still multiplied by the loss scale"
+    said = {**finding("clip_without_unscale", 13, english), "text": {"message": {"key": "clip_without_unscale"}}}
+    grade_as(app, submit(ada), "fail", [said])
+    assert english in teacher.get(course["url"]).get_data(as_text=True)
+    teacher.set_cookie("lang", "it")
+    html = teacher.get(course["url"]).get_data(as_text=True)
+    assert "i gradienti sono stati limitati" in html and english not in html
+    learner_page = re.search(r'href="(/teach/courses/\d+/learners/\d+)"', html).group(1)
+    assert "i gradienti sono stati limitati" in teacher.get(learner_page).get_data(as_text=True)

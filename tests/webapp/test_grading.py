@@ -156,3 +156,29 @@ def test_a_yaml_only_lesson_with_setup_code_is_graded_by_the_web_app(make_app, s
     d = detail(client, response.get_json()["id"])
     assert d["result"]["status"] == "pass", d["result"]
     assert "model_b.0.weight" in d["result"]["checks"][1]["measured"]["update_rel_diff"]
+
+
+def test_the_grader_speaks_the_learners_language(graded):
+    """The same result in Italian: every message and fix from the catalog, the figures worded as rows; the
+    finding ids (for tools) unchanged."""
+    from grader.messages import render
+
+    _app, client, ids = graded
+    english = detail(client, ids["starter"])["result"]
+    italian = client.get(f"/api/submissions/{ids['starter']}?lang=it").get_json()["result"]
+    finding = next(f for c in italian["checks"] for f in c["findings"] if f["id"] == "no_autocast")
+    assert finding["message"] == render("no_autocast", {}, "it") != render("no_autocast", {}, "en")
+    assert finding["fix"] == render("no_autocast.fix", {}, "it")
+    parity = next(c for c in italian["checks"] if c["id"] == "parity")
+    assert parity["message"].startswith("coincide con la run FP32")
+    assert parity["measured_words"][0][0] == "loss rispetto a FP32" and "al massimo" in parity["measured_words"][0][2]
+    assert [c["id"] for c in italian["checks"]] == [c["id"] for c in english["checks"]]
+    assert italian["lang"] == "it" and english["lang"] == "en"
+    client.set_cookie("lang", "it")
+    try:
+        page = client.get(f"/submissions/{ids['starter']}").get_data(as_text=True)
+    finally:
+        client.delete_cookie("lang")
+    data = json.loads(re.search(r'id="page-data">(.*?)</script>', page, re.S).group(1))
+    shown = [f["message"] for c in data["submission"]["result"]["checks"] for f in c["findings"]]
+    assert render("no_autocast", {}, "it") in shown

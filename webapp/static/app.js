@@ -88,6 +88,7 @@
     var node = document.getElementById("page-data");
     return node ? JSON.parse(node.textContent) : {};
   }
+  var PAGE = readPageData();
 
   var csrfMeta = document.querySelector('meta[name="csrf-token"]');
   var CSRF = csrfMeta ? csrfMeta.getAttribute("content") : "";
@@ -115,15 +116,6 @@
     return Number(value.toFixed(digits === undefined ? 4 : digits)).toString();
   }
 
-  function formatBytes(bytes) {
-    if (Math.abs(bytes) < 102400) return (bytes / 1024).toFixed(1) + " KiB";
-    return (bytes / (1024 * 1024)).toFixed(1) + " MiB";
-  }
-
-  function percent(value) {
-    return (value * 100).toFixed(value < 0.1 ? 2 : 1) + "%";
-  }
-
   function median(values) {
     var sorted = values.slice().sort(function (a, b) { return a - b; });
     var mid = Math.floor(sorted.length / 2);
@@ -137,48 +129,14 @@
 
   // ---------- measured values, in words ----------
 
-  var MEASURED = {
-    parity: function (m, t) {
-      var rows = [];
-      if (m.max_loss_rel_diff !== undefined) {
-        rows.push([tr("loss vs FP32"), percent(m.max_loss_rel_diff), t && percent(t.loss_rtol)]);
-      }
-      if (m.max_update_rel_diff !== undefined && m.max_update_rel_diff !== null) {
-        rows.push([tr("update vs FP32") + (m.worst_param ? " (" + tr("worst: {name}", { name: m.worst_param }) + ")" : ""),
-                   percent(m.max_update_rel_diff), t && percent(t.update_rtol)]);
-      }
-      return rows;
-    },
-    overflow: function (m) {
-      if (m.params_changed === undefined) return [];
-      return [[tr("weights changed by the overflowed step {n}", { n: m.step }), String(m.params_changed), "0"],
-              [tr("loss scale before → after"), formatNumber(m.scale_before, 0) + " → " + formatNumber(m.scale_after, 0),
-               tr("lower after")]];
-    },
-    coverage: function (m, t) {
-      return m.fraction_16bit === undefined ? [] :
-        [[tr("matmul FLOPs in 16-bit"), percent(m.fraction_16bit), t && "≥ " + percent(t.min_fraction)]];
-    },
-    speedup: function (m, t) {
-      if (m.speedup === undefined) return [];
-      var range = m.ci95_low !== undefined ? " (95%: " + formatNumber(m.ci95_low, 2) + "–" + formatNumber(m.ci95_high, 2) + ")" : "";
-      return [[tr("speedup"), formatNumber(m.speedup, 2) + "×" + range, t && "≥ " + t.min_speedup + "×"]];
-    },
-    memory: function (m, t) {
-      if (m.ratio === undefined) return [];
-      var rows = [[tr("peak memory vs FP32"), formatNumber(m.ratio, 2) + "× (" + formatBytes(m.peak_bytes) + ")", t && "≤ " + t.max_ratio + "×"]];
-      if (m.retained_bytes_per_step) {
-        var most = Math.max.apply(null, m.retained_bytes_per_step);
-        rows.push([tr("kept alive after each step (most)"), formatBytes(Math.max(most, 0)),
-                   t && t.max_retained_bytes_per_step !== undefined ? "≤ " + formatBytes(t.max_retained_bytes_per_step) : ""]);
-      }
-      return rows;
-    },
-  };
-
+  // Worded by the grader (grader/wording.py) in the page's language: the same rows as the terminal report.
   function measuredRows(check) {
-    var fn = MEASURED[check.id];
-    return fn ? fn(check.measured || {}, check.threshold) : [];
+    return check.measured_words || [];
+  }
+
+  // A lesson's own checks are titled by the lesson (page data); the built-in ones by the interface's catalog.
+  function checkName(id) {
+    return CHECK_NAMES[id] || (PAGE.check_titles || {})[id] || id;
   }
 
   // ---------- the results panel ----------
@@ -188,8 +146,38 @@
     this.status = root.querySelector('[data-testid="status"]');
     this.steps = root.querySelector('[data-testid="progress"]');
     this.body = root.querySelector(".result-body");
+    this.cancelButton = root.querySelector('[data-testid="cancel-button"]');
     this.stepItems = {};
+    this.current = null;
+    var panel = this;
+    if (this.cancelButton) this.cancelButton.addEventListener("click", function () { panel.cancel(); });
   }
+
+  // The submission being followed: while it waits or runs, it can be cancelled.
+  ResultsPanel.prototype.watch = function (submission) {
+    this.current = submission;
+    if (this.cancelButton) {
+      this.cancelButton.hidden = !(submission && submission.urls && submission.urls.cancel);
+      this.cancelButton.disabled = false;
+    }
+  };
+
+  ResultsPanel.prototype.cancel = function () {
+    var panel = this, submission = this.current;
+    if (!submission) return;
+    this.cancelButton.disabled = true;
+    this.setStatus(tr("Cancelling…"), "running");
+    // The stream (or the polling) then brings the `done` event that says it was cancelled.
+    api("POST", submission.urls.cancel, {}).then(function (res) {
+      if (!res.ok && res.status !== 409) {
+        panel.cancelButton.disabled = false;
+        panel.setStatus(res.data.error || tr("Could not cancel ({status})", { status: res.status }), "running");
+      }
+    }).catch(function () {
+      panel.cancelButton.disabled = false;
+      panel.setStatus(tr("Could not reach the server."), "running");
+    });
+  };
 
   ResultsPanel.prototype.setStatus = function (text, state) {
     this.statusText = text;
@@ -197,12 +185,15 @@
     this.root.dataset.state = state || "";
   };
 
-  // While a grading runs, the status line counts the seconds, so a long or stuck step is never silence.
-  ResultsPanel.prototype.startClock = function (since) {
-    if (this.clock) return;
+  // While a grading runs, the status line counts the seconds of what is running now, and says how long the
+  // grader lets it run: a long or stuck step is never silence. `limit` is in seconds (none: just count).
+  ResultsPanel.prototype.startClock = function (limit) {
     var panel = this;
-    this.startedAt = since || Date.now();
-    this.clock = setInterval(function () { panel.status.textContent = panel.statusText + panel.clockText(); }, 1000);
+    this.startedAt = Date.now();
+    this.clockLimit = limit || null;
+    if (!this.clock) {
+      this.clock = setInterval(function () { panel.status.textContent = panel.statusText + panel.clockText(); }, 1000);
+    }
   };
 
   ResultsPanel.prototype.stopClock = function () {
@@ -213,7 +204,8 @@
   ResultsPanel.prototype.clockText = function () {
     if (!this.clock) return "";
     var seconds = Math.max(0, Math.round((Date.now() - this.startedAt) / 1000));
-    return " (" + seconds + " s)";
+    if (this.clockLimit) return " (" + tr("{n} s of at most {limit} s", { n: seconds, limit: Math.round(this.clockLimit) }) + ")";
+    return " (" + tr("{n} s", { n: seconds }) + ")";
   };
 
   ResultsPanel.prototype.reset = function () {
@@ -252,6 +244,13 @@
     var stage = data.stage;
     var detail = "";
     if (stage === "queued") return this.step("queued", STAGES.queued, "");
+    if (stage === "step") {  // one training step of the learner's code, held to the per-step limit
+      var of = tr("step {n} of {total}", { n: data.n, total: data.total });
+      this.step("steps", STAGES.steps, of);
+      this.startClock(data.limit_s);
+      this.setStatus(tr("Grading: {stage}…", { stage: of }), "running");
+      return;
+    }
     if (stage === "steps" && data.total) detail = tr("{n} steps", { n: data.total });
     if (stage === "timing" && data.rounds) {
       detail = tr("round {n}", { n: data.rounds }) + (typeof data.speedup === "number" ? ", " + tr("{x}× so far", { x: formatNumber(data.speedup, 2) }) : "");
@@ -259,24 +258,30 @@
     if (stage === "retry") detail = tr("attempt {n}", { n: data.attempt });
     if (stage === "started" && data.attempt > 1) detail = tr("attempt {n}", { n: data.attempt });
     this.step(stage, STAGES[stage] || stage, detail);
-    this.startClock();
+    if (stage !== "steps") this.startClock(data.limit_s);
     var label = STAGES[stage] || stage;  // lower-case only its first letter: "FP32" stays "FP32"
     this.setStatus(tr("Grading: {stage}…", { stage: label.charAt(0).toLowerCase() + label.slice(1) }), "running");
   };
 
   ResultsPanel.prototype.check = function (data) {
-    var label = CHECK_NAMES[data.check] || data.check;
+    var label = checkName(data.check);
     this.step("check:" + data.check, label, VERDICTS[data.status] || data.status, data.status === "pass" || data.status === "not_applicable" ? "done" : "bad");
   };
 
   ResultsPanel.prototype.done = function (data) {
     this.stopClock();
+    this.watch(null);
     // The stage that was running when the code stopped is where it failed: mark it so, not as done.
     var stopped = data.status === "error" || (data.result && data.result.status === "error");
     Object.keys(this.stepItems).forEach(function (k) {
       var item = this.stepItems[k];
       if (item.dataset.state === "current") item.dataset.state = stopped ? "bad" : "done";
     }, this);
+    if (data.cancelled) {
+      this.setStatus(tr("Cancelled: this submission was stopped before it had a verdict."), "cancelled");
+      this.body.hidden = true;
+      return;
+    }
     if (data.status === "error" && !data.result) {
       this.setStatus(tr("The grader could not grade this submission."), "error");
       this.showResult(null, data.error);
@@ -345,10 +350,10 @@
         measured.appendChild(el("div", { className: "measure" },
           el("span", { className: "measure-name", text: row[0] }),
           el("span", { className: "measure-value", text: row[1] }),
-          row[2] ? el("span", { className: "measure-threshold", text: tr("needs {x}", { x: row[2] }) }) : null));
+          row[2] ? el("span", { className: "measure-threshold", text: row[2] }) : null));
       });
       tbody.appendChild(el("tr", { className: "check-row", dataset: { testid: "check-row", checkId: check.id, status: check.status } },
-        el("th", { scope: "row", text: CHECK_NAMES[check.id] || check.id }), verdict, measured));
+        el("th", { scope: "row", text: checkName(check.id) }), verdict, measured));
     });
   };
 
@@ -357,7 +362,7 @@
     clear(list);
     list.hidden = !notes.length;
     notes.forEach(function (f) {
-      list.appendChild(el("li", {}, f.line ? "line " + f.line + ": " : "", withCode(f.message),
+      list.appendChild(el("li", {}, f.line ? tr("line {n}", { n: f.line }) + ": " : "", withCode(f.message),
         f.fix ? " — " : "", f.fix ? withCode(f.fix) : ""));
     });
   };
@@ -379,13 +384,7 @@
         series: [{ name: tr("your loss minus FP32 loss"), color: COLORS.submission,
                    values: mine.map(function (v, i) { return base[i] ? 100 * (v - base[i]) / Math.abs(base[i]) : 0; }) }] }]);
     }
-    if (plots.scale && plots.scale.length) {
-      var backoffs = plots.scale.filter(function (v, i) { return i > 0 && v < plots.scale[i - 1]; }).length;
-      var growths = plots.scale.filter(function (v, i) { return i > 0 && v > plots.scale[i - 1]; }).length;
-      var changes = " (" + (backoffs || growths ? tr("backed off {b}×, grew {g}×", { b: backoffs, g: growths }) : tr("unchanged: no overflow in these steps")) + ")";
-      charts.push(["line", { title: tr("GradScaler scale") + changes, xLabel: tr("step"), yLabel: tr("scale"), logY: true,
-        series: [{ name: "scale", values: plots.scale, color: COLORS.scale }] }]);
-    }
+    if (plots.scale && plots.scale.length) charts.push(["line", scaleChart(plots.scale, plots.scale_overflow)]);
     if (plots.timing && plots.timing.baseline_s && plots.timing.baseline_s.length) {
       charts.push(["bar", { title: tr("Time per {n} steps (median)", { n: plots.timing.steps_per_block }), unit: "s",
         bars: [{ label: tr("FP32 baseline"), value: median(plots.timing.baseline_s), color: COLORS.baseline },
@@ -402,6 +401,26 @@
       drawChart(figure, chart[0], chart[1]);
     });
   };
+
+  /* The loss scale per step, with each change marked: a back-off (an overflow: the step was skipped) or a
+     growth; the step the grader made overflow on purpose is marked as such. */
+  function scaleChart(scales, forced) {
+    var points = scales.map(function (v, i) { return [i, v]; });
+    if (forced) points.push([forced.step, forced.scale]);
+    var markers = [], backoffs = 0, growths = 0;
+    points.forEach(function (p, i) {
+      if (i === 0 || p[1] === points[i - 1][1]) return;
+      var down = p[1] < points[i - 1][1];
+      if (down) backoffs++; else growths++;
+      var isForced = forced && i === points.length - 1;
+      var label = isForced ? tr("overflow forced by the grader") : down ? tr("backed off") : tr("grew");
+      markers.push({ x: p[0], color: down ? "#b91c1c" : COLORS.scale, label: label,
+                     title: label + ": " + tr("step {n}: scale {a} → {b}", { n: p[0], a: formatNumber(points[i - 1][1], 0), b: formatNumber(p[1], 0) }) });
+    });
+    var changes = " (" + (backoffs || growths ? tr("backed off {b}×, grew {g}×", { b: backoffs, g: growths }) : tr("unchanged: no overflow in these steps")) + ")";
+    return { title: tr("GradScaler scale") + changes, xLabel: tr("step"), yLabel: tr("scale"), logY: true, markers: markers,
+             series: [{ name: tr("scale"), values: points, color: COLORS.scale }] };
+  }
 
   function drawChart(parent, kind, spec) {
     var lib = window.AmpDojo;
@@ -452,6 +471,7 @@
     var lastId = after || 0;
     var finished = false;
     var source = null;
+    panel.watch(submission);
 
     function handle(type, data, id) {
       if (finished) return;
@@ -472,7 +492,8 @@
         d.events.forEach(function (ev) { if (ev.type !== "done") handle(ev.type, ev.data, ev.id); });
         if (d.status === "queued" && d.position) panel.queued(d.position);
         if (d.status === "done" || d.status === "error") {
-          handle("done", { status: d.status, result: d.result, error: d.error, score: d.score, result_status: d.result_status });
+          handle("done", { status: d.status, result: d.result, error: d.error, score: d.score,
+                           result_status: d.result_status, cancelled: d.cancelled });
         } else {
           setTimeout(poll, 1000);
         }
@@ -551,8 +572,9 @@
       return;
     }
     items.forEach(function (s) {
-      var state = s.status === "done" ? s.result_status : s.status;
-      var label = { pass: tr("Passed"), fail: tr("Failed"), error: tr("Error"), queued: tr("Queued"), running: tr("Running") }[state] || state;
+      var state = s.cancelled ? "cancelled" : s.status === "done" ? s.result_status : s.status;
+      var label = { pass: tr("Passed"), fail: tr("Failed"), error: tr("Error"), queued: tr("Queued"), running: tr("Running"),
+                    cancelled: tr("Cancelled") }[state] || state;
       var score = s.status === "done" && typeof s.score === "number" ? Math.round(s.score * 100) + "%" : "";
       list.appendChild(el("li", { className: "history-item" },
         el("span", { className: "badge badge-" + state, text: label }),
@@ -688,7 +710,7 @@
           if (ev.type !== "done") panel.handle(ev.type, ev.data);
         });
         if (s.status === "done" || s.status === "error") {
-          panel.done({ status: s.status, result: s.result, error: s.error });
+          panel.done({ status: s.status, result: s.result, error: s.error, cancelled: s.cancelled });
           return;
         }
         setRunning(true);
@@ -727,7 +749,7 @@
       if (ev.type !== "done") panel.handle(ev.type, ev.data);
     });
     if (s.status === "done" || s.status === "error") {
-      panel.done({ status: s.status, result: s.result, error: s.error });
+      panel.done({ status: s.status, result: s.result, error: s.error, cancelled: s.cancelled });
       return;
     }
     if (s.position) panel.queued(s.position);
@@ -744,8 +766,7 @@
   document.addEventListener("DOMContentLoaded", function () {
     focusableScrollers();
     var kind = document.body.dataset.page;
-    var page = readPageData();
-    if (kind === "lesson") initLesson(page);
-    else if (kind === "submission") initSubmission(page);
+    if (kind === "lesson") initLesson(PAGE);
+    else if (kind === "submission") initSubmission(PAGE);
   });
 })();

@@ -199,10 +199,40 @@ function drawSeries(svg, s, sx, sy) {
   }
 }
 
+// Vertical marks at given x values (an overflow, a change of the loss scale), each with a short label above
+// the plot and its whole text as a tooltip; labels that would collide are stacked.
+function drawMarkers(svg, markers, sx, top, bottom, left, right) {
+  const list = (Array.isArray(markers) ? markers : []).filter((m) => m && Number.isFinite(Number(m.x)));
+  let lastEnd = -Infinity;
+  let row = 0;
+  for (const m of list) {
+    const x = px(sx(Number(m.x)));
+    if (x < left - 0.5 || x > right + 0.5) continue;
+    const color = safeColor(m.color, MUTED);
+    const g = el("g", { class: "amp-chart-marker", "data-testid": "chart-marker", "data-x": Number(m.x) }, svg);
+    el("line", { x1: x, x2: x, y1: top, y2: bottom, stroke: color, "stroke-width": 1.5, "stroke-dasharray": "4 3" }, g);
+    const label = truncate(m.label == null ? "" : String(m.label), 44);
+    const width = estimateTextWidth(label, TICK_FONT);
+    const anchorEnd = x + width + 4 > right;
+    const start = anchorEnd ? x - width - 4 : x + 4;
+    row = start < lastEnd ? row + 1 : 0;
+    lastEnd = start + width + 8;
+    text(g, label, {
+      x: anchorEnd ? x - 4 : x + 4,
+      y: top + 12 + row * (TICK_FONT + 3),
+      "text-anchor": anchorEnd ? "end" : "start",
+      "font-size": TICK_FONT,
+      fill: color,
+    });
+    tooltip(g, m.title == null ? label : String(m.title));
+  }
+}
+
 /**
  * Line chart of named series. `values` is either y values (x = index) or
  * [x, y] pairs; non-finite points, and on a log axis values <= 0, are skipped
- * and counted in a note under the legend.
+ * and counted in a note under the legend. `markers` are [{x, label, title?, color?}]
+ * drawn as labelled vertical lines.
  */
 export function lineChart(parent, options = {}) {
   requireParent(parent, "lineChart");
@@ -289,6 +319,7 @@ export function lineChart(parent, options = {}) {
   }
 
   if (data) {
+    drawMarkers(svg, options.markers, sx, top, bottom, left, right);
     for (const s of prepared) drawSeries(svg, s, sx, sy);
   } else {
     emptyNote(svg, (left + right) / 2, (top + bottom) / 2);

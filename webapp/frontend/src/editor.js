@@ -128,6 +128,9 @@ export function createEditor(parent, options = {}) {
       baseExtensions(),
       changeListener(onChange),
       EditorState.readOnly.of(readOnly),
+      // Long lines (a training step's signature takes up to 110 characters) wrap instead of hiding past the
+      // editor's right edge: the learner sees the whole line at any width, line numbers stay those of the file.
+      EditorView.lineWrapping,
       EditorView.editorAttributes.of({ "data-testid": "editor" }),
       EditorView.contentAttributes.of({
         "aria-label": "Code editor",

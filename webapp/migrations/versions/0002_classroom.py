@@ -73,7 +73,8 @@ def upgrade():
         sa.Column("check_id", sa.Text, nullable=False),
         sa.Column("finding_id", sa.Text, nullable=False),
         sa.Column("line", sa.Integer),
-        sa.Column("message", sa.Text),
+        sa.Column("message", sa.Text),  # in English
+        sa.Column("text", sa.Text),  # the message before it was worded (JSON), to word it in the reader's language
         sa.Column("repeat", sa.Integer, nullable=False, server_default="0"),  # 0: the id's first row in its submission
     )
     op.create_index("findings_submission", "findings", ["submission_id"])
@@ -145,11 +146,13 @@ def _backfill():
                     line = finding.get("line")
                     found.append({"s": sid, "le": learner, "ls": lesson, "t": created_at, "c": str(check.get("id")),
                                   "f": str(finding["id"]), "l": line if isinstance(line, int) else None,
-                                  "m": finding.get("message"), "r": int(str(finding["id"]) in seen)})
+                                  "m": finding.get("message"), "r": int(str(finding["id"]) in seen),
+                                  "x": json.dumps(finding["text"]["message"])
+                                  if isinstance(finding.get("text"), dict) and finding["text"].get("message") else None})
                     seen.add(str(finding["id"]))
     if found:
         bind.execute(sa.text("INSERT INTO findings (submission_id, learner, lesson, created_at, check_id, finding_id, "
-                             "line, message, repeat) VALUES (:s, :le, :ls, :t, :c, :f, :l, :m, :r)"), found)
+                             "line, message, repeat, text) VALUES (:s, :le, :ls, :t, :c, :f, :l, :m, :r, :x)"), found)
     if records:
         bind.execute(sa.text("INSERT INTO learner_lessons (learner, lesson, attempts, first_at, best_score, passed_at, "
                              "attempts_to_pass) VALUES (:learner, :lesson, :attempts, :first_at, :best_score, "

@@ -1,0 +1,349 @@
+"""Everything the grader tells a learner, worded once. A message is a key into
+this catalog plus its parameters; the English templates are here and each
+other language has a JSON catalog with the same keys (grader/translations/).
+Results carry the English text (for tools and logs) *and* the key with its
+parameters, so the web app, the CLI and the notebook show the same message in
+the learner's language without a second copy of the wording.
+
+A parameter may itself be a message (a layer's description inside "... never
+trained"), a list of messages (joined with "; "), or a lesson's own text
+({"en": ..., "it": ...}); all are rendered in the same language."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from grader.results import Finding
+
+TRANSLATIONS = Path(__file__).resolve().parent / "translations"
+LANGS = ("en", "it", "id")
+
+EN: dict[str, str] = {
+    # -- call order: findings and their fixes -------------------------------------------------------------
+    "master_weights_16bit": "the model's parameters are {dtypes}: the model itself was cast to 16-bit (.half(), "
+                            ".bfloat16() or .to(float16)), so the optimizer updates 16-bit weights and small updates "
+                            "are lost",
+    "master_weights_16bit.static": "the model is cast to 16-bit, so the optimizer would update 16-bit weights",
+    "master_weights_16bit.fix": "keep the model in float32 and let torch.autocast cast each op on the fly",
+    "no_autocast": "no torch.autocast region was entered during the step, so everything ran in float32",
+    "no_autocast.fix": "wrap the forward pass and the loss in `with torch.autocast(device_type=device_type, "
+                       "dtype=amp_dtype):`",
+    "autocast_wrong_device": "autocast was entered for device_type={device!r}, but the model runs on {expected!r}, "
+                             "so it had no effect",
+    "autocast_wrong_device.fix": "pass the device_type argument: torch.autocast(device_type=device_type, "
+                                 "dtype=amp_dtype)",
+    "autocast_wrong_dtype": "autocast used dtype={dtype} but this exercise on {device} expects {expected}",
+    "autocast_wrong_dtype.fix": "use the amp_dtype argument instead of a hard-coded dtype",
+    "backward_inside_autocast": "backward() was called inside the autocast block; the backward pass should not run "
+                                "under autocast (its ops already use the dtypes chosen in the forward pass)",
+    "backward_inside_autocast.static": "backward() is called inside the autocast block",
+    "backward_inside_autocast.fix": "dedent the backward call so it comes after the `with torch.autocast(...)` block",
+    "forward_outside_autocast": "the model's forward pass ran outside autocast, so its matmuls ran in float32",
+    "forward_outside_autocast.fix": "call the model inside the `with torch.autocast(...)` block",
+    "loss_outside_autocast": "the loss was computed after leaving the autocast block",
+    "loss_outside_autocast.fix": "compute the loss inside the `with torch.autocast(...)` block too: autocast keeps "
+                                 "loss ops in float32 by itself, and the recipe is forward + loss under autocast, "
+                                 "backward outside",
+    "backward_unscaled": "backward() was called on the unscaled loss, so small float16 gradients can underflow to "
+                         "zero",
+    "backward_unscaled.fix": "call scaler.scale(loss).backward()",
+    "optimizer_step_direct": "optimizer.step() was called directly, bypassing the scaler: gradients are still "
+                             "multiplied by the scale, and steps with inf/NaN gradients are not skipped",
+    "optimizer_step_direct.fix": "call scaler.step(optimizer) instead of optimizer.step()",
+    "update_missing": "scaler.update() was never called, so the scale never adapts (and unscale_ bookkeeping is "
+                      "never reset)",
+    "update_missing.fix": "call scaler.update() once after scaler.step(optimizer)",
+    "update_before_step": "scaler.update() was called before scaler.step(optimizer)",
+    "update_before_step.fix": "call scaler.step(optimizer) first, then scaler.update()",
+    "update_more_than_once": "scaler.update() ran {n} times in one iteration: the scale changes between the "
+                             "optimizers' steps, so their inf/NaN checks and unscaling disagree",
+    "update_more_than_once.fix": "step every optimizer through the scaler first, then call scaler.update() once, at "
+                                 "the end of the iteration",
+    "unscale_twice": "scaler.unscale_(optimizer) was called twice in one step",
+    "unscale_twice.fix": "call unscale_ once per optimizer per step, right before clipping",
+    "clip_without_unscale": "gradients were clipped while still multiplied by the loss scale, so the clipping "
+                            "threshold is applied to the wrong values",
+    "clip_without_unscale.fix": "call scaler.unscale_(optimizer) right before clipping",
+    "step_every_micro_batch": "the optimizer stepped {steps} times for one effective batch of {n} micro-batches",
+    "step_every_micro_batch.fix": "accumulate: call backward for every micro-batch, but step (and update) only once, "
+                                  "after the last one",
+    "update_every_micro_batch": "scaler.update() ran after {forwards} of the {n} micro-batches' losses were "
+                                "computed: the scale must stay the same for all micro-batches of one effective batch",
+    "update_every_micro_batch.repeated": "scaler.update() ran after {forwards} of the {n} micro-batches' losses were "
+                                         "computed, and {updates} times in one step: the scale must stay the same "
+                                         "for all micro-batches of one effective batch",
+    "update_every_micro_batch.fix": "call scaler.update() once per effective batch, after scaler.step(optimizer)",
+    "one_backward_for_all_micro_batches": "the losses of {losses} micro-batches were added up and back-propagated in "
+                                          "{backwards} backward() call(s), so every micro-batch's graph and "
+                                          "activations stayed in memory until then: that is the memory gradient "
+                                          "accumulation exists to save",
+    "one_backward_for_all_micro_batches.fix": "call scaler.scale(loss / n).backward() inside the loop, once per "
+                                              "micro-batch",
+    "micro_batch_skipped": "backward() ran {backwards} time(s) for {n} micro-batches, so some micro-batches never "
+                           "reached the gradient",
+    "micro_batch_skipped.fix": "loop over every micro-batch and call backward once for each",
+    "zero_grad_every_micro_batch": "gradients were zeroed between micro-batches, so only the last one counts",
+    "zero_grad_every_micro_batch.fix": "call optimizer.zero_grad() once per effective batch (before the first "
+                                       "micro-batch or after the step)",
+    "loss_not_divided": "each micro-batch's loss was back-propagated at full size, so the accumulated gradient is "
+                        "{n}x the gradient of the effective batch",
+    "loss_not_divided.fix": "divide each micro-batch loss by the number of micro-batches (loss / {n}) before "
+                            "scaling it",
+    "deprecated_api": "torch.cuda.amp.autocast / torch.cuda.amp.GradScaler are deprecated spellings",
+    "deprecated_api.fix": "write torch.autocast(device_type=..., dtype=...) and torch.amp.GradScaler(device_type) "
+                          "instead",
+    "scaler_step_missing": "the optimizer never stepped during the training step",
+    "scaler_step_missing.fix": "call scaler.step(optimizer) after the backward pass",
+    "step_missing": "the optimizer never stepped during the training step",
+    "step_missing.fix": "call optimizer.step() after the backward pass",
+    # -- call order: the check's message ------------------------------------------------------------------
+    "call_order.pass": "the AMP calls happen in the right order",
+    "call_order.untraced": "no step could be traced",
+    "call_order.mistakes": "{n} mistakes in the order of AMP calls; the first: {first}",
+    # -- parity -------------------------------------------------------------------------------------------
+    "parity.no_tolerance": "the exercise sets no parity tolerance for {dtype}",
+    "parity.loss": "the loss differs from the FP32 run by {dev:.1%} at step {step} (allowed {tol:.1%}): {mine:.4f} "
+                   "vs {base:.4f}",
+    "parity.frozen": "parameter {name!r}, in {layer}, did not change at all in {steps} steps, while FP32 training "
+                     "moved it: no gradient reached it, or the optimizer never updated it",
+    "parity.update": "after {steps} steps, the update of parameter {name!r}, in {layer}, is {dev:.1%} away from the "
+                     "FP32 run's update (allowed {tol:.1%}; {off} of {total} tensors are off)",
+    "parity.fail": "{problems}. {advice}",
+    "parity.advice": "The training step itself differs: check the learning rate and what scales the gradients "
+                     "(clipping, loss division for accumulation, the loss scale), a missing or doubled step or "
+                     "zero_grad, and 16-bit weights.",
+    "parity.pass": "matches the FP32 run within tolerance over {steps} steps (loss {loss:.2%}, update {update:.2%})",
+    "block_not_trained": "{layer} never trained",
+    "block_not_trained.fix": "make sure every block gets a gradient (e.g. use_reentrant=False with checkpointing, no "
+                             "requires_grad_(False), no torch.no_grad() around the forward) and that the optimizer "
+                             "steps every effective batch",
+    # -- coverage -----------------------------------------------------------------------------------------
+    "coverage.none": "no matmul or convolution ran during the traced step",
+    "coverage.fp32_numbers": "the trained weights did not move the way 16-bit arithmetic moves them: measured from "
+                             "the FP32 run, they went {toward:.0%} of the way toward a real mixed-precision run (a "
+                             "real one goes about 100%). The 16-bit work that was reported did not happen",
+    "numbers_fp32": "the numbers show float32 arithmetic",
+    "numbers_fp32.fix": "run the forward pass under torch.autocast with amp_dtype, and do not patch the grader",
+    "coverage.pass": "{fraction:.0%} of the matmul FLOPs ran in 16-bit",
+    "coverage.all_fp32": "every matmul ran in float32: nothing ran under autocast with a 16-bit dtype",
+    "no_16bit_matmul": "no matmul or convolution ran in 16-bit",
+    "no_16bit_matmul.fix": "run the forward pass inside torch.autocast(device_type=..., dtype=amp_dtype)",
+    "fp32_layer": "{layer} ran in float32 ({share:.0%} of the matmul FLOPs)",
+    "fp32_layer.fix": "run it inside the autocast block (and do not cast its input back to float32)",
+    "coverage.partial": "only {fraction:.0%} of the matmul FLOPs ran in 16-bit (at least {min:.0%} expected): "
+                        "{where}",
+    "coverage.backward_fp32": "the backward pass ran in float32",
+    # -- memory -------------------------------------------------------------------------------------------
+    "memory.not_applicable": "this exercise sets no memory threshold for {device}: not applicable here",
+    "memory.unmeasured": "peak memory could not be measured",
+    "memory.leak": "live memory grew by about {grow} at every step ({steps} steps measured): the code keeps tensors "
+                   "from one step to the next, so a long training run runs out of memory",
+    "memory_leak": "each step left {grow} allocated after it returned: tensors (an output, a loss with its graph, "
+                   "activations) are kept across steps",
+    "memory_leak.fix": "keep plain numbers across steps (loss.item()), not tensors; do not append outputs or losses "
+                       "to a list that outlives the step",
+    "memory.pass": "peak memory {peak} is {ratio:.0%} of the FP32 baseline's {base} (at most {limit:.0%} allowed)",
+    "memory.fail": "peak memory {peak} is {ratio:.0%} of the FP32 baseline's {base}; at most {limit:.0%} is "
+                   "allowed. Activations dominate: run the forward under autocast, recompute activations with "
+                   "torch.utils.checkpoint, free gradients with zero_grad(set_to_none=True), and do not keep "
+                   "tensors that hold the graph",
+    # -- overflow -----------------------------------------------------------------------------------------
+    "overflow_step_applied": "the grader made step {step}'s gradients overflow (inf), and {n} parameter tensors "
+                             "changed: the optimizer stepped with non-finite gradients",
+    "overflow_step_applied.nonfinite": "the grader made step {step}'s gradients overflow (inf), and {n} parameter "
+                                       "tensors became inf/NaN: the optimizer stepped with non-finite gradients",
+    "overflow_step_applied.fix": "step through the scaler, scaler.step(optimizer), which skips a step whose "
+                                 "gradients are inf or NaN",
+    "scale_unknown": "the GradScaler passed to the function reported no usable scale",
+    "scale_unknown.fix": "use the scaler argument: scaler.scale(loss).backward(), scaler.step(optimizer), "
+                         "scaler.update()",
+    "scale_not_backed_off": "after the overflowed step the loss scale stayed at {scale:g} instead of backing off",
+    "scale_not_backed_off.fix": "call scaler.update() once per step, after scaler.step(optimizer): it lowers the "
+                                "scale after an overflow",
+    "overflow.fail": "when the gradients overflowed: {findings}",
+    "overflow.pass": "an overflowed step ({step}) changed no weight and the scale backed off from {before:g} to "
+                     "{after:g}",
+    # -- speedup ------------------------------------------------------------------------------------------
+    "speedup.not_applicable": "this exercise sets no speedup threshold for {device}: not applicable here (speedups "
+                              "are graded on CUDA)",
+    "speedup.measured": "{ratio:.2f}x faster than FP32 (95% interval {low:.2f}x to {high:.2f}x over {rounds} rounds)",
+    "speedup.pass": "{measured}; at least {need:.2f}x needed",
+    "speedup.fail": "{measured}; the lower bound must reach {need:.2f}x.",
+    "speedup.noisy": "The interval includes the threshold: the measurement was too noisy to be sure; grade again on "
+                     "a quieter machine.",
+    "speedup.timed_params": "the timed steps did not train the model the way the baseline's did (parameter {name!r} "
+                            "off by {dev:.1%} afterwards): timed steps must do the real work",
+    "speedup.timed_losses": "the losses of the timed steps do not match the baseline's (step {step} off by "
+                            "{dev:.1%}): timed steps must compute the real loss",
+    # -- checks that could not run ------------------------------------------------------------------------
+    "check.not_run": "not run: the code stopped ({kind}) before this check had its evidence",
+    "check.not_run_because": "not run: {reason}",
+    # -- a submission's errors (the kind stays in the result for tools) ----------------------------------
+    "error.at_line": "line {line}: {message}",
+    "error.raised": "{detail}",
+    "error.entrypoint": "no function named {name!r} was found; define `{expected}:`",
+    "error.signature": "{name} must accept {n} positional arguments: `{expected}`",
+    "error.return": "{name} must return the loss of the step (a one-element tensor or a float), got {got}",
+    "error.nonfinite": "the loss became {value} at step {step}",
+    "error.oom": "out of memory: the code tried to use more memory than the grader allows ({detail})",
+    "error.exit_import": "the code called sys.exit() while being imported",
+    "error.exit_step": "the code called sys.exit() during the training step",
+    "error.tampering": "the code replaced functions the grader uses to watch the training ({names}): that is not "
+                       "allowed",
+    "error.timeout": "the code did not finish within {seconds:.0f} s: look for an endless loop or a wait that never "
+                     "ends",
+    "error.timeout_at": "the code did not finish within {seconds:.0f} s (it was running line {line}): look for an "
+                        "endless loop or a wait that never ends",
+    "error.killed_oom": "the process running the code ended unexpectedly: it was killed (signal 9), most likely for "
+                        "using too much memory",
+    "error.killed_signal": "the process running the code ended unexpectedly: it was killed by signal {signal}",
+    "error.exited": "the process running the code ended unexpectedly: it exited with status {status} before "
+                    "answering (sys.exit or os._exit?)",
+    "error.protocol": "the worker's reply was malformed (did the code write to the grader's channel?)",
+    "error.protocol_detail": "the worker's reply was malformed (did the code write to the grader's channel?) "
+                             "({detail})",
+    "error.not_a_reply": "the worker sent something that is not a reply (did the code write to the grader's "
+                         "channel?)",
+    "error.oversized": "the worker sent an oversized reply",
+    "error.params_unreadable": "the saved parameters could not be read",
+    "error.params_not_tensors": "the saved parameters are not a dict of float tensors",
+    "error.cancelled": "the grading was cancelled before it finished",
+    # -- measured values against their thresholds (grader/wording.py) --------------------------------------
+    "measure.needs": "needs {x}",
+    "measure.at_most": "at most {x}",
+    "measure.at_least": "at least {x}",
+    "measure.none": "none",
+    "measure.loss": "loss vs FP32",
+    "measure.at_step": "{value} (step {step})",
+    "measure.update": "update vs FP32",
+    "measure.update_worst": "update vs FP32 (worst: {name})",
+    "measure.fraction_16bit": "matmul FLOPs in 16-bit",
+    "measure.toward_amp": "weights moved from the FP32 run toward a mixed-precision run",
+    "measure.toward_amp_needs": "about 100% when the 16-bit work is real",
+    "measure.peak": "peak memory",
+    "measure.peak_value": "{size} ({ratio} of the FP32 baseline's)",
+    "measure.kept": "kept alive after each step (most)",
+    "measure.overflow_changed": "weight tensors changed by the overflowed step {step}",
+    "measure.scale": "loss scale before → after",
+    "measure.lower_after": "a lower scale after",
+    "measure.speedup": "speedup",
+    "measure.speedup_value": "{ratio}x (95% interval {low}x to {high}x over {rounds} rounds)",
+    "measure.lower_bound": "a lower bound of at least {x}x",
+    # -- naming a layer so a learner recognises it --------------------------------------------------------
+    "layer": "the {nth} {kind} layer ({name}, {shape})",
+    "layer.module": "module {name}",
+    "shape.features": "{a}->{b}",
+    "shape.channels": "{a}->{b} channels",
+    "shape.embedding": "{a}x{b}",
+    "shape.attention": "attention",
+    "ordinal.1": "first", "ordinal.2": "second", "ordinal.3": "third", "ordinal.4": "fourth", "ordinal.5": "fifth",
+    "ordinal.6": "sixth", "ordinal.7": "seventh", "ordinal.8": "eighth", "ordinal.9": "ninth", "ordinal.10": "tenth",
+    "ordinal.n": "#{n}",
+    "text": "{text}",  # a lesson's own words ({"en": ..., "it": ..., "id": ...}), e.g. its parity advice
+}
+
+
+@dataclass(frozen=True)
+class Said:
+    """A message before it is put into words: its key and parameters."""
+
+    key: str
+    params: dict = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return render(self.key, self.params)
+
+    def to_dict(self) -> dict:
+        return {"key": self.key, "params": {k: _plain(v) for k, v in self.params.items()}}
+
+    @classmethod
+    def of(cls, part) -> "Said":
+        """Back from to_dict() (a finding's or a check's message, to be quoted in another); a plain string, or
+        a lesson's {"en": ...}, becomes the lesson's own text."""
+        if isinstance(part, Said):
+            return part
+        if isinstance(part, dict) and isinstance(part.get("key"), str):
+            return cls(part["key"], part.get("params") or {})
+        return own(part)
+
+
+def say(key: str, **params) -> Said:
+    if key not in EN:
+        raise KeyError(f"no message {key!r} in grader/messages.py")
+    return Said(key, params)
+
+
+def own(text) -> Said:
+    """A lesson's own text (a str, or {"en": ..., "it": ...}) as a message."""
+    return Said("text", {"text": text if isinstance(text, dict) else {"en": str(text)}})
+
+
+def _plain(value):
+    """A parameter as JSON: nested messages become {"key", "params"}."""
+    if isinstance(value, Said):
+        return value.to_dict()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+@lru_cache(maxsize=8)
+def catalog(lang: str) -> dict[str, str]:
+    if lang == "en" or lang not in LANGS:
+        return EN
+    return {**EN, **json.loads((TRANSLATIONS / f"{lang}.json").read_text(encoding="utf-8"))}
+
+
+def value_in(value, lang: str):
+    if isinstance(value, Said):
+        return render(value.key, value.params, lang)
+    if isinstance(value, dict) and isinstance(value.get("key"), str):
+        return render(value["key"], value.get("params") or {}, lang)
+    if isinstance(value, dict) and "en" in value:  # a lesson's own text
+        return value.get(lang) or value["en"]
+    if isinstance(value, (list, tuple)):
+        return "; ".join(str(value_in(v, lang)) for v in value)
+    return value
+
+
+def render(key: str, params: dict | None = None, lang: str = "en") -> str:
+    """The message in `lang` (English where a catalog lacks it). A key the catalog does not know, or parameters
+    that do not fit its template, come back as the key itself rather than an exception: results are data."""
+    template = catalog(lang).get(key) or EN.get(key)
+    if template is None:
+        return key
+    values = {k: value_in(v, lang) for k, v in (params or {}).items()}
+    try:
+        return template.format(**values)
+    except (KeyError, IndexError, ValueError, TypeError):
+        try:
+            return EN[key].format(**values)
+        except (KeyError, IndexError, ValueError, TypeError):
+            return key
+
+
+def finding(id: str, line: int | None = None, severity: str = "error", key: str | None = None,
+            **params) -> Finding:
+    """A diagnosed mistake worded from the catalog: `key` (default: the id) and `key.fix`."""
+    key = key or id
+    said = say(key, **params)
+    fix_key = f"{key.split('.')[0]}.fix"
+    return Finding(id, str(said), render(fix_key, params), line, severity,
+                   text={"message": said.to_dict(), "fix": Said(fix_key, params).to_dict()})
+
+
+def message_of(f: Finding) -> Said:
+    """A finding's message, still unworded, to be a check's message."""
+    return Said.of((f.text or {}).get("message") or f.message)
+
+
+def words(parts) -> tuple[str, list[dict]]:
+    """A check's message from one message or several (joined by spaces): its English text and its parts."""
+    parts = [Said.of(p) for p in ([parts] if isinstance(parts, (Said, dict)) else parts)]
+    return " ".join(str(p) for p in parts), [p.to_dict() for p in parts]

@@ -1,0 +1,105 @@
+"""The grader's message catalog: every message exists in every language with
+the same parameters, renders with the parameters the checks pass, and a
+result is shown in the learner's language from one source of wording."""
+
+import json
+import string
+from pathlib import Path
+
+import pytest
+
+from grader import messages
+from grader.messages import EN, Said, finding, render, say
+from grader.results import CheckResult
+from grader.wording import localized, measured_in_words
+
+TRANSLATIONS = Path(messages.__file__).parent / "translations"
+FORMATTER = string.Formatter()
+
+
+def fields(template: str) -> set[str]:
+    return {name for _, name, _, _ in FORMATTER.parse(template) if name}
+
+
+@pytest.mark.parametrize("lang", ["it", "id"])
+def test_every_message_is_translated_with_the_same_parameters(lang):
+    catalog = json.loads((TRANSLATIONS / f"{lang}.json").read_text(encoding="utf-8"))
+    assert set(catalog) == set(EN), {"missing": sorted(set(EN) - set(catalog)), "stale": sorted(set(catalog) - set(EN))}
+    for key, english in EN.items():
+        assert catalog[key].strip(), key
+        assert fields(catalog[key]) == fields(english), (lang, key)
+
+
+def sample(name: str):
+    """A value of the kind each parameter name carries, so format specs like {dev:.1%} are exercised."""
+    numeric = {"dev", "tol", "mine", "base", "loss", "update", "toward", "fraction", "min", "share", "ratio", "low",
+               "high", "need", "seconds", "scale", "before", "after", "limit"}
+    if name in numeric:
+        return 0.123
+    if name in {"n", "steps", "step", "off", "total", "rounds", "line", "losses", "backwards", "forwards", "updates",
+                "status", "a", "b"}:
+        return 3
+    if name in {"layer", "first", "measured", "where", "problems", "findings", "message", "reason", "advice", "nth",
+                "shape"}:
+        return say("block_not_trained", layer=say("layer.module", name="model.0"))
+    return "x"
+
+
+@pytest.mark.parametrize("lang", ["en", "it", "id"])
+def test_every_message_renders_in_every_language(lang):
+    for key, english in EN.items():
+        params = {name: sample(name) for name in fields(english)}
+        text = render(key, params, lang)
+        assert text != key, (lang, key)
+        assert not any("{" + name in text for name in params), (lang, key, text)
+
+
+def test_each_finding_has_a_fix():
+    findings = [key for key in EN if "." not in key and key not in ("layer", "text")]
+    assert len(findings) > 30 and "clip_without_unscale" in findings
+    assert all(f"{key}.fix" in EN for key in findings), [k for k in findings if f"{k}.fix" not in EN]
+
+
+def test_a_layer_is_named_in_the_learners_language():
+    from grader.layers import ordinal
+
+    layer = say("layer", nth=ordinal(3), kind="Linear", name="model.2.0", shape=say("shape.features", a=256, b=256))
+    assert str(layer) == "the third Linear layer (model.2.0, 256->256)"
+    assert render("block_not_trained", {"layer": layer}, "it") == (
+        "il terzo livello Linear (model.2.0, 256->256) non è mai stato addestrato")
+    assert render("layer", layer.params, "id") == "lapisan Linear ketiga (model.2.0, 256->256)"
+
+
+def test_a_result_document_is_localized_from_its_message_keys():
+    f = finding("loss_not_divided", 12, n=4)
+    check = CheckResult("call_order", "fail", say("call_order.mistakes", n=2, first=messages.message_of(f)),
+                        findings=[f])
+    doc = {"checks": [json.loads(json.dumps(check.__dict__, default=lambda o: o.__dict__))], "notes": [],
+           "error": None}
+    italian = localized(doc, "it")
+    c = italian["checks"][0]
+    assert c["message"].startswith("2 errori nell'ordine delle chiamate AMP; il primo: la loss di ogni micro-batch")
+    assert c["findings"][0]["message"] == render("loss_not_divided", {"n": 4}, "it")
+    assert "loss / 4" in c["findings"][0]["fix"] and c["findings"][0]["id"] == "loss_not_divided"
+    assert doc["checks"][0]["message"].startswith("2 mistakes in the order of AMP calls")  # the original is kept
+
+
+def test_measured_figures_are_worded_once_for_every_language():
+    check = CheckResult("parity", "pass", say("parity.pass", steps=8, loss=0.001, update=0.004),
+                        {"max_loss_rel_diff": 0.001, "at_step": 3, "max_update_rel_diff": 0.004,
+                         "worst_param": "0.0.weight"}, {"loss_rtol": 0.02, "update_rtol": 0.05})
+    assert measured_in_words(check) == ["loss vs FP32 0.10% (step 3), needs at most 2.00%",
+                                        "update vs FP32 (worst: 0.0.weight) 0.40%, needs at most 5.00%"]
+    assert measured_in_words(check, "it")[0] == "loss rispetto a FP32 0.10% (step 3), richiesto: al massimo 2.00%"
+
+
+def test_a_message_with_wrong_parameters_is_data_not_an_exception():
+    assert render("parity.loss", {"dev": "not a number"}, "it") == "parity.loss"
+    assert render("no_such_key", {}, "it") == "no_such_key"
+    assert str(Said.of({"en": "own words", "it": "parole mie"})) == "own words"
+    assert render("text", {"text": {"en": "own words", "it": "parole mie"}}, "it") == "parole mie"
+
+
+def test_unknown_message_keys_are_refused_where_they_are_written():
+    with pytest.raises(KeyError):
+        say("no_such_message")
