@@ -19,7 +19,7 @@ from webapp.streams import StreamSlots
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 log = logging.getLogger("amp_dojo.api")
-POLL_S = 0.5
+POLL_S = 0.2
 KEEPALIVE_S = 15.0
 
 
