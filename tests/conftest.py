@@ -80,3 +80,34 @@ def expectations(path: Path) -> dict:
             kind, *rest = value.split()
             out["error"] = {"kind": kind, **dict(r.split("=") for r in rest)}
     return out
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """One throwaway PostgreSQL server per test process (tests/postgres_server.py). Skipped where
+    PostgreSQL is not installed, unless AMP_DOJO_REQUIRE_POSTGRES is set (CI), which makes it a failure."""
+    from postgres_server import REQUIRE, NoPostgres, PostgresServer
+
+    try:
+        server = PostgresServer().start()
+    except NoPostgres as exc:
+        if REQUIRE:
+            pytest.fail(f"AMP_DOJO_REQUIRE_POSTGRES is set but {exc}", pytrace=False)
+        pytest.skip(f"{exc} (set AMP_DOJO_REQUIRE_POSTGRES=1 to make this a failure)")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def postgres_database(postgres):
+    """A fresh, empty database on the test PostgreSQL server: its URL."""
+    from webapp.db import dispose
+
+    url = postgres.create_database()
+    try:
+        yield url
+    finally:
+        dispose(url)
+        postgres.drop_database(url)
