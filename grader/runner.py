@@ -584,6 +584,8 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
               progress=lambda step: progress("step", n=step + 1, total=wl.steps,
                                              limit_s=launcher.limits.step_timeout_s))
         collect_params(sub_worker, sub_data)
+        if not all(future.done() for future in futures.values()):
+            progress("trusted")  # the FP32 baseline and the reference run are still going
         for future in futures.values():
             future.result()  # the baseline's worker is free for timing only once its run is over
         if needs_timing:

@@ -3,7 +3,8 @@
     amp-dojo serve [--with-worker]   the web server (and one worker, for a single machine)
     amp-dojo run                     the same as `serve --with-worker`
     amp-dojo worker                  one grading worker: a Huey consumer with one thread
-    amp-dojo init-db                 create the database tables
+    amp-dojo init-db                 create or upgrade the database tables
+    amp-dojo create-instructor NAME  an instructor account (password asked for, or --password-stdin)
 
 Settings come from AMP_DOJO_CONFIG and AMP_DOJO_* variables (docs/configuration.md)."""
 
@@ -39,9 +40,32 @@ def main():
 
 @main.command("init-db")
 def init_db():
-    """Create the database tables (idempotent)."""
+    """Create or upgrade the database tables (idempotent)."""
     app = _app()
-    click.echo(f"database ready at {app.config['DATABASE']}")
+    from webapp.db import redacted
+
+    click.echo(f"database ready at {redacted(app.config['DATABASE'])}")
+
+
+@main.command("create-instructor")
+@click.argument("name")
+@click.option("--password-stdin", is_flag=True, help="read the password from the first line of standard input")
+def create_instructor(name, password_stdin):
+    """Create an instructor account NAME (the password is asked for, twice)."""
+    if password_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+    app = _app()
+    from webapp import accounts
+    from webapp.db import get_db
+
+    with app.app_context():
+        try:
+            user = accounts.create(get_db(), name, password, role="instructor")
+        except accounts.AccountError as exc:
+            raise click.ClickException(str(exc)) from None
+    click.echo(f"instructor {user.username} created; sign in at /signin")
 
 
 @main.command()
