@@ -18,8 +18,8 @@ from typing import Callable
 
 import torch
 
-from grader import layers, static, workload
-from grader.checks import call_order, coverage, lesson, memory, overflow, parity, speedup
+from grader import layers, profile, static, workload
+from grader.checks import call_order, coverage, lesson, memory, overflow, parity, profiling, speedup
 from grader.errors import EnvironmentProblem, ExerciseError, GraderError
 from grader.launcher import MAX_PARAMS_REPLY_BYTES, LocalLauncher, WorkerFailure, WorkerProcess, WorkerSpec
 from grader.messages import EN, Said, say
@@ -67,6 +67,8 @@ class RunData:
     memory: list[dict] = field(default_factory=list)  # per measured step: peak_bytes, retained_bytes
     params: dict | None = None
     overflow: dict | None = None  # the forced-overflow step: weights before and after, scale before and after
+    census: list[dict] = field(default_factory=list)  # per step: syncs, copies, matmul dtypes (grader/profile.py)
+    top_ops: list[dict] | None = None  # torch.profiler's busiest ops of one step (a trusted run of a given step)
 
 
 def load_params(worker: WorkerProcess) -> dict:
@@ -198,14 +200,44 @@ def _memory(steps) -> list[dict]:
     return out
 
 
+_CENSUS_FIELDS = {"sync": ("kind", "op"), "copy": ("dir", "op"), "matmul": ("op", "dtype", "module", "autocast")}
+
+
+def _census(steps) -> list[dict]:
+    """One step's census events (grader/profile.py), rebuilt field by field: known kinds, short strings, counts."""
+    if not isinstance(steps, list) or len(steps) != 1:
+        raise TypeError("census")
+    out = []
+    for s in steps:
+        events = s["events"]
+        if not isinstance(events, list) or len(events) > profile.MAX_EVENTS:
+            raise TypeError("census")
+        clean = []
+        for e in events:
+            names = _CENSUS_FIELDS[e["ev"]]
+            if not all(isinstance(e[k], str) and len(e[k]) <= 200 for k in names):
+                raise TypeError("census")
+            line, n, nbytes = e["line"], e["n"], e.get("bytes", 0)
+            if not (line is None or _count(line)) or not _count(n) or not _count(nbytes):
+                raise TypeError("census")
+            clean.append({"ev": e["ev"], **{k: e[k] for k in names}, "line": line, "n": n,
+                          **({"bytes": nbytes} if e["ev"] == "copy" else {})})
+        out.append({"step": s["step"] if _count(s["step"]) else None, "events": clean})
+    return out
+
+
+def _count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**50
+
+
 def drive(worker: WorkerProcess, steps: int, *, trace: bool, measure_memory: bool, data: RunData,
-          progress: Callable[[int], None] = _noop):
+          progress: Callable[[int], None] = _noop, census: bool = False):
     """Runs the compared steps one request at a time, collecting evidence."""
     for step in range(steps):
         progress(step)
         traced = trace and step < TRACED_STEPS
         reply = _ok(worker.request({"cmd": "steps", "start": step, "count": 1, "trace": traced,
-                                    "coverage": traced, "memory": measure_memory}))
+                                    "coverage": traced, "memory": measure_memory, "profile": census}))
         with malformed_is_protocol():
             data.losses += _floats(reply, "losses", expected=1)
             data.scales += _floats(reply, "scales", expected=(0, 1))
@@ -213,6 +245,8 @@ def drive(worker: WorkerProcess, steps: int, *, trace: bool, measure_memory: boo
             data.coverage = _merge_coverage(data.coverage, _coverage(reply.get("coverage")))
             if "memory" in reply and step >= MEMORY_FROM:
                 data.memory += _memory(reply["memory"])
+            if census:
+                data.census += _census(reply.get("census"))
 
 
 def probe_overflow(worker: WorkerProcess, step: int, data: RunData, before: dict):
@@ -229,17 +263,20 @@ def probe_overflow(worker: WorkerProcess, step: int, data: RunData, before: dict
 
 _TRUSTED_CACHE: dict[tuple, RunData] = {}
 NEAR_FP32 = 0.05  # where a lesson has no parity check: how close to the FP32 run a forged run would end
-TRUSTED = {"baseline": "baseline.py", "reference": "reference.py"}
+# The trusted runs and the lesson code each runs: a profiling lesson's given step is its starter, profiled by the
+# grader in a process of its own (traced, so that its census runs there too).
+TRUSTED = {"baseline": "baseline.py", "reference": "reference.py", "given": "given.py"}
+TRUSTED_CODE = {"baseline": "baseline", "reference": "reference", "given": "starter"}
 
 
 def spawn_trusted(launcher, exercise: Exercise, role: str, device: str) -> WorkerProcess:
-    code = exercise.baseline if role == "baseline" else exercise.reference
-    return spawn_worker(launcher, exercise, code, TRUSTED[role], device, False)
+    code = getattr(exercise, TRUSTED_CODE[role])
+    return spawn_worker(launcher, exercise, code, TRUSTED[role], device, role == "given")
 
 
 def _trusted_key(exercise: Exercise, role: str, device: str, launcher) -> tuple:
     """The sandbox is part of the key: its image may carry another PyTorch than the grader's."""
-    return (role, exercise.model_dump_json(include={"workload", role, "entrypoint", "checks"}), device,
+    return (role, exercise.model_dump_json(include={"workload", TRUSTED_CODE[role], "entrypoint", "checks"}), device,
             torch.__version__, launcher.name)
 
 
@@ -279,15 +316,19 @@ def trusted_run(launcher, exercise: Exercise, role: str, device: str, worker: Wo
     try:
         worker = init_worker(launcher, worker or spawn_trusted(launcher, exercise, role, device))
         data = RunData()
-        drive(worker, workload_of(exercise, device).steps, trace=False,
-              measure_memory=exercise.check("memory") is not None, data=data)
+        steps = workload_of(exercise, device).steps
+        drive(worker, steps, trace=False, measure_memory=exercise.check("memory") is not None, data=data,
+              census=role == "given")
         data.params = load_params(worker)
+        if role == "given" and not keep:  # one more step under torch.profiler (after timing, where it is timed)
+            data.top_ops = torch_profiled(worker, steps)
     except (StepFailure, WorkerFailure) as exc:
         if exc.payload.get("kind") == "setup":
             raise lesson_setup_error(exercise, exc.payload["message"]) from None
         if exc.payload.get("kind") == "cancelled":
             raise
-        what = "FP32 baseline" if role == "baseline" else "reference solution"
+        what = {"baseline": "FP32 baseline", "reference": "reference solution",
+                "given": "given step (the lesson's starter)"}[role]
         raise EnvironmentProblem(f"the {what} of {exercise.id!r} failed on {device}: {exc.payload['message']}"
                                  f"\n{exc.payload.get('traceback', '')}") from None
     finally:
@@ -295,6 +336,16 @@ def trusted_run(launcher, exercise: Exercise, role: str, device: str, worker: Wo
             worker.close()
     _TRUSTED_CACHE[key] = data
     return data
+
+
+def torch_profiled(worker: WorkerProcess, step: int) -> list[dict]:
+    """torch.profiler's table of one step of a trusted worker (grader/profile.py)."""
+    reply = _ok(worker.request({"cmd": "steps", "start": step, "count": 1, "torch_profile": True}))
+    rows = reply.get("top_ops")
+    with malformed_is_protocol():
+        return [{"op": str(r["op"])[:200], "calls": int(r["calls"]), "self_cpu_us": float(r["self_cpu_us"]),
+                 "self_device_us": None if r["self_device_us"] is None else float(r["self_device_us"]),
+                 "dtypes": [str(d)[:40] for d in r["dtypes"]][:3]} for r in rows[:profile.TOP_OPS]]
 
 
 def lesson_setup_error(exercise: Exercise, message: str) -> ExerciseError:
@@ -403,31 +454,40 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
     start = starting_point(exercise, device)
     speed_spec = exercise.check("speedup")
     needs_timing = speed_spec is not None and kind in speed_spec.min_speedup
+    given_spec = exercise.check("step_time")  # a profiling lesson: the fixed step timed against the given one
+    times_given = given_spec is not None and kind in given_spec.min_speedup
+    profiled = any(c.id in profiling.CHECK_IDS for c in exercise.checks)
     wl = workload_of(exercise, device)
     sub_data, traces, base_worker, sub_worker, timing, futures = RunData(), [], None, None, None, {}
+    given_worker, given_timing = None, None
     spawned: list[WorkerProcess] = []
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trusted-runs")
     try:
         progress("baseline")
         # Every process starts before any is waited for, so they import torch side by side; the trusted runs
         # are then driven on a thread while the submission is driven here (they are separate processes).
-        roles = [r for r in ("baseline", "reference") if r == "baseline" or exercise.check("coverage")]
+        roles = [r for r in ("baseline", "reference", "given") if r == "baseline" or (
+            r == "reference" and (exercise.check("coverage") or exercise.check("matmul_dtypes"))) or (
+            r == "given" and profiled)]
         pending = {r: spawn_trusted(launcher, exercise, r, device) for r in roles
-                   if (r == "baseline" and needs_timing) or cached_run(launcher, exercise, r, device) is None}
+                   if (r == "baseline" and needs_timing) or (r == "given" and times_given)
+                   or cached_run(launcher, exercise, r, device) is None}
         spawned += pending.values()
         sub_worker = spawn_worker(launcher, exercise, source, "submission.py", device, trace=True)
         for w in (*spawned, sub_worker):
             w.cancel = cancel
         base_worker = pending.get("baseline") if needs_timing else None
+        given_worker = pending.get("given") if times_given else None
         futures = {role: pool.submit(trusted_run, launcher, exercise, role, device, pending.get(role),
-                                     keep=base_worker is not None and pending.get(role) is base_worker)
+                                     keep=pending.get(role) is not None and pending.get(role) in (base_worker,
+                                                                                                 given_worker))
                    for role in roles}
         progress("starting", limit_s=launcher.limits.init_timeout_s)
         init_worker(launcher, sub_worker)
         progress("steps", total=wl.steps)
         drive(sub_worker, wl.steps, trace=True, measure_memory=exercise.check("memory") is not None, data=sub_data,
               progress=lambda step: progress("step", n=step + 1, total=wl.steps,
-                                             limit_s=launcher.limits.step_timeout_s))
+                                             limit_s=launcher.limits.step_timeout_s), census=profiled)
         sub_data.params = load_params(sub_worker)
         for future in futures.values():
             future.result()  # the baseline's worker is free for timing only once its run is over
@@ -436,6 +496,12 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
             plan = timing_plan or TimingPlan(budget_s=speed_spec.budget_s)
             timing = time_interleaved(base_worker, sub_worker, wl.steps, plan, progress)
             timing.after_params = (load_params(sub_worker), load_params(base_worker))
+        if times_given:
+            progress("timing", rounds=0)
+            plan = timing_plan or TimingPlan(budget_s=given_spec.budget_s)
+            given_timing = time_interleaved(given_worker, sub_worker, wl.steps, plan, progress)
+            given_timing.after_params = (load_params(sub_worker), load_params(given_worker))
+            futures["given"].result().top_ops = torch_profiled(given_worker, given_timing.next_step)
         if exercise.check("overflow"):
             probe_overflow(sub_worker, timing.next_step if timing else wl.steps, sub_data,
                            timing.after_params[0] if timing else sub_data.params)
@@ -456,12 +522,14 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
     if result.error is not None and result.error.kind == "cancelled":
         return _finish(result, exercise, started, progress)
     trusted = {role: future.result() for role, future in futures.items()}  # a failed baseline is the platform's
-    base, ref = trusted.get("baseline"), trusted.get("reference")
+    base, ref, given = trusted.get("baseline"), trusted.get("reference"), trusted.get("given")
     if result.error is None:
+        evidence = Evidence(base, ref, start.state, start.layers, given, source, given_timing)
         result.checks = judged(lambda: evaluate(exercise, kind, result.amp_dtype, static_findings, sub_data,
-                                                Evidence(base, ref, start.state, start.layers), timing),
-                               result, exercise)
+                                                evidence, timing), result, exercise)
         result.plots = plots(sub_data, base, timing) if result.error is None else {}
+        if given is not None and result.error is None:
+            result.plots["profile"] = profiling.plot(sub_data.census, given.census, given.top_ops, kind)
     if result.error is not None:
         result.checks = judged(lambda: error_checks(exercise, kind, result, traces, static_findings), result,
                                exercise)
@@ -510,6 +578,8 @@ def inapplicable(spec, kind: str) -> CheckResult | None:
         return speedup.not_applicable(spec, kind)
     if spec.id == "memory" and kind not in spec.max_ratio:
         return memory.not_applicable(spec, kind)
+    if spec.id in profiling.CHECK_IDS:
+        return profiling.inapplicable(spec, kind)
     return None
 
 
@@ -521,6 +591,9 @@ class Evidence:
     reference: RunData | None
     start: dict
     layers: dict = field(default_factory=dict)  # module name -> its description (grader/layers.py)
+    given: RunData | None = None  # a profiling lesson: the grader's own run of the given step (its starter)
+    source: str = ""  # the submission's source, read (never run) by checks that look at what it declares
+    given_timing: TimingResult | None = None  # the fixed step timed against the given step
 
 
 def closeness(sub: RunData, ev: Evidence, near: float) -> dict | None:
@@ -558,11 +631,22 @@ def evaluate(exercise, kind, amp_dtype, static_findings, sub: RunData, ev: Evide
             out.append(overflow.check(spec, o["step"], o["before"], o["after"], o["scale_before"], o["scale_after"]))
         elif spec.id == "speedup":
             out.append(speedup_check(spec, exercise, kind, amp_dtype, timing, out, ev.start))
+        elif spec.id in profiling.CHECK_IDS:
+            out.append(profiling.check(spec, profile_evidence(exercise, amp_dtype, sub, ev, kind, describe)))
         elif hasattr(spec, "python"):
             out.append(lesson.check(spec, lesson.LessonEvidence(
                 sub.traces, sub.losses, base.losses, sub.params, base.params, ev.start, kind, amp_dtype,
                 sub.scales)))
     return out
+
+
+def profile_evidence(exercise, amp_dtype, sub: RunData, ev: Evidence, kind: str, describe) -> profiling.ProfileEvidence:
+    par = exercise.check("parity")
+    tol = par.tolerances.get(amp_dtype) if par is not None else None
+    return profiling.ProfileEvidence(
+        ev.source, kind, amp_dtype, sub.census, ev.given.census, sub.params, ev.given.params,
+        ev.reference.params if ev.reference else None, ev.start, describe, ev.given_timing,
+        tol.update_rtol if tol else NEAR_FP32)
 
 
 def speedup_check(spec, exercise, kind, amp_dtype, timing, earlier: list[CheckResult], start: dict) -> CheckResult:

@@ -72,7 +72,34 @@ def _speedup(m: dict, t: dict, say) -> list[tuple]:
              say("measure.lower_bound", x=f"{t['min_speedup']:.2f}") if "min_speedup" in t else None)]
 
 
-ROWS = {"parity": _parity, "coverage": _coverage, "memory": _memory, "overflow": _overflow, "speedup": _speedup}
+def _bottleneck(m: dict, t: dict, say) -> list[tuple]:
+    if m.get("names") is None:
+        return []
+    return [(say("measure.named", answer="BOTTLENECKS"), ", ".join(m["names"]) or say("measure.none"),
+             ", ".join(t.get("names", [])) or say("measure.none"))]
+
+
+def _counted(key: str, mine: str, given: str):
+    def rows(m: dict, t: dict, say) -> list[tuple]:
+        if mine not in m:
+            return []
+        limit = t.get("max_per_step", t.get("max_float32_per_step"))
+        out = [(say(key), say("measure.with_given", n=m[mine], given=m.get(given, "?")),
+                say("measure.at_most", x=limit) if limit is not None else None)]
+        if "toward_reference" in m:
+            out.append((say("measure.toward_reference"), pct(m["toward_reference"]), say("measure.toward_amp_needs")))
+        return out
+    return rows
+
+
+def _step_time(m: dict, t: dict, say) -> list[tuple]:
+    return [(say("measure.step_time"), value, needs) for _, value, needs in _speedup(m, t, say)]
+
+
+ROWS = {"parity": _parity, "coverage": _coverage, "memory": _memory, "overflow": _overflow, "speedup": _speedup,
+        "bottleneck": _bottleneck, "host_syncs": _counted("measure.syncs", "per_step", "given_per_step"),
+        "matmul_dtypes": _counted("measure.float32_matmuls", "float32_per_step", "given_float32_per_step"),
+        "transfers": _counted("measure.copies", "per_step", "given_per_step"), "step_time": _step_time}
 
 
 def measured_rows(check: CheckResult | dict, lang: str = "en") -> list[tuple[str, str, str | None]]:
