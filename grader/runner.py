@@ -345,7 +345,7 @@ def torch_profiled(worker: WorkerProcess, step: int) -> list[dict]:
     with malformed_is_protocol():
         return [{"op": str(r["op"])[:200], "calls": int(r["calls"]), "self_cpu_us": float(r["self_cpu_us"]),
                  "self_device_us": None if r["self_device_us"] is None else float(r["self_device_us"]),
-                 "dtypes": [str(d)[:40] for d in r["dtypes"]][:3]} for r in rows[:profile.TOP_OPS]]
+                 "dtypes": [str(d)[:40] for d in r["dtypes"]][:3]} for r in rows[:profile.TOP_OPS + 4]]
 
 
 def lesson_setup_error(exercise: Exercise, message: str) -> ExerciseError:
