@@ -212,7 +212,11 @@ def test_hints_unfold_one_at_a_time_and_quiz_answers_come_from_the_server(page, 
     assert not js_errors, js_errors
 
 
-def test_a_reload_during_grading_reattaches_and_shows_the_verdict(page, exercise, js_errors, screenshot):
+@pytest.mark.parametrize("viewport", ["desktop", "phone"])
+def test_a_reload_during_grading_reattaches_and_shows_the_verdict(viewport_page, exercise, js_errors, viewport):
+    from .conftest import DESKTOP, PHONE
+
+    page = viewport_page(DESKTOP if viewport == "desktop" else PHONE)
     open_lesson(page, exercise)
     replace_editor_text(page, exercise.reference)
     submit(page, "button")
