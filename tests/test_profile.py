@@ -143,6 +143,7 @@ def test_explicit_synchronize_is_counted_before_it_runs(census_of):
     ('BOTTLENECKS: set = {"host_device_copy"}', ["host_device_copy"]),
     ('BOTTLENECKS = "host_sync"', ["host_sync"]),
     ('BOTTLENECKS = set()\nBOTTLENECKS = {"host_sync"}', ["host_sync"]),
+    ('BOTTLENECKS = {"Host sync": "line 22", "float32-matmul": "line 17"}', ["float32_matmul", "host_sync"]),
 ])
 def test_the_answer_is_read_from_the_source_as_written(source, names):
     assert profiling.answer(source, "BOTTLENECKS")[::2] == (names, None)

@@ -114,7 +114,12 @@ def answer(source: str, name: str) -> tuple[list[str] | None, int | None, str | 
         value = [value]
     if not isinstance(value, (set, frozenset, list, tuple, dict)) or not all(isinstance(v, str) for v in value):
         return None, found.lineno, "bottleneck_not_literal"
-    return sorted(set(value)), found.lineno, None
+    return sorted({_name(v) for v in value}), found.lineno, None
+
+
+def _name(text: str) -> str:
+    """'Host sync', 'host-sync' and 'HOST_SYNC' all name host_sync."""
+    return "_".join(text.strip().lower().replace("-", " ").split())
 
 
 def _saw(category: str, given: list[dict], device_type: str) -> object:
