@@ -113,7 +113,9 @@ def start(exercise_id, path, force):
 def _progress(stage, **info):
     text = {"static": "reading your code", "baseline": "running the FP32 baseline",
             "starting": "starting your code", "steps": f"training {info.get('total', '')} steps",
-            "timing": f"timing against FP32 (round {info.get('rounds', 0)})", "done": "done"}.get(stage, stage)
+            "timing": f"timing against FP32 (round {info.get('rounds', 0)})",
+            "timing_given": f"timing against the given step (round {info.get('rounds', 0)})",
+            "done": "done"}.get(stage, stage)
     click.echo(f"  .. {text}", err=True)
 
 

@@ -503,9 +503,10 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
             timing = time_interleaved(base_worker, sub_worker, wl.steps, plan, progress)
             timing.after_params = (load_params(sub_worker), load_params(base_worker))
         if times_given:
-            progress("timing", rounds=0)
+            progress("timing_given", rounds=0)
             plan = timing_plan or TimingPlan(budget_s=given_spec.budget_s)
-            given_timing = time_interleaved(given_worker, sub_worker, wl.steps, plan, progress)
+            given_timing = time_interleaved(given_worker, sub_worker, wl.steps, plan,
+                                            lambda stage, **kw: progress("timing_given", **kw))
             given_timing.after_params = (load_params(sub_worker), load_params(given_worker))
             futures["given"].result().top_ops = torch_profiled(given_worker, given_timing.next_step)
         if exercise.check("overflow"):

@@ -27,6 +27,7 @@
     starting: tr("Starting your code"),
     steps: tr("Training and comparing with FP32"),
     timing: tr("Timing against the baseline"),
+    timing_given: tr("Timing against the given step"),
     retry: tr("The grading worker stopped; grading again"),
     check: tr("Checks"),
   };
@@ -257,7 +258,7 @@
       return;
     }
     if (stage === "steps" && data.total) detail = tr("{n} steps", { n: data.total });
-    if (stage === "timing" && data.rounds) {
+    if ((stage === "timing" || stage === "timing_given") && data.rounds) {
       detail = tr("round {n}", { n: data.rounds }) + (typeof data.speedup === "number" ? ", " + tr("{x}× so far", { x: formatNumber(data.speedup, 2) }) : "");
     }
     if (stage === "retry") detail = tr("attempt {n}", { n: data.attempt });
