@@ -19,8 +19,7 @@ from pathlib import Path
 
 from grader.cgroups import Cgroup
 from grader.errors import EnvironmentProblem
-from grader.launcher import (GRADER_ROOT, Limits, ProcessHandle, WorkerProcess, WorkerSpec, rlimits,
-                             worker_env, write_workdir)
+from grader.launcher import GRADER_ROOT, Launcher, Limits, ProcessHandle, WorkerProcess, make_workdir, rlimits, worker_env
 
 INSIDE = "/sandbox"
 PACKAGE_ROOT = "/opt/amp-dojo"
@@ -79,8 +78,8 @@ def _gpu_binds(device: str) -> list[str]:
     return args
 
 
-def command(spec: WorkerSpec, workdir: Path, spec_path: str, limits: Limits) -> list[str]:
-    env = worker_env("/tmp", spec.threads, pythonpath=PACKAGE_ROOT)
+def command(device: str, workdir: Path, limits: Limits) -> list[str]:
+    env = worker_env("/tmp", 1, pythonpath=PACKAGE_ROOT)
     env.update(USER="sandbox", LOGNAME="sandbox")
     args = [bwrap_path(), "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--disable-userns",
             "--uid", "65534", "--gid", "65534", "--hostname", "sandbox", "--cap-drop", "ALL", "--clearenv"]
@@ -89,10 +88,10 @@ def command(spec: WorkerSpec, workdir: Path, spec_path: str, limits: Limits) -> 
     # /tmp first: the interpreter or the project may live under /tmp, and a later tmpfs would hide it.
     args += ["--size", str(limits.tmp_bytes), "--perms", "1777", "--tmpfs", "/tmp",
              "--proc", "/proc", "--dev", "/dev"]
-    args += _system_binds() + _python_binds() + _gpu_binds(spec.device)
+    args += _system_binds() + _python_binds() + _gpu_binds(device)
     args += ["--ro-bind", str(GRADER_ROOT / "grader"), f"{PACKAGE_ROOT}/grader",
              "--ro-bind", str(workdir), INSIDE, "--remount-ro", "/", "--chdir", INSIDE,
-             "--", sys.executable, "-m", "grader.worker", spec_path]
+             "--", sys.executable, "-m", "grader.worker"]
     return args
 
 
@@ -144,7 +143,7 @@ class NamespaceHandle(ProcessHandle):
         super().signal_all(sig)
 
 
-class BwrapLauncher:
+class BwrapLauncher(Launcher):
     name = "bwrap"
     isolated = True
 
@@ -153,19 +152,19 @@ class BwrapLauncher:
         if bwrap_path() is None:
             raise EnvironmentProblem("the bwrap sandbox needs bubblewrap: apt-get install bubblewrap")
 
-    def start(self, spec: WorkerSpec) -> WorkerProcess:
-        workdir, code_path, spec_path = write_workdir(spec, inside=INSIDE)
+    def prepare(self, device: str) -> WorkerProcess:
+        workdir = make_workdir()
         group = Cgroup.create(self.limits.processes, self.limits.memory_bytes)
         try:
-            return self._start(spec, workdir, code_path, spec_path, group)
+            return self._start(device, workdir, group)
         except Exception:
             shutil.rmtree(workdir, ignore_errors=True)
             if group is not None:
                 group.remove()
             raise
 
-    def _start(self, spec, workdir, code_path, spec_path, group) -> WorkerProcess:
-        limit = rlimits(self.limits, spec.device, processes=True)
+    def _start(self, device: str, workdir: Path, group) -> WorkerProcess:
+        limit = rlimits(self.limits, device, processes=True)
 
         def prepare():
             limit()
@@ -173,8 +172,8 @@ class BwrapLauncher:
                 group.join()
 
         proc = subprocess.Popen(
-            command(spec, workdir, spec_path, self.limits),
+            command(device, workdir, self.limits),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             env={"PATH": "/usr/bin:/bin"}, start_new_session=True, preexec_fn=prepare,
         )
-        return WorkerProcess(NamespaceHandle(proc, group), workdir, code_path, self.limits)
+        return WorkerProcess(NamespaceHandle(proc, group), workdir, INSIDE, self.limits)

@@ -16,7 +16,7 @@ import struct
 import threading
 from pathlib import Path
 
-from grader.launcher import Limits, WorkerProcess, WorkerSpec, worker_env, write_workdir
+from grader.launcher import Launcher, Limits, WorkerProcess, make_workdir, worker_env
 
 PACKAGE = Path(__file__).resolve().parent
 IMAGE = os.environ.get("AMP_DOJO_IMAGE", "amp-dojo-grader")
@@ -190,7 +190,7 @@ class ContainerHandle:
             pass
 
 
-class DockerLauncher:
+class DockerLauncher(Launcher):
     name = "docker"
     isolated = True
 
@@ -200,6 +200,7 @@ class DockerLauncher:
         self.image = image
         self.engine = client()
         self.owner = f"{socket.gethostname()}:{os.getpid()}"
+        self._identity: str | None = None
         self.sweep()
 
     def sweep(self):
@@ -216,29 +217,37 @@ class DockerLauncher:
                 except Exception:  # noqa: BLE001 - another sweeper got there first
                     pass
 
-    def start(self, spec: WorkerSpec) -> WorkerProcess:
-        workdir, code_path, spec_path = write_workdir(spec, inside=INSIDE)
+    def identity(self) -> str:
+        """The image decides which PyTorch the workers run."""
+        if self._identity is None:
+            try:
+                self._identity = f"docker:{self.engine.images.get(self.image).id}"
+            except Exception:  # noqa: BLE001 - no image: no worker will start either
+                return f"docker:{self.image}"
+        return self._identity
+
+    def prepare(self, device: str) -> WorkerProcess:
+        workdir = make_workdir()
         try:
-            return self._start(spec, workdir, code_path, spec_path)
+            return self._start(device, workdir)
         except Exception:
             shutil.rmtree(workdir, ignore_errors=True)
             raise
 
-    def _start(self, spec: WorkerSpec, workdir: Path, code_path: str, spec_path: str) -> WorkerProcess:
+    def _start(self, device: str, workdir: Path) -> WorkerProcess:
         import docker
 
         device_requests = None
-        if spec.device.startswith("cuda"):
-            index = spec.device.partition(":")[2] or "0"
+        if device.startswith("cuda"):
+            index = device.partition(":")[2] or "0"
             device_requests = [docker.types.DeviceRequest(device_ids=[index], capabilities=[["gpu"]])]
-            spec = WorkerSpec(**{**spec.__dict__, "device": "cuda"})  # the one GPU it sees is cuda:0
-        env = worker_env("/tmp", spec.threads, pythonpath="/opt/amp-dojo")
+        env = worker_env("/tmp", 1, pythonpath="/opt/amp-dojo")
         for name in ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"):  # the device request decides the GPU
             env.pop(name, None)
         env["PATH"] = "/opt/venv/bin:/opt/conda/bin:/usr/local/bin:/usr/bin:/bin"
         limits = self.limits
         container = self.engine.containers.create(
-            self.image, ["python3", "-m", "grader.worker", spec_path],
+            self.image, ["python3", "-m", "grader.worker"],
             stdin_open=True, detach=True, environment=env, working_dir=INSIDE, user="65534:65534",
             network_mode="none", read_only=True, cap_drop=["ALL"], security_opt=["no-new-privileges"],
             tmpfs={"/tmp": f"rw,nosuid,nodev,size={limits.tmp_bytes}"},
@@ -255,4 +264,7 @@ class DockerLauncher:
         except Exception:
             container.remove(force=True)
             raise
-        return WorkerProcess(handle, workdir, code_path, limits)
+        worker = WorkerProcess(handle, workdir, INSIDE, limits)
+        if device.startswith("cuda"):
+            worker.device_inside = "cuda"  # the one GPU the device request gave it is its cuda:0
+        return worker

@@ -172,23 +172,68 @@ class ProcessHandle:
                 pass
 
 
+class SandboxDidNotStart(Exception):
+    """A worker never said it was ready: the sandbox's fault (or the machine's), never the learner's, since
+    no learner code exists in it yet."""
+
+
 class WorkerProcess:
-    """The grader's side of one worker, whatever started it. `code_path` is the
-    file's path as the worker sees it (inside the sandbox), for tracebacks."""
+    """The grader's side of one worker, whatever started it. It starts blank: the process imports what a
+    grading needs and says it is ready; `assign` then gives it one piece of code, once. `workdir` is the
+    host folder the sandbox sees as `inside`; `code_path` is the code's path as the worker sees it, for
+    tracebacks."""
 
     CANCEL_POLL_S = 0.2
 
-    def __init__(self, handle, workdir: Path, code_path: str, limits: Limits):
-        self.handle, self.workdir, self.code_path, self.limits = handle, workdir, code_path, limits
+    def __init__(self, handle, workdir: Path, inside: str | None, limits: Limits):
+        self.handle, self.workdir, self.limits = handle, workdir, limits
+        self.inside = inside or str(workdir)
+        self.code_path, self.spec = "", None
+        self.device_inside: str | None = None  # the device's name inside the sandbox, where it differs
+        self.ready = False
         self.stderr = OutputBuffer(handle.stderr, limits.output_bytes)
         self._buffer = bytearray()
         self.cancel: threading.Event | None = None  # set by whoever may stop the grading (the web app's Cancel)
+
+    def wait_ready(self, timeout: float | None = None) -> "WorkerProcess":
+        """Reads the worker's 'ready' line (once). Raises SandboxDidNotStart if it never comes."""
+        if self.ready:
+            return self
+        try:
+            reply = self.request(None, timeout=timeout or self.limits.init_timeout_s)
+        except WorkerFailure as exc:
+            if exc.payload["kind"] == "cancelled":
+                raise
+            raise SandboxDidNotStart(f"the worker did not start: {exc.payload['message']}\n"
+                                     f"{self.stderr.text()[-2000:]}") from None
+        if reply.get("ready") is not True:
+            raise SandboxDidNotStart(f"the worker did not start: it said {str(reply)[:200]}")
+        self.ready = True
+        return self
+
+    def assign(self, spec: WorkerSpec) -> "WorkerProcess":
+        """The code and the public exercise this worker will run; it never gets another. The code lands in
+        the folder the sandbox already sees, and the rest travels with the `init` request (init_message)."""
+        if self.spec is not None:
+            raise RuntimeError("a worker runs one piece of code only")
+        self.spec, self.code_path = spec, f"{self.inside}/{spec.filename}"
+        path = self.workdir / spec.filename
+        path.write_text(spec.code, encoding="utf-8")
+        path.chmod(0o644)  # the sandbox user is not the grader's user: it may read this file, nothing more
+        return self
+
+    def init_message(self) -> dict:
+        s = self.spec
+        return {"cmd": "init", "spec": {"code_path": self.code_path, "exercise": s.exercise,
+                                        "device": self.device_inside or s.device, "trace": s.trace,
+                                        "threads": s.threads}}
 
     def request(self, message: dict, timeout: float | None = None, max_bytes: int = MAX_REPLY_BYTES) -> dict:
         """One reply line, parsed; anything else the worker sends is its failure, never the grader's."""
         timeout = timeout or self.limits.step_timeout_s
         try:
-            self.handle.write((json.dumps(message) + "\n").encode())
+            if message is not None:  # None: only read (the ready line)
+                self.handle.write((json.dumps(message) + "\n").encode())
         except (BrokenPipeError, OSError):
             raise WorkerFailure(self._death_payload()) from None
         deadline = time.monotonic() + timeout
@@ -318,22 +363,35 @@ def worker_env(home: str, threads: int, pythonpath: str = str(GRADER_ROOT)) -> d
 PASSED_TO_WORKERS = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "ONEDNN_MAX_CPU_ISA")
 
 
-def write_workdir(spec: WorkerSpec, inside: str | None = None) -> tuple[Path, str, str]:
-    """A fresh host folder with the code and the worker's spec (public data only).
-    `inside` is where a sandbox mounts it; returns (host folder, code path, spec path) as the worker sees them."""
+def make_workdir() -> Path:
+    """A fresh, empty host folder for one worker; the sandbox user may list and read it, nothing more."""
     workdir = Path(tempfile.mkdtemp(prefix="amp-dojo-"))
-    seen = inside or str(workdir)
-    code_path = f"{seen}/{spec.filename}"
-    (workdir / spec.filename).write_text(spec.code, encoding="utf-8")
-    (workdir / "spec.json").write_text(json.dumps({
-        "code_path": code_path, "exercise": spec.exercise, "device": spec.device,
-        "trace": spec.trace, "threads": spec.threads,
-    }))
-    if inside:  # the sandbox user is not the grader's user: it may read these two files, nothing more
-        workdir.chmod(0o755)
-        for path in workdir.iterdir():
-            path.chmod(0o644)
-    return workdir, code_path, f"{seen}/spec.json"
+    workdir.chmod(0o755)
+    return workdir
+
+
+class Launcher:
+    """Starts blank workers (`prepare`); `start` is prepare + assign, the cold path. A pool of warm blanks
+    (grader/pool.py) is the same launcher with the blanks made ahead of time."""
+
+    name = "?"
+    isolated = False
+
+    def prepare(self, device: str) -> WorkerProcess:
+        raise NotImplementedError
+
+    def start(self, spec: WorkerSpec) -> WorkerProcess:
+        worker = self.prepare(spec.device)
+        try:
+            return worker.assign(spec)
+        except BaseException:
+            worker.close()
+            raise
+
+    def identity(self) -> str:
+        """What, beyond the grader's own code, decides the numbers this launcher's workers produce (for the
+        trusted-run cache): the PyTorch they run."""
+        return self.name
 
 
 def rlimits(limits: Limits, device: str, processes: bool = False):
@@ -350,7 +408,7 @@ def rlimits(limits: Limits, device: str, processes: bool = False):
     return apply
 
 
-class LocalLauncher:
+class LocalLauncher(Launcher):
     """A plain child process: separate memory, but not isolated from the machine.
     For a learner checking their own code on their own computer."""
 
@@ -360,16 +418,16 @@ class LocalLauncher:
     def __init__(self, limits: Limits | None = None):
         self.limits = limits or Limits()
 
-    def start(self, spec: WorkerSpec) -> WorkerProcess:
-        workdir, code_path, spec_path = write_workdir(spec)
+    def prepare(self, device: str) -> WorkerProcess:
+        workdir = make_workdir()
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "grader.worker", spec_path],
+                [sys.executable, "-m", "grader.worker"],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                cwd=workdir, env=worker_env(str(workdir), spec.threads), start_new_session=True,
-                preexec_fn=rlimits(self.limits, spec.device),
+                cwd=workdir, env=worker_env(str(workdir), 1), start_new_session=True,
+                preexec_fn=rlimits(self.limits, device),
             )
         except Exception:
             shutil.rmtree(workdir, ignore_errors=True)
             raise
-        return WorkerProcess(ProcessHandle(proc), workdir, code_path, self.limits)
+        return WorkerProcess(ProcessHandle(proc), workdir, None, self.limits)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import io
+import logging
 import math
 import subprocess
 import threading
@@ -18,16 +19,18 @@ from typing import Callable
 
 import torch
 
-from grader import layers, profile, static, workload
+from grader import exclusive, layers, profile, static, trusted_runs, workload
 from grader.checks import call_order, coverage, lesson, memory, overflow, parity, profiling, speedup
 from grader.errors import EnvironmentProblem, ExerciseError, GraderError
-from grader.launcher import MAX_PARAMS_REPLY_BYTES, LocalLauncher, WorkerFailure, WorkerProcess, WorkerSpec
+from grader.launcher import (MAX_PARAMS_REPLY_BYTES, LocalLauncher, SandboxDidNotStart, WorkerFailure,
+                             WorkerProcess, WorkerSpec)
 from grader.messages import EN, Said, say
 from grader.results import ERROR, CheckResult, GradingResult, SubmissionError
 from grader.schema import Exercise
-from grader.timing import TimingPlan, TimingResult, estimate
+from grader.timing import TimingPlan, TimingResult, estimate, t999
 
 Progress = Callable[..., None]
+log = logging.getLogger("grader.runner")
 
 
 def _noop(*_args, **_kwargs):
@@ -261,7 +264,8 @@ def probe_overflow(worker: WorkerProcess, step: int, data: RunData, before: dict
                      "scale_after": scales[0] if scales else None}
 
 
-_TRUSTED_CACHE: dict[tuple, RunData] = {}
+_TRUSTED_CACHE: dict[str, RunData] = {}  # this process's trusted runs, by trusted_runs.key
+_STORE = None  # where trusted runs outlive the process (grader/trusted_runs.py); None: memory only
 NEAR_FP32 = 0.05  # where a lesson has no parity check: how close to the FP32 run a forged run would end
 # The trusted runs and the lesson code each runs: a profiling lesson's given step is its starter, profiled by the
 # grader in a process of its own (traced, so that its census runs there too).
@@ -274,10 +278,17 @@ def spawn_trusted(launcher, exercise: Exercise, role: str, device: str) -> Worke
     return spawn_worker(launcher, exercise, code, TRUSTED[role], device, role == "given")
 
 
-def _trusted_key(exercise: Exercise, role: str, device: str, launcher) -> tuple:
+def use_trusted_store(store) -> None:
+    """Keeps trusted runs in `store` too (a trusted_runs.DirectoryStore or KeyValueStore), for every grading of
+    this process; None keeps them in memory only."""
+    global _STORE
+    _STORE = store
+
+
+def _trusted_key(exercise: Exercise, role: str, device: str, launcher) -> str:
     """The sandbox is part of the key: its image may carry another PyTorch than the grader's."""
-    return (role, exercise.model_dump_json(include={"workload", TRUSTED_CODE[role], "entrypoint", "checks"}), device,
-            torch.__version__, launcher.name)
+    return trusted_runs.key(role, exercise.model_dump_json(
+        include={"workload", TRUSTED_CODE[role], "entrypoint", "checks"}), device, launcher.identity())
 
 
 def spawn_worker(launcher, exercise: Exercise, code: str, filename: str, device: str, trace: bool) -> WorkerProcess:
@@ -291,7 +302,12 @@ def spawn_worker(launcher, exercise: Exercise, code: str, filename: str, device:
 
 def init_worker(launcher, worker: WorkerProcess) -> WorkerProcess:
     try:
-        reply = _ok(worker.request({"cmd": "init"}, timeout=launcher.limits.init_timeout_s))
+        worker.wait_ready()
+    except SandboxDidNotStart as exc:
+        worker.close()
+        raise EnvironmentProblem(f"the {launcher.name} sandbox did not start a worker: {exc}") from None
+    try:
+        _ok(worker.request(worker.init_message(), timeout=launcher.limits.init_timeout_s))
     except StepFailure as exc:
         exc.payload["output"] = worker.output()  # what the code printed before failing belongs in the result
         worker.close()
@@ -303,7 +319,10 @@ def init_worker(launcher, worker: WorkerProcess) -> WorkerProcess:
 
 
 def cached_run(launcher, exercise: Exercise, role: str, device: str) -> RunData | None:
-    return _TRUSTED_CACHE.get(_trusted_key(exercise, role, device, launcher))
+    key = _trusted_key(exercise, role, device, launcher)
+    if key not in _TRUSTED_CACHE and (stored := trusted_runs.fetch(_STORE, key, RunData)) is not None:
+        _TRUSTED_CACHE[key] = stored
+    return _TRUSTED_CACHE.get(key)
 
 
 def trusted_run(launcher, exercise: Exercise, role: str, device: str, worker: WorkerProcess | None = None,
@@ -311,8 +330,9 @@ def trusted_run(launcher, exercise: Exercise, role: str, device: str, worker: Wo
     """The public FP32 baseline or the hidden reference, each in a process of its own that never sees learner
     code, over the same steps as the submission; cached per process. `keep` leaves a given worker open (timing)."""
     key = _trusted_key(exercise, role, device, launcher)
-    if worker is None and key in _TRUSTED_CACHE:
-        return _TRUSTED_CACHE[key]
+    if worker is None and (cached := cached_run(launcher, exercise, role, device)) is not None:
+        return cached
+    log.info("running the %s of %s on %s (%s sandbox)", role, exercise.id, device, launcher.name)
     try:
         worker = init_worker(launcher, worker or spawn_trusted(launcher, exercise, role, device))
         data = RunData()
@@ -335,6 +355,7 @@ def trusted_run(launcher, exercise: Exercise, role: str, device: str, worker: Wo
         if worker is not None and not keep:
             worker.close()
     _TRUSTED_CACHE[key] = data
+    trusted_runs.keep(_STORE, key, data)
     return data
 
 
@@ -352,6 +373,24 @@ def torch_profiled(worker: WorkerProcess, step: int) -> list[dict] | None:
         if exc.payload.get("kind") == "cancelled":
             raise
         return None
+
+
+def trusted_roles(exercise: Exercise) -> list[str]:
+    """The trusted runs a grading of `exercise` compares with: always the FP32 baseline; the reference where
+    a check measures where real mixed precision ends; a profiling lesson's given step."""
+    ids = {c.id for c in exercise.checks}
+    return ["baseline"] + (["reference"] if ids & {"coverage", "matmul_dtypes"} else []) + (
+        ["given"] if ids & set(profiling.CHECK_IDS) else [])
+
+
+def warm(exercise: Exercise, device: str, launcher) -> list[str]:
+    """Makes sure the trusted runs a grading of `exercise` needs exist (in memory and in the store); returns
+    the roles that had to be computed."""
+    device = resolve_device(device)
+    missing = [r for r in trusted_roles(exercise) if cached_run(launcher, exercise, r, device) is None]
+    for role in missing:
+        trusted_run(launcher, exercise, role, device)
+    return missing
 
 
 def lesson_setup_error(exercise: Exercise, message: str) -> ExerciseError:
@@ -377,7 +416,7 @@ def starting_point(exercise: Exercise, device: str) -> Start:
     key = wl.model_dump_json()
     if key not in _START_CACHE:
         try:
-            problem = workload.build_problem(wl.model_dump())
+            problem = workload.build_problem(wl.model_dump(), optimizers=False)
         except workload.SetupError as exc:
             raise lesson_setup_error(exercise, exc.message) from None
         if unprovided := problem.unprovided(exercise.entrypoint.params):
@@ -423,7 +462,7 @@ def time_interleaved(base: WorkerProcess, sub: WorkerProcess, first_step: int, p
         result.estimate = estimate(result.baseline_s, result.submission_s)
         result.elapsed_s = time.perf_counter() - started
         progress("timing", rounds=result.estimate.rounds, speedup=result.estimate.ratio)
-        if plan.done(result.estimate, result.elapsed_s):
+        if plan.done(result.estimate, result.elapsed_s, estimate(result.baseline_s, result.submission_s, t999)):
             result.next_step = step
             return result
 
@@ -468,13 +507,16 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
     given_worker, given_timing = None, None
     spawned: list[WorkerProcess] = []
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trusted-runs")
+    hold = exclusive.Hold(device)
+    # Other gradings may use the device meanwhile, except where this one measures what they would disturb:
+    # CUDA memory peaks, and (below) the timed rounds.
+    alone_throughout = kind == "cuda" and exercise.check("memory") is not None
     try:
+        hold.alone() if alone_throughout else hold.share()
         progress("baseline")
         # Every process starts before any is waited for, so they import torch side by side; the trusted runs
         # are then driven on a thread while the submission is driven here (they are separate processes).
-        roles = [r for r in ("baseline", "reference", "given") if r == "baseline" or (
-            r == "reference" and (exercise.check("coverage") or exercise.check("matmul_dtypes"))) or (
-            r == "given" and profiled)]
+        roles = trusted_roles(exercise)
         pending = {r: spawn_trusted(launcher, exercise, r, device) for r in roles
                    if (r == "baseline" and needs_timing) or (r == "given" and times_given)
                    or cached_run(launcher, exercise, r, device) is None}
@@ -499,14 +541,18 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
             future.result()  # the baseline's worker is free for timing only once its run is over
         if needs_timing:
             progress("timing", rounds=0)
-            plan = timing_plan or TimingPlan(budget_s=speed_spec.budget_s)
+            hold.alone()
+            plan = timing_plan or TimingPlan(budget_s=speed_spec.budget_s, threshold=speed_spec.min_speedup[kind])
             timing = time_interleaved(base_worker, sub_worker, wl.steps, plan, progress)
+            hold.alone() if alone_throughout else hold.share()
             timing.after_params = (load_params(sub_worker), load_params(base_worker))
         if times_given:
             progress("timing_given", rounds=0)
-            plan = timing_plan or TimingPlan(budget_s=given_spec.budget_s)
+            hold.alone()
+            plan = timing_plan or TimingPlan(budget_s=given_spec.budget_s, threshold=given_spec.min_speedup[kind])
             given_timing = time_interleaved(given_worker, sub_worker, wl.steps, plan,
                                             lambda stage, **kw: progress("timing_given", **kw))
+            hold.alone() if alone_throughout else hold.share()
             given_timing.after_params = (load_params(sub_worker), load_params(given_worker))
             futures["given"].result().top_ops = torch_profiled(given_worker, given_timing.next_step)
         if exercise.check("overflow"):
@@ -522,6 +568,7 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
                                       "param_dtypes": [], "partial": True}] if exc.payload.get("events") else [])
     finally:
         pool.shutdown(wait=True)  # a trusted run still going finishes (and is cached) before its worker closes
+        hold.release()
         for w in (sub_worker, base_worker, *spawned):
             if w is not None:
                 result.output += w.output() if w is sub_worker else ""
@@ -572,7 +619,7 @@ def micro_batch_count(exercise: Exercise, kind: str) -> int:
         return wl.data.micro_batches
     if "micro_batches" not in exercise.entrypoint.params:
         return 1
-    return len(workload.build_problem(wl.model_dump()).step_data(0)["micro_batches"])
+    return len(workload.build_problem(wl.model_dump(), optimizers=False).step_data(0)["micro_batches"])
 
 
 def _ctx(exercise: Exercise, kind: str, amp_dtype: str) -> dict:

@@ -4,7 +4,10 @@ them. It answers the parent's JSON-line commands on private copies of its
 original stdin/stdout; whatever the code prints goes to stderr, which the
 parent only ever shows as text. It reports measurements; it decides nothing.
 
-Run as `python -m grader.worker SPEC.json`."""
+Run as `python -m grader.worker`: it imports what every grading needs, says it
+is ready, and waits for its `init` request, which carries its spec (the code's
+path and the public part of the exercise). A sandbox can so be started, and
+warm, before any submission exists; each one takes exactly one."""
 
 from __future__ import annotations
 
@@ -304,22 +307,44 @@ class _null:
         return False
 
 
-def main(argv=None):
-    argv = argv if argv is not None else sys.argv[1:]
+def preload():
+    """What every grading loads, loaded while the sandbox waits for a submission; the first optimizer, autocast
+    region and GradScaler each load modules of their own. torch._dynamo stays out unless the code compiles
+    (grader/lazy_dynamo.py)."""
+    import torch
+    import torch.nn.functional as F
+    import torch.utils.checkpoint  # noqa: F401
+
+    from grader import lazy_dynamo, memory, profile, tracing, workload  # noqa: F401
+
+    lazy_dynamo.install()
+
+    weight = torch.nn.Parameter(torch.zeros(2, 2))
+    for optimizer in (torch.optim.SGD([weight], lr=0.1), torch.optim.AdamW([weight], lr=0.1)):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = F.linear(torch.ones(1, 2), weight).float().sum()
+        loss.backward()
+        optimizer.step()
+    torch.amp.GradScaler("cpu")
+
+
+def main():
     channel = Channel()
     faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
     # torch warns on import when NumPy is absent (the grading image has none); the learner's output
     # should hold only what their code printed.
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
-    spec = json.load(open(argv[0], encoding="utf-8"))
-    worker = None
+    preload()
+    channel.write({"ok": True, "ready": True})
+    worker, code_path = None, ""
     while True:
         msg = channel.read()
         if msg is None or msg.get("cmd") == "exit":
             break
         try:
             if msg["cmd"] == "init":
-                worker = Worker(spec)
+                code_path = msg["spec"]["code_path"]
+                worker = Worker(msg["spec"])
                 reply = worker.init(msg)
             else:
                 reply = getattr(worker, msg["cmd"])(msg)
@@ -327,7 +352,7 @@ def main(argv=None):
         except StepError as err:
             channel.write({"ok": False, "error": err.payload})
         except BaseException as exc:  # noqa: BLE001 - report, never crash silently
-            channel.write({"ok": False, "error": describe_exception(exc, spec["code_path"]).payload})
+            channel.write({"ok": False, "error": describe_exception(exc, code_path).payload})
     channel.out.flush()
     os._exit(0)
 

@@ -260,9 +260,9 @@ class Problem:
         return [available[name] for name in params]
 
 
-def _shorthand(workload: dict, device: torch.device) -> Problem:
+def _shorthand(workload: dict, device: torch.device, optimizers: bool = True) -> Problem:
     model = build_model(workload["model"], workload["seed"]).to(device)
-    optimizer = build_optimizer(workload["optimizer"], model.parameters())
+    optimizer = build_optimizer(workload["optimizer"], model.parameters()) if optimizers else None
     return Problem({"model": model}, {"optimizer": optimizer}, {}, Batches(workload).arguments, device)
 
 
@@ -296,18 +296,21 @@ def _from_setup(workload: dict, device: torch.device) -> Problem:
     return Problem(models, optimizers, constants, data, device)
 
 
-def build_problem(workload: dict, device: torch.device | str = "cpu") -> Problem:
+def build_problem(workload: dict, device: torch.device | str = "cpu", optimizers: bool = True) -> Problem:
+    """`optimizers=False` is for looking at the problem only (its starting weights, its names): a shorthand
+    workload then leaves its optimizer out, whose first construction in a process imports torch._dynamo
+    (seconds). Setup code builds what it builds."""
     device = torch.device(device)
     with torch.random.fork_rng(devices=[]):
         if workload.get("setup"):
             return _from_setup(workload, device)
-        return _shorthand(workload, device)
+        return _shorthand(workload, device, optimizers)
 
 
 def initial_state(workload: dict) -> dict[str, torch.Tensor]:
     """The weights every run starts from, rebuilt in the grading process: the reference point of 'what
     training changed'. It never comes from a worker, so a submission cannot move it."""
-    return build_problem(workload).state()
+    return build_problem(workload, optimizers=False).state()
 
 
 def describe_setup(workload: dict) -> dict[str, str]:

@@ -4,6 +4,10 @@ was and leave the grader running. Attacks marked `applies: isolated` only make
 sense where the backend promises isolation (bwrap, docker); the `local`
 backend is documented as unisolated and only gets the verdict-level attacks.
 
+The isolating backends are attacked through a pool of warm sandboxes
+(grader/pool.py), as the web app grades: a warm sandbox must contain an attack
+exactly as a cold one does. The verdict comparisons use cold starts.
+
 In CI, AMP_DOJO_REQUIRE_SANDBOXES=docker,bwrap turns a missing backend into a
 failure instead of a skip."""
 
@@ -40,6 +44,25 @@ def header(path: Path) -> dict:
         if m:
             out[m.group(1)] = m.group(2).strip()
     return out
+
+
+@pytest.fixture(scope="session")
+def pooled(launchers):
+    """The backend's launcher behind a pool of warm sandboxes (local stays a cold start)."""
+    from grader.pool import WarmPool
+
+    pools = {}
+
+    def get(name):
+        if name == "local":
+            return launchers(name)
+        if name not in pools:
+            pools[name] = WarmPool(launchers(name), size=2, devices=("cpu",))
+        return pools[name]
+
+    yield get
+    for pool in pools.values():
+        pool.close()
 
 
 @pytest.fixture(scope="session")
@@ -128,9 +151,9 @@ def attack_cases():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path,backend", list(attack_cases()))
-def test_attack_is_contained(path, backend, launchers, all_exercises, monkeypatch):
+def test_attack_is_contained(path, backend, pooled, all_exercises, monkeypatch):
     meta = header(path)
-    launcher = launchers(backend)
+    launcher = pooled(backend)
     secret = secrets.token_hex(16)
     monkeypatch.setenv("AMP_DOJO_SECRET_KEY", secret)  # planted in the grader's environment
     marker = f"amp-dojo-attack-{secrets.token_hex(6)}"

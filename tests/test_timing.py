@@ -7,7 +7,7 @@ import pytest
 from conftest import FIXTURES
 from grader import runner
 from grader.loader import load_exercise_file
-from grader.timing import RatioEstimate, TimingPlan, estimate
+from grader.timing import RatioEstimate, TimingPlan, estimate, t999
 
 
 def test_interval_is_tight_for_steady_ratios():
@@ -32,6 +32,19 @@ def test_plan_stops_on_tight_interval_or_budget():
     assert not plan.done(RatioEstimate(2.0, 1.5, 2.5, 3), 1.0)
     assert plan.done(RatioEstimate(2.0, 1.5, 2.5, 3), 11.0)
     assert plan.block_steps(0.01) == 5
+
+
+def test_timing_stops_early_once_a_strict_interval_decides_the_verdict():
+    plan = TimingPlan(min_rounds=5, target_half_width=0.0001, threshold=1.2)
+    clear_pass = ([2.0, 2.1, 1.9, 2.05, 1.95], [1.0] * 5)
+    clear_fail = ([0.8, 0.82, 0.79, 0.81, 0.8], [1.0] * 5)
+    borderline = ([1.25, 1.15, 1.3, 1.1, 1.22], [1.0] * 5)
+    for times, decided in ((clear_pass, True), (clear_fail, True), (borderline, False)):
+        est, strict = estimate(*times), estimate(*times, quantile=t999)
+        assert strict.low <= est.low and strict.high >= est.high  # the strict interval contains the 95% one
+        assert plan.done(est, 1.0, strict) is decided, times
+    assert not TimingPlan(min_rounds=5, target_half_width=0.0001).done(
+        estimate(*clear_pass), 1.0, estimate(*clear_pass, quantile=t999))  # no threshold: only a tight interval
 
 
 @pytest.fixture(scope="module")

@@ -2,6 +2,8 @@
 patches or reads in its own process does not change it, and it never sees the
 reference solution or the grader's environment."""
 
+import json
+
 import pytest
 
 from grader import runner
@@ -51,10 +53,11 @@ def test_submission_process_never_receives_the_reference():
     worker = LocalLauncher().start(WorkerSpec("x = 1\n", "submission.py", ex.public(), "cpu"))
     try:
         files = {p.name: p.read_text() for p in worker.workdir.iterdir()}
+        init = json.dumps(worker.init_message())
     finally:
         worker.close()
-    assert ex.reference not in "".join(files.values())
-    assert set(files) == {"submission.py", "spec.json"}
+    assert ex.reference not in "".join(files.values()) and ex.reference not in init
+    assert set(files) == {"submission.py"}
 
 
 def test_output_is_bounded(grade):

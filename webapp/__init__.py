@@ -34,12 +34,29 @@ def load_settings(test_config: dict | None = None) -> Flask:
     return app
 
 
-def make_queue(config):
+def make_queue(config, *, grading: bool = False):
+    """The queue; `grading` for a worker process: it then grades as many at once as the settings say, from a
+    pool of warm sandboxes (the web app itself only enqueues)."""
     from webapp.queue import GradingQueue, WorkerSettings
 
+    concurrency, pool = grading_capacity(config) if grading else (1, 0)
     return GradingQueue(config["QUEUE_URL"], WorkerSettings(allow_local=bool(config["ALLOW_LOCAL_SANDBOX"]),
                                                             exercises=config["EXERCISES"],
-                                                            limits=tuple(dict(config["SANDBOX_LIMITS"]).items())))
+                                                            limits=tuple(dict(config["SANDBOX_LIMITS"]).items()),
+                                                            concurrency=concurrency, pool_size=pool))
+
+
+def grading_capacity(config) -> tuple[int, int]:
+    """(gradings at once, warm sandboxes per device). Automatic: one grading per core on a CPU (each worker
+    uses one thread), two per GPU (their correctness phases overlap; timing has the device alone); as many
+    warm sandboxes as gradings run at once, so each next submission finds one ready."""
+    concurrency = config.get("GRADING_CONCURRENCY")
+    if not concurrency:
+        from grader.runner import resolve_device
+
+        concurrency = 2 if resolve_device(config["DEVICE"]).startswith("cuda") else (os.cpu_count() or 1)
+    pool = config.get("POOL_SIZE")
+    return int(concurrency), int(concurrency if pool is None else pool)
 
 
 def create_app(test_config: dict | None = None) -> Flask:

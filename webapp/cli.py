@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import click
 
@@ -46,7 +47,7 @@ def init_db():
 @main.command()
 @click.option("-v", "--verbose", is_flag=True)
 def worker(verbose):
-    """Grade submissions from the queue, one at a time (so timings never overlap)."""
+    """Grade submissions from the queue: several at once, each timing with its device to itself."""
     _logging(verbose)
     from webapp import check_sandbox, load_settings, make_queue
 
@@ -55,11 +56,54 @@ def worker(verbose):
         launcher = check_sandbox(config)
     except EnvironmentProblem as exc:
         raise click.ClickException(f"this worker cannot grade: {exc.message}") from None
-    queue = make_queue(config)
+    queue = make_queue(config, grading=True)
+    settings = queue.settings
+    _keep_trusted_runs(config, queue)
     click.echo(f"amp-dojo worker {os.getpid()}: queue {_redact(queue.url)}, sandbox {launcher.name}, "
-               f"device {config['DEVICE']}", err=True)
-    consumer = queue.huey.create_consumer(workers=1, worker_type="thread", periodic=False)
-    consumer.run()
+               f"device {config['DEVICE']}, {settings.concurrency} at once, {settings.pool_size} warm sandboxes",
+               err=True)
+    if config["WARM_AT_START"]:
+        _warm_in_background(config, queue)
+    # A short poll: an idle SQLite consumer would otherwise back off to 10 s before it sees a submission
+    # (Redis is read blocking, at once).
+    consumer = queue.huey.create_consumer(workers=settings.concurrency, worker_type="thread", periodic=False,
+                                          initial_delay=0.05, backoff=1.2, max_delay=0.2)
+    try:
+        consumer.run()
+    finally:
+        queue.launchers.close()  # the warm sandboxes that never got a submission
+
+
+def _keep_trusted_runs(config, queue) -> None:
+    from grader import runner, trusted_runs
+
+    where = config["TRUSTED_RUNS"]
+    if where == "queue":
+        runner.use_trusted_store(trusted_runs.KeyValueStore(queue.huey))
+    elif where:
+        runner.use_trusted_store(trusted_runs.DirectoryStore(where))
+
+
+def _warm_in_background(config, queue) -> None:
+    """The trusted runs of every lesson, computed (or found in the store) before learners need them."""
+    import threading
+
+    def warm():
+        from grader import runner
+        from grader.loader import load_all
+
+        log = logging.getLogger("amp_dojo.worker")
+        try:
+            device = runner.resolve_device(config["DEVICE"])
+            launcher = queue.launchers.get(config["SANDBOX"], bool(config["ALLOW_LOCAL_SANDBOX"]), device)
+            for exercise in load_all(Path(config["EXERCISES"]) if config["EXERCISES"] else None).values():
+                computed = runner.warm(exercise, device, launcher)
+                if computed:
+                    log.info("trusted runs of %s computed: %s", exercise.id, ", ".join(computed))
+        except Exception:  # noqa: BLE001 - gradings compute what is missing themselves
+            log.exception("warming the trusted runs failed")
+
+    threading.Thread(target=warm, name="warm-trusted-runs", daemon=True).start()
 
 
 def _redact(url: str) -> str:

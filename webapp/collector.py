@@ -149,15 +149,25 @@ def retry_or_fail(db, queue, config, row, now: float) -> None:
     requeue(db, queue, config, row, now)
 
 
+_MISSING_SINCE: dict[tuple[str, int], float] = {}  # (submission, attempt) -> when this process first saw
+# its task neither in the queue nor started
+
+
 def recover_lost_task(db, queue, config, row) -> None:
     """A worker that dies after taking a task off the queue but before its first heartbeat leaves a
-    submission `queued` with no task anywhere. After LEASE_SECONDS, if the queue no longer holds the
-    attempt's task and no heartbeat ever came, the task is counted as lost and graded again."""
+    submission `queued` with no task anywhere. Once the queue has not held the attempt's task, and no
+    heartbeat came, for LEASE_SECONDS in a row, the task is counted as lost and graded again. (Counted from
+    when it was first seen missing, not from when it was enqueued: a worker that has just taken a task has
+    not yet sent its first beat.)"""
     now = time.time()
-    if row["enqueued_at"] > now - float(config["LEASE_SECONDS"]):
+    lease = float(config["LEASE_SECONDS"])
+    attempt_key = (row["id"], row["attempt"])
+    if row["enqueued_at"] > now - lease or queue.is_pending(row["id"], row["attempt"]):
+        _MISSING_SINCE.pop(attempt_key, None)
         return
-    if queue.is_pending(row["id"], row["attempt"]):
+    if now - _MISSING_SINCE.setdefault(attempt_key, now) < lease:
         return
+    _MISSING_SINCE.pop(attempt_key, None)
     with transaction(db):
         fresh = db.execute("SELECT * FROM submissions WHERE id = ? AND attempt = ? AND status = 'queued'",
                            (row["id"], row["attempt"])).fetchone()

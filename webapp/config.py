@@ -20,6 +20,17 @@ ALLOW_LOCAL_SANDBOX = False
 SANDBOX_LIMITS = {}
 # auto, cpu, cuda or cuda:N, passed to the grader.
 DEVICE = "auto"
+# Gradings one `amp-dojo worker` runs at once; None = one per CPU core on a CPU, 2 on a GPU. Timed speedup
+# rounds (and CUDA memory peaks) still have the device to themselves (grader/exclusive.py).
+GRADING_CONCURRENCY = None
+# Warm sandboxes a worker keeps started (PyTorch imported, no code yet), each used for one submission only;
+# None = as many as GRADING_CONCURRENCY, 0 = start a sandbox per submission.
+POOL_SIZE = None
+# Where a worker keeps the trusted runs (FP32 baseline, reference): "queue" = the queue's own storage (the
+# SQLite file in the instance folder, or Redis, shared by every worker), a folder path, or "" (memory only).
+TRUSTED_RUNS = "queue"
+# Compute the trusted runs of every lesson when a worker starts, so no learner waits for one.
+WARM_AT_START = True
 
 # Largest accepted submission, in bytes of UTF-8 (larger: 413).
 MAX_CODE_BYTES = 65536

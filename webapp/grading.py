@@ -124,16 +124,17 @@ def grade(queue, payload: dict) -> None:
     if not queue.claim(sid, attempt, worker):
         log.warning("submission %s attempt %s was already claimed; skipping a duplicate task", sid, attempt)
         return
-    with CancelWatch(queue, sid, attempt) as cancel:
+    # The first heartbeat right after the claim: between taking the task off the queue and that beat, the
+    # web app cannot tell this attempt from a lost one.
+    with Heartbeat(queue, sid, attempt, payload.get("heartbeat_s", 5.0), worker), \
+            CancelWatch(queue, sid, attempt) as cancel:
         if cancel.event.is_set():
-            log.info("submission %s attempt %s was cancelled before it started", sid, attempt)
-            queue.forget(sid, attempt)
-            return
-        log.info("grading submission %s (attempt %s, lesson %s)", sid, attempt, payload["exercise_id"])
-        with Heartbeat(queue, sid, attempt, payload.get("heartbeat_s", 5.0), worker):
+            outcome = None
+        else:
+            log.info("grading submission %s (attempt %s, lesson %s)", sid, attempt, payload["exercise_id"])
             events = EventLog(queue, sid, attempt)
             events.add("progress", {"stage": "started", "attempt": attempt, "worker": worker})
-            outcome = run_grader(queue.settings, payload, events.progress, cancel.event)
+            outcome = run_grader(queue.settings, payload, events.progress, cancel.event, queue.launchers)
     if cancel.event.is_set():  # the web app already recorded the cancellation; nothing is left to report
         log.info("submission %s attempt %s: cancelled", sid, attempt)
         queue.forget(sid, attempt)
@@ -143,21 +144,54 @@ def grade(queue, payload: dict) -> None:
     log.info("submission %s attempt %s: %s", sid, attempt, outcome.get("result", {}).get("status", outcome["status"]))
 
 
-def run_grader(settings, payload: dict, progress, cancel: threading.Event | None = None) -> dict:
+class Launchers:
+    """This process's launchers, made once per sandbox setting (probing a backend costs a process start) and,
+    where the settings keep warm sandboxes, each behind its pool (grader/pool.py)."""
+
+    def __init__(self, settings):
+        self.settings = settings
+        self._made: dict[tuple, object] = {}
+        self._lock = threading.Lock()
+
+    def get(self, sandbox: str, allow_local: bool, device: str = "cpu"):
+        from grader.launcher import limits_from
+        from grader.sandbox import make_launcher
+
+        with self._lock:
+            key = (sandbox, allow_local)
+            if key not in self._made:
+                launcher = make_launcher(sandbox, limits_from(dict(self.settings.limits)), allow_local=allow_local)
+                if self.settings.pool_size > 0:
+                    from grader import exclusive
+                    from grader.pool import WarmPool
+
+                    launcher = WarmPool(launcher, self.settings.pool_size, devices=(device,),
+                                        quiet=exclusive.sharing)
+                self._made[key] = launcher
+            return self._made[key]
+
+    def close(self) -> None:
+        with self._lock:
+            for launcher in self._made.values():
+                if hasattr(launcher, "close"):
+                    launcher.close()
+            self._made.clear()
+
+
+def run_grader(settings, payload: dict, progress, cancel: threading.Event | None = None,
+               launchers: Launchers | None = None) -> dict:
     """A learner's failure is inside the result; only platform problems come back as `error`."""
     from grader import runner
     from grader.errors import GraderError
-    from grader.launcher import limits_from
     from grader.loader import load_exercise
-    from grader.sandbox import make_launcher
 
     try:
         directory = Path(settings.exercises) if settings.exercises else None
         exercise = load_exercise(payload["exercise_id"], directory)
         allow_local = bool(payload.get("allow_local")) and settings.allow_local
-        launcher = make_launcher(payload.get("sandbox", "auto"), limits_from(dict(settings.limits)),
-                                 allow_local=allow_local)
-        result = runner.run(exercise, payload["code"], device=payload.get("device", "auto"),
+        device = runner.resolve_device(payload.get("device", "auto"))
+        launcher = (launchers or Launchers(settings)).get(payload.get("sandbox", "auto"), allow_local, device)
+        result = runner.run(exercise, payload["code"], device=device,
                             launcher=launcher, progress=progress, cancel=cancel)
         return {"status": "done", "result": result.to_dict()}
     except GraderError as exc:

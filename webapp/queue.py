@@ -35,6 +35,8 @@ class WorkerSettings:
     exercises: str | None = None
     name: str = ""
     limits: tuple = ()  # (name, value) pairs replacing grader.launcher.Limits defaults
+    pool_size: int = 0  # warm sandboxes kept ready per device (grader/pool.py); 0: a cold start per worker
+    concurrency: int = 1  # gradings at once in this worker process (timing still has its device alone)
 
     def worker_name(self) -> str:
         return self.name or f"{socket.gethostname()}:{os.getpid()}"
@@ -68,6 +70,7 @@ class GradingQueue:
         self.url = url
         self.huey = make_huey(url)
         self.settings = settings or WorkerSettings()
+        self.launchers = grading.Launchers(self.settings)
 
         def grade(payload: dict) -> None:
             grading.grade(self, payload)
@@ -113,4 +116,5 @@ class GradingQueue:
         return done
 
     def close(self) -> None:
+        self.launchers.close()
         self.huey.storage.close()

@@ -72,6 +72,7 @@ class LiveApp:
             "ALLOW_LOCAL_SANDBOX": sandbox == "local",
             "DEVICE": "cpu",
             "SECRET_KEY": "e2e-" + secrets.token_hex(16),  # not JSON: stays a string
+            "WARM_AT_START": False,  # each lesson's first grading computes its trusted runs itself
             **(settings or {}),
         }
         self.procs: list[tuple[str, subprocess.Popen, Path]] = []

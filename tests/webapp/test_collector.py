@@ -120,6 +120,10 @@ def test_task_taken_by_a_worker_that_died_before_its_first_heartbeat_is_graded_a
     assert row(lease_app, sid)["status"] == "queued"  # within the lease: maybe just slow to start
     time.sleep(0.4)
     run_collector(lease_app)
+    # first seen gone from the queue without a heartbeat: a worker that has just taken it gets a lease too
+    assert row(lease_app, sid)["status"] == "queued"
+    time.sleep(0.4)
+    run_collector(lease_app)
     r = row(lease_app, sid)
     assert (r["status"], r["attempt"]) == ("queued", 2) and queue.is_pending(sid, 2)
 

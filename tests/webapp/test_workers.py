@@ -32,10 +32,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_worker(queue_url: str, log_path: Path) -> subprocess.Popen:
+def start_worker(queue_url: str, log_path: Path, **extra_env) -> subprocess.Popen:
     """`amp-dojo worker` in its own process group, as an operator would start it."""
     env = dict(os.environ, AMP_DOJO_QUEUE_URL=queue_url, AMP_DOJO_SANDBOX="local",
-               AMP_DOJO_ALLOW_LOCAL_SANDBOX="true", AMP_DOJO_DEVICE="cpu", PYTHONPATH=str(ROOT))
+               AMP_DOJO_ALLOW_LOCAL_SANDBOX="true", AMP_DOJO_DEVICE="cpu", PYTHONPATH=str(ROOT),
+               AMP_DOJO_WARM_AT_START="false", **extra_env)
     env.pop("AMP_DOJO_CONFIG", None)
     with open(log_path, "ab") as log:
         return subprocess.Popen([sys.executable, "-m", "webapp.cli", "worker"], cwd=ROOT, env=env,
@@ -163,3 +164,24 @@ def test_submission_of_a_killed_worker_is_graded_by_the_next_one(tmp_path):
     assert d["result"]["status"] == "pass"
     assert _graded_by(app, [sid])[sid] == f"{socket.gethostname()}:{second.pid}"
     assert any(e["data"].get("stage") == "retry" for e in d["events"])
+
+
+def test_after_a_restart_no_trusted_run_is_computed_again(tmp_path):
+    """The FP32 baseline and the reference live in the queue's storage (here its SQLite file): a restarted
+    worker grades from them at once, and it grades from warm sandboxes."""
+    queue_url = f"sqlite:///{tmp_path / 'queue.sqlite3'}"
+    app = create_app(base_config(tmp_path, QUEUE_URL=queue_url))
+    client = app.test_client()
+    logs = [tmp_path / "before.log", tmp_path / "after.log"]
+    for log, code in zip(logs, (AUTOCAST.reference, AUTOCAST.starter)):
+        worker = start_worker(queue_url, log, AMP_DOJO_POOL_SIZE="1")
+        try:
+            sid = submit(client, code)
+            wait_for(lambda: status_of(client, sid)["status"] in ("done", "error"), 180, "a grading", logs)
+        finally:
+            stop(worker)
+        assert status_of(client, sid)["status"] == "done", status_of(client, sid)
+    before, after = (p.read_text() for p in logs)
+    assert "running the baseline of autocast" in before and "running the reference of autocast" in before
+    assert "running the" not in after, after[-3000:]
+    assert "1 warm sandboxes" in after

@@ -1,0 +1,145 @@
+"""Warm, single-use sandboxes. Starting a sandbox and importing PyTorch in it
+takes seconds, most of a small grading; a pool starts blank workers ahead of
+time (grader/worker.py imports what a grading needs and says it is ready) and
+hands one to each new worker request. A blank has never seen code: it gets
+exactly one piece (WorkerProcess.assign) and is thrown away after it, so
+learners are as isolated from each other as with a cold start. The pool is a
+launcher itself: whatever takes a launcher takes a pool."""
+
+from __future__ import annotations
+
+import logging
+import queue as queues
+import threading
+import time
+from collections import deque
+
+from grader.launcher import Launcher, WorkerProcess, WorkerSpec
+
+log = logging.getLogger("grader.pool")
+
+
+class WarmPool(Launcher):
+    """Keeps `size` ready blanks per device it has been asked for (and for `devices` from the start).
+    `quiet` is a context manager the refill runs its start-ups in, so that they can wait while a grading
+    times on the device (grader/exclusive.py)."""
+
+    REFILL_RETRY_S = 5.0
+
+    def __init__(self, launcher: Launcher, size: int = 2, devices: tuple[str, ...] = (), quiet=None):
+        self.launcher, self.size = launcher, max(0, int(size))
+        self.name, self.isolated, self.limits = launcher.name, launcher.isolated, launcher.limits
+        self.quiet = quiet
+        self._ready: dict[str, deque[WorkerProcess]] = {}
+        self._starting: dict[str, int] = {}
+        self._lock = threading.Condition()
+        self._closed = False
+        # Blanks are started from one long-lived thread: bwrap's --die-with-parent (PR_SET_PDEATHSIG) kills a
+        # child when the *thread* that started it ends, so a short-lived thread would take its blank with it.
+        self._orders: queues.Queue[str | None] = queues.Queue()
+        self._spawner = threading.Thread(target=self._spawn_loop, name=f"pool-{self.name}", daemon=True)
+        self._spawner.start()
+        self.handed_out = 0  # blanks given to gradings (warm) and cold starts, for tests and benchmarks
+        self.cold_starts = 0
+        for device in devices:
+            self._refill(device)
+
+    def identity(self) -> str:
+        return self.launcher.identity()
+
+    def prepare(self, device: str) -> WorkerProcess:
+        """A ready blank when there is one, else a cold one; either way the pool is topped up again."""
+        worker = None
+        with self._lock:
+            queue = self._ready.setdefault(device, deque())
+            while queue and worker is None:
+                candidate = queue.popleft()
+                if candidate.handle.alive():
+                    worker = candidate
+                else:  # died while it waited (e.g. killed by the machine): never handed out
+                    candidate.close()
+            self.handed_out += 1
+        self._refill(device)
+        if worker is not None:
+            return worker
+        self.cold_starts += 1
+        return self.launcher.prepare(device)
+
+    def start(self, spec: WorkerSpec) -> WorkerProcess:
+        worker = self.prepare(spec.device)
+        try:
+            return worker.assign(spec)
+        except BaseException:
+            worker.close()
+            raise
+
+    def ready_count(self, device: str) -> int:
+        with self._lock:
+            return len(self._ready.get(device, ()))
+
+    def wait_until_ready(self, device: str, timeout: float = 120.0) -> bool:
+        """For benchmarks and tests: until `size` blanks of `device` are ready."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while len(self._ready.get(device, ())) < self.size:
+                left = deadline - time.monotonic()
+                if left <= 0 or self._closed:
+                    return False
+                self._lock.wait(left)
+        return True
+
+    def _refill(self, device: str) -> None:
+        with self._lock:
+            missing = self.size - len(self._ready.get(device, ())) - self._starting.get(device, 0)
+            if self._closed or missing <= 0:
+                return
+            self._starting[device] = self._starting.get(device, 0) + missing
+        for _ in range(missing):
+            self._orders.put(device)
+
+    def _spawn_loop(self) -> None:
+        while (device := self._orders.get()) is not None:
+            try:
+                worker = self.launcher.prepare(device)
+            except Exception as exc:  # noqa: BLE001 - the machine's trouble (no learner code runs here): retried
+                log.warning("a warm %s sandbox for %s could not be started: %s", self.name, device, exc)
+                self._arrived(device, None)
+                continue
+            threading.Thread(target=self._await_ready, args=(device, worker), daemon=True,
+                             name=f"pool-ready-{self.name}").start()
+
+    def _await_ready(self, device: str, worker: WorkerProcess) -> None:
+        try:
+            if self.quiet is not None:  # importing PyTorch is work on the device's host too
+                with self.quiet(device):
+                    worker.wait_ready()
+            else:
+                worker.wait_ready()
+        except Exception as exc:  # noqa: BLE001 - the machine's trouble (no learner code runs here): retried
+            log.warning("a warm %s sandbox for %s did not start: %s", self.name, device, exc)
+            worker.close()
+            worker = None
+        self._arrived(device, worker)
+
+    def _arrived(self, device: str, worker: WorkerProcess | None) -> None:
+        with self._lock:
+            self._starting[device] -= 1
+            kept = worker is not None and not self._closed
+            if kept:
+                self._ready.setdefault(device, deque()).append(worker)
+            self._lock.notify_all()
+        if worker is not None and not kept:  # the pool closed meanwhile
+            worker.close()
+        if worker is None and not self._closed:
+            threading.Timer(self.REFILL_RETRY_S, self._refill, args=(device,)).start()
+
+    def close(self) -> None:
+        """Kills every blank that is still waiting."""
+        self._orders.put(None)
+        with self._lock:
+            self._closed = True
+            idle = [w for queue in self._ready.values() for w in queue]
+            self._ready.clear()
+            self._lock.notify_all()
+        for worker in idle:
+            worker.close()
