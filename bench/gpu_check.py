@@ -24,6 +24,7 @@ import torch  # noqa: E402
 from grader import runner  # noqa: E402
 from grader.cpu import bf16_support  # noqa: E402
 from grader.loader import load_all  # noqa: E402
+from grader.pool import WarmPool  # noqa: E402
 from grader.sandbox import SANDBOXES, make_launcher, unavailable_reason  # noqa: E402
 from grader.timing import TimingPlan  # noqa: E402
 
@@ -116,7 +117,8 @@ def main(argv=None) -> int:
         if why is not None:
             skipped[sandbox] = why
             continue
-        launcher = make_launcher(sandbox, allow_local=True)
+        # warm sandboxes, as the web app's workers grade (start-up is not what is being calibrated)
+        launcher = WarmPool(make_launcher(sandbox, allow_local=True), size=1, devices=(device,))
         for lesson in wanted:
             ex = lessons[lesson]
             results = []
@@ -125,6 +127,7 @@ def main(argv=None) -> int:
                 results.append(runner.run(ex, ex.reference, device=device, launcher=launcher,
                                           timing_plan=TimingPlan(budget_s=args.budget)))
             rows.append(summarize(lesson, sandbox, results))
+        launcher.close()
     text = report(rows, skipped, device, args)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(text, encoding="utf-8")

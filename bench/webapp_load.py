@@ -22,6 +22,16 @@ submissions are posted at once from distinct sessions. Reported: the status
 codes (a full queue answers 429 with Retry-After) and that every accepted
 submission still ends done or error.
 
+Phase 3 (classroom, bench/classroom_phase.py), on SQLite and on PostgreSQL (a
+throwaway local server, tests/postgres_server.py): a course of `--learners`
+learners with `--per-learner` graded submissions each, written into the
+database; signed-in learner pages, the instructor's dashboard, a learner's page
+and the gradebook, first one request at a time, then at `--classroom-rate`
+requests per second (open loop) for `--classroom-duration` seconds. Reported:
+p50/p95/max per page; any p95 over `--max-p95-ms` (50) is a PROBLEM.
+
+    python bench/webapp_load.py --phases classroom      # only phase 3 (a minute)
+
 Prints Markdown tables and writes artifacts/bench/webapp_load.json."""
 
 from __future__ import annotations
@@ -40,6 +50,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
 
 from e2e.amp_dojo_live import LiveApp  # noqa: E402
 from grader.loader import load_all  # noqa: E402
@@ -380,6 +391,17 @@ def machine() -> dict:
 
 
 def markdown(report: dict) -> str:
+    from classroom_phase import markdown as classroom_markdown
+
+    rooms = [line for room in report.get("classroom", []) for line in ["", *classroom_markdown(room)]]
+    if "load" not in report:
+        m = report["machine"]
+        return "\n".join([f"Machine: {m['cores']} cores ({m['cpu'] or 'unknown CPU'}), Python {m['python']}, "
+                          f"server {m['wsgi_server']}, client {m['http_client']}.", *rooms])
+    return _markdown_grading(report) + "\n" + "\n".join(rooms)
+
+
+def _markdown_grading(report: dict) -> str:
     m, load, full = report["machine"], report["load"], report["queue_full"]
     out = [f"Machine: {m['cores']} cores ({m['cpu'] or 'unknown CPU'}), CPU only (DEVICE=cpu), "
            f"Python {m['python']}, server {m['wsgi_server']}, 1 grading worker, sandbox {load['sandbox']}, "
@@ -422,7 +444,20 @@ def main(argv=None) -> int:
     parser.add_argument("--grade-timeout", type=float, default=300.0,
                         help="longest wait for submissions to finish after each phase")
     parser.add_argument("--out", type=Path, default=ROOT / "artifacts" / "bench" / "webapp_load.json")
+    parser.add_argument("--phases", default="load,queue_full,classroom",
+                        help="comma-separated: load, queue_full, classroom")
+    parser.add_argument("--databases", default="sqlite,postgresql",
+                        help="databases for the classroom phase: sqlite, postgresql (a throwaway local server)")
+    parser.add_argument("--learners", type=int, default=200, help="learners in the classroom phase's course")
+    parser.add_argument("--per-learner", type=int, default=20, help="graded submissions per learner")
+    parser.add_argument("--classroom-duration", type=float, default=30.0, help="seconds of classroom load per database")
+    parser.add_argument("--classroom-rate", type=float, default=20.0,
+                        help="requests per second in the classroom phase (an open loop)")
+    parser.add_argument("--classroom-alone", type=int, default=20,
+                        help="requests per page made one at a time before the classroom phase's open loop")
+    parser.add_argument("--max-p95-ms", type=float, default=50.0, help="classroom p95 above this is a PROBLEM")
     args = parser.parse_args(argv)
+    phases = set(args.phases.split(","))
     if args.submissions < 1 or args.concurrency < 1 or args.queue_max < 1:
         parser.error("--submissions, --concurrency and --queue-max must be at least 1")
     if args.submissions + args.concurrency > SERVER_THREADS - 2:
@@ -433,23 +468,37 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="amp-dojo-load-") as tmp:
         report = {"machine": machine(), "args": {k: str(v) if isinstance(v, Path) else v
                                                  for k, v in vars(args).items()}}
-        print(f"phase 1: {args.duration:.0f} s of load, {args.submissions} submissions ...", file=sys.stderr)
-        report["load"] = phase_load(args, Path(tmp))
-        print(f"phase 2: queue full (QUEUE_MAX={args.queue_max}) ...", file=sys.stderr)
-        report["queue_full"] = phase_queue_full(args, Path(tmp))
+        if "load" in phases:
+            print(f"phase 1: {args.duration:.0f} s of load, {args.submissions} submissions ...", file=sys.stderr)
+            report["load"] = phase_load(args, Path(tmp))
+        if "queue_full" in phases:
+            print(f"phase 2: queue full (QUEUE_MAX={args.queue_max}) ...", file=sys.stderr)
+            report["queue_full"] = phase_queue_full(args, Path(tmp))
+        if "classroom" in phases:
+            import classroom_phase
+
+            report["classroom"] = []
+            for kind in args.databases.split(","):
+                print(f"phase 3: classroom on {kind}, {args.learners} learners x {args.per_learner} submissions ...",
+                      file=sys.stderr)
+                report["classroom"].append(classroom_phase.run(args, Path(tmp), kind, LiveApp, Client, summarise))
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(markdown(report))
     print(f"\n(JSON: {args.out})")
-    load, full = report["load"], report["queue_full"]
     problems = []
-    if any(s["status"] not in ("done", "error") for s in load["submissions"]):
+    load, full = report.get("load"), report.get("queue_full")
+    if load and any(s["status"] not in ("done", "error") for s in load["submissions"]):
         problems.append("a phase-1 submission did not finish")
-    if "429" not in full["status_codes"] or not full["every_429_has_retry_after"]:
+    if full and ("429" not in full["status_codes"] or not full["every_429_has_retry_after"]):
         problems.append("the full queue did not answer 429 with Retry-After")
-    if not full["every_accepted_ended"]:
+    if full and not full["every_accepted_ended"]:
         problems.append("an accepted submission did not end done/error")
+    for room in report.get("classroom", []):
+        for name, s in room["endpoints"].items():
+            if s["p95_ms"] > args.max_p95_ms or set(s["status_codes"]) != {"200"}:
+                problems.append(f"{room['database']}: {name} p95 {s['p95_ms']} ms, status {s['status_codes']}")
     for problem in problems:
         print(f"PROBLEM: {problem}", file=sys.stderr)
     return 1 if problems else 0

@@ -1,24 +1,28 @@
 """The `grader` command: a thin layer over `runner.run()` and `validate`.
-Exit codes: 0 pass, 1 fail (the learner's code), 2 usage/exercise/environment."""
+Exit codes: 0 pass, 1 fail (the learner's code), 2 usage/exercise/environment.
+
+PyTorch is imported only by the commands that grade, and `grader check` first starts
+the sandbox that will run the learner's code, so that the two imports of PyTorch
+(here and in the sandbox) happen side by side."""
 
 from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
 
-from grader import formats, runner
+from grader import formats, hints, quiz, report
 from grader.errors import GraderError
 from grader.launcher import limits_from
 from grader.loader import load_all, load_exercise
-from grader.results import FAIL, NOT_APPLICABLE, PASS, GradingResult
+from grader.results import PASS
 from grader.sandbox import SANDBOXES, make_launcher
 from grader.schema import LANGUAGES, Exercise, localize
-from grader.wording import measured_in_words
+from grader.wording import phrase
 
-STATUS_MARK = {PASS: "PASS", FAIL: "FAIL", "error": "ERROR", NOT_APPLICABLE: "n/a"}
 DEVICE = click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda")
 SANDBOX = click.option("--sandbox", type=click.Choice(SANDBOXES), default="auto", show_default=True,
                        envvar="AMP_DOJO_SANDBOX",
@@ -51,9 +55,9 @@ def list_(lang):
 @main.command()
 @click.argument("exercise_id")
 @LANG
-@click.option("--hints", is_flag=True, help="also print the hints")
-@click.option("--quiz", is_flag=True, help="also print the quick-check quiz (answers at the end)")
-def show(exercise_id, lang, hints, quiz):
+@click.option("--hints", "with_hints", is_flag=True, help="also print the hints")
+@click.option("--quiz", "with_quiz", is_flag=True, help="also print the quick-check quiz (answers at the end)")
+def show(exercise_id, lang, with_hints, with_quiz):
     """Show a lesson, its task and the function to write."""
     ex = load_exercise(exercise_id)
     click.echo(click.style(localize(ex.title, lang), bold=True) + "\n")
@@ -61,11 +65,11 @@ def show(exercise_id, lang, hints, quiz):
     click.echo(click.style("Task", bold=True))
     click.echo(localize(ex.task, lang))
     click.echo(f"Write: def {ex.entrypoint.name}({', '.join(ex.entrypoint.params)})  ->  {ex.entrypoint.returns}")
-    if hints:
+    if with_hints:
         click.echo("\n" + click.style("Hints", bold=True))
         for i, hint in enumerate(ex.hints, 1):
             click.echo(f"  {i}. {localize(hint, lang)}")
-    if quiz:
+    if with_quiz:
         click.echo("\n" + click.style("Quiz", bold=True))
         for i, q in enumerate(ex.quiz, 1):
             click.echo(f"  {i}. {localize(q.question, lang)}")
@@ -73,7 +77,8 @@ def show(exercise_id, lang, hints, quiz):
                 click.echo(f"     {letter}) {localize(choice, lang)}")
         click.echo("  Answers: " + "; ".join(f"{i}. {'abcdefgh'[q.answer]}: {localize(q.explanation, lang)}"
                                           for i, q in enumerate(ex.quiz, 1)))
-    click.echo(f"\nStart with: grader start {ex.id}   Check with: grader check {ex.id} {ex.id}.py")
+    click.echo(f"\nStart with: grader start {ex.id}   Check with: grader check {ex.id} {ex.id}.py   "
+               f"Stuck? grader hint {ex.id}   Then: grader quiz {ex.id}")
 
 
 @main.command()
@@ -110,15 +115,6 @@ def start(exercise_id, path, force):
     click.echo(f"wrote {path}; edit it, then run: grader check {ex.id} {path}")
 
 
-def _progress(stage, **info):
-    text = {"static": "reading your code", "baseline": "running the FP32 baseline",
-            "starting": "starting your code", "steps": f"training {info.get('total', '')} steps",
-            "timing": f"timing against FP32 (round {info.get('rounds', 0)})",
-            "timing_given": f"timing against the given step (round {info.get('rounds', 0)})",
-            "done": "done"}.get(stage, stage)
-    click.echo(f"  .. {text}", err=True)
-
-
 @main.command()
 @click.argument("exercise_id")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
@@ -126,65 +122,181 @@ def _progress(stage, **info):
 @click.option("--format", "fmt", type=click.Choice(sorted(formats.FORMATS)), default=None,
               help="print the verdict in this results.json contract")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="write the document here")
+@click.option("--watch", is_flag=True, help="grade again each time FILE is saved (Ctrl+C stops)")
+@click.option("--color", "colour", type=click.Choice(report.COLOUR_MODES), default="auto", show_default=True,
+              help="colour the report: auto colours a terminal unless NO_COLOR is set")
 @DEVICE
 @SANDBOX
 @LIMIT
-def check(exercise_id, file, as_json, fmt, output, device, sandbox, limits):
+@LANG
+def check(exercise_id, file, as_json, fmt, output, watch, colour, device, sandbox, limits, lang):
     """Grade FILE against exercise EXERCISE_ID."""
-    ex = load_exercise(exercise_id)
-    source = file.read_text(encoding="utf-8", errors="replace")
-    quiet = as_json or fmt
-    launcher = launcher_for(sandbox, limits)
-    result = runner.run(ex, source, device=device, launcher=launcher,
-                        progress=None if quiet and not output else _progress)
-    if as_json or fmt:
-        doc = formats.FORMATS[fmt or "native"](result)
-        text = json.dumps(doc, indent=2)
-        if output:
-            output.write_text(text + "\n")
+    exercise = load_exercise(exercise_id)
+    launcher = warm_launcher(launcher_for(sandbox, limits, lang), device, again=watch)
+    keep_trusted_runs()
+    grading = Grading(exercise, file, launcher, device, lang, fmt or ("native" if as_json else None), output,
+                      report.console_for(sys.stdout, colour), report.console_for(sys.stderr, colour))
+    try:
+        sys.exit(watch_file(grading) if watch else grading())
+    finally:
+        launcher.close()
+
+
+def warm_launcher(launcher, device: str, again: bool = False):
+    """The launcher behind a pool of one warm sandbox, started now, before this process imports PyTorch; with
+    --watch (`again`) the next grading's sandbox is started behind each one. The device is guessed without
+    PyTorch (an NVIDIA device node means CUDA); a wrong guess only costs the warm start."""
+    from grader.pool import WarmPool
+
+    guess = device if device != "auto" else ("cuda" if Path("/dev/nvidiactl").exists() else "cpu")
+    return WarmPool(launcher, size=1, devices=(guess,), refill=again)
+
+
+def keep_trusted_runs():
+    """Trusted runs (each lesson's FP32 baseline and reference) are kept in the user's cache folder, so only the
+    first `grader check` of a lesson on this machine computes them."""
+    from grader import runner, trusted_runs
+
+    runner.use_trusted_store(trusted_runs.DirectoryStore(trusted_runs.user_cache_dir()))
+
+
+@dataclass
+class Grading:
+    """One `grader check`: what to grade, where, and how to show the verdict."""
+
+    exercise: Exercise
+    file: Path
+    launcher: object
+    device: str
+    lang: str
+    fmt: str | None  # a results.json contract, or None for the report
+    output: Path | None
+    out: object  # rich consoles on stdout and stderr
+    err: object
+
+    def __call__(self) -> int:
+        """Grades FILE as it is now; the exit code of its verdict."""
+        from grader import runner
+
+        source = self.file.read_text(encoding="utf-8", errors="replace")
+        quiet = self.fmt is not None and not self.output
+        with report.StageProgress(self.err, self.lang, live=False if quiet else None) as progress:
+            result = runner.run(self.exercise, source, device=self.device, launcher=self.launcher,
+                                progress=None if quiet else progress)
+        if self.fmt:
+            text = json.dumps(formats.FORMATS[self.fmt](result), indent=2)
+            if self.output:
+                self.output.write_text(text + "\n")
+            else:
+                click.echo(text)
         else:
-            click.echo(text)
-    else:
-        click.echo(render(result, ex, source))
-        if output:
-            output.write_text(json.dumps(result.to_dict(), indent=2) + "\n")
-    sys.exit(0 if result.status == PASS else 1)
+            report.print_report(self.out, result, report.Source(str(self.file), source), self.lang)
+            if self.output:
+                self.output.write_text(json.dumps(result.to_dict(), indent=2) + "\n")
+        return 0 if result.status == PASS else 1
+
+    def tell(self, key: str) -> None:
+        """A line about the watching (on stderr, beside the progress)."""
+        self.err.print(phrase(key, self.lang, file=self.file), style="dim")
 
 
-def launcher_for(sandbox: str, limits: tuple[str, ...] = ()):
+def watch_file(grading: Grading) -> int:
+    """Grades, then again after each save, until Ctrl+C; the exit code is the last verdict's. On a terminal
+    each grading starts on a clear screen, so the report beside the editor is always the latest."""
+    from grader.watch import Saves
+
+    code = None
+    try:
+        with Saves(grading.file) as saves:
+            code = grading()
+            while True:
+                grading.tell("watch.watching")
+                if not saves.next():
+                    grading.tell("watch.missing")
+                    continue
+                if report.on_terminal(grading.out):
+                    grading.out.clear()
+                grading.tell("watch.changed")
+                code = grading()
+    except KeyboardInterrupt:
+        grading.tell("watch.stopped")
+    return 1 if code is None else code
+
+
+def launcher_for(sandbox: str, limits: tuple[str, ...] = (), lang: str = "en"):
     pairs = [item.partition("=") for item in limits]
     if any(not sep for _, sep, _ in pairs):
         raise GraderError("--limit takes NAME=VALUE, e.g. --limit memory_bytes=8e9")
     launcher = make_launcher(sandbox, limits_from({k: v for k, _, v in pairs}), allow_local=True)
     if not launcher.isolated:
-        click.echo("  .. sandbox: local (your code runs unisolated, as you: fine for your own code only)", err=True)
+        click.echo(f"  .. {phrase('report.local_sandbox', lang)}", err=True)
     return launcher
 
 
-def render(result: GradingResult, ex: Exercise, source: str) -> str:
-    lines = source.splitlines()
-    out = [f"{ex.id} on {result.device} ({result.amp_dtype}, sandbox: {result.sandbox})", ""]
-    if result.error:
-        err = result.error
-        out.append(click.style("ERROR ", fg="red", bold=True) + err.message)
-        if err.line and 0 < err.line <= len(lines):
-            out.append(f"    {err.line:>4} | {lines[err.line - 1]}")
-        out.append("")
-    for c in result.checks:
-        colour = {PASS: "green", FAIL: "red", "error": "red"}.get(c.status, "yellow")
-        out.append(f"{click.style(STATUS_MARK[c.status].ljust(5), fg=colour, bold=True)} {c.id:<11} {c.message}")
-        for line in measured_in_words(c):
-            out.append(f"      {line}")
-        for f in c.findings:
-            tag = "note" if f.severity == "info" else "mistake"
-            out.append(f"      {tag} [{f.id}]" + (f" line {f.line}" if f.line else "") + f": {f.message}")
-            if f.line and 0 < f.line <= len(lines):
-                out.append(f"        {f.line:>4} | {lines[f.line - 1]}")
-            out.append(f"        fix: {f.fix}")
-    out += ["", f"{result.status.upper()}  score {result.score:.0%}  ({result.duration_s:.1f} s)"]
-    if result.output.strip():
-        out += ["", "your code printed:", *("  " + ln for ln in result.output.strip().splitlines()[:40])]
-    return "\n".join(out)
+@main.command()
+@click.argument("exercise_id")
+@LANG
+@click.option("--reset", is_flag=True, help="forget which hints of this lesson you have seen")
+def hint(exercise_id, lang, reset):
+    """Show the next hint of a lesson; the ones you have seen stay above it."""
+    ex = load_exercise(exercise_id)
+    if reset:
+        hints.forget(ex.id)
+        click.echo(phrase("hint.reset", lang, lesson=ex.id))
+        return
+    total, before = len(ex.hints), hints.seen(ex.id)
+    try:
+        shown = hints.reveal_next(ex.id, total)
+    except OSError as exc:
+        shown = min(before + 1, total)
+        click.echo(f"could not remember this hint in {hints.state_file()}: {exc}", err=True)
+    for i, text in enumerate(ex.hints[:shown], 1):
+        if i < shown or before >= total:
+            click.echo(click.style(f"{i}. ", dim=True) + localize(text, lang))
+        else:
+            heading = click.style(phrase("hint.shown", lang, shown=i, total=total), bold=True)
+            click.echo(f"{heading}\n{localize(text, lang)}")
+    if before >= total:
+        click.echo(click.style(phrase("hint.done", lang, total=total), bold=True))
+    click.echo(click.style(phrase("hint.more" if shown < total else "hint.again", lang, lesson=ex.id), dim=True))
+
+
+@main.command("quiz")
+@click.argument("exercise_id")
+@LANG
+def quiz_(exercise_id, lang):
+    """Answer the lesson's quick-check quiz: a wrong first answer gets a second try, then the explanation."""
+    ex = load_exercise(exercise_id)
+    right_first = 0
+    for index, q in enumerate(ex.quiz):
+        letters = quiz.LETTERS[:len(q.choices)]
+        click.echo(click.style(phrase("quiz.question", lang, n=index + 1, total=len(ex.quiz)), bold=True))
+        click.echo(localize(q.question, lang))
+        for letter, choice in zip(letters, q.choices):
+            click.echo(f"  {letter}) {localize(choice, lang)}")
+        for attempt in (1, 2):
+            said = quiz.feedback(ex, index, _ask_choice(letters, lang), lang, attempt)
+            if said.retry:
+                wrong = click.style(phrase("quiz.wrong", lang), fg="red", bold=True)
+                click.echo(f"{wrong} {phrase('quiz.retry', lang)}")
+                continue
+            mark = click.style(phrase("quiz.right" if said.correct else "quiz.wrong", lang),
+                               fg="green" if said.correct else "red", bold=True)
+            told = "" if said.correct else " " + phrase("quiz.answer_was", lang, letter=letters[said.answer])
+            click.echo(f"{mark}{told} {said.explanation}\n")
+            right_first += said.correct and attempt == 1
+            break
+    click.echo(click.style(phrase("quiz.summary", lang, right=right_first, total=len(ex.quiz)), bold=True))
+
+
+def _ask_choice(letters: str, lang: str) -> int:
+    def parse(text: str) -> int:
+        text = text.strip().lower().rstrip(")")
+        if len(text) != 1 or text not in letters:
+            raise click.UsageError(phrase("quiz.bad_choice", lang, letters=", ".join(letters)))
+        return letters.index(text)
+
+    return click.prompt(phrase("quiz.prompt", lang, letters="/".join(letters)), value_proc=parse)
 
 
 @main.command()
@@ -241,12 +353,36 @@ def mutant_line(m) -> str:
 
 
 @main.command()
+@click.argument("exercise_ids", nargs=-1)
+@DEVICE
+@SANDBOX
+@LIMIT
+def warm(exercise_ids, device, sandbox, limits):
+    """Compute the trusted runs (FP32 baseline and reference) of these lessons (default: all) into the cache
+    that `grader check` uses, so that no check waits for them."""
+    from grader import runner, trusted_runs
+
+    keep_trusted_runs()
+    launcher = launcher_for(sandbox, limits)
+    exercises = load_all()
+    unknown = [i for i in exercise_ids if i not in exercises]
+    if unknown:
+        raise GraderError(f"no lesson {', '.join(unknown)}; `grader list` shows them")
+    device = runner.resolve_device(device)
+    for ex in [exercises[i] for i in exercise_ids] or exercises.values():
+        computed = runner.warm(ex, device, launcher)
+        click.echo(f"{ex.id:<20} {'computed ' + ', '.join(computed) if computed else 'already cached'}")
+    click.echo(f"trusted runs for {device} ({launcher.name} sandbox) are in {trusted_runs.user_cache_dir()}")
+
+
+@main.command()
 @DEVICE
 @SANDBOX
 @LIMIT
 @click.option("--json", "as_json", is_flag=True)
 def selftest(device, sandbox, limits, as_json):
     """Grade every reference and starter here; print what was measured."""
+    from grader import runner
     from grader.validate import measured_row
 
     from grader.cpu import bf16_support

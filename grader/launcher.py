@@ -350,7 +350,9 @@ def worker_env(home: str, threads: int, pythonpath: str = str(GRADER_ROOT)) -> d
         "PYTHONHASHSEED": "0",
         "PYTHONDONTWRITEBYTECODE": "1",
         "OMP_NUM_THREADS": str(threads),
-        "KINETO_LOG_LEVEL": "5",
+        # Kineto (the profiler behind the memory check) logs each profiler start and stop at level 5 ("USDT");
+        # 6 silences it, so the learner's output holds only what their code printed
+        "KINETO_LOG_LEVEL": "6",
     }
     for name in PASSED_TO_WORKERS:
         if name in os.environ:

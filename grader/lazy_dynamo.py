@@ -1,20 +1,65 @@
 """Keeps torch._dynamo out of a process until something compiles. PyTorch
-marks optimizer and autograd internals with torch._disable_dynamo, which
-imports torch._dynamo (1.5-2 s of CPU) on their first call just to wrap them,
-even when nothing is being compiled. Every grading worker would pay that,
-once per submission. Here each such function gets a stand-in that calls it
-directly while torch._dynamo has not been imported (then nothing can be
-tracing it, so that is exactly what the disabled function does), and the real
-dynamo-disabled function from the moment torch._dynamo is imported (a
-learner's torch.compile, say). Functions this does not find keep PyTorch's
-own behaviour."""
+imports torch._dynamo (1.5-2 s of CPU) from optimizer and autograd internals
+even when nothing is being compiled: functions marked torch._disable_dynamo
+import it on their first call just to wrap themselves, and every
+optimizer.step() imports it to call torch._dynamo.graph_break(), which does
+nothing outside compilation. Every grading worker would pay that once per
+submission, on the learner's critical path.
+
+So, while torch._dynamo has not been imported:
+- each torch._disable_dynamo function gets a stand-in that calls it directly
+  (nothing can be tracing it, so that is exactly what the disabled function
+  does), and the real dynamo-disabled function once torch._dynamo is loaded;
+- sys.modules holds a stand-in for torch._dynamo whose graph_break does nothing
+  (as the real one does when nothing compiles) and which loads the real module,
+  and hands over to it, the moment anything else is asked of it: a learner's
+  torch.compile, `import torch._dynamo.config`, any attribute.
+Functions this does not find keep PyTorch's own behaviour."""
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import sys
+import types
 
 SCANNED = ("torch.optim", "torch.amp", "torch.nn", "torch.autograd", "torch.utils.checkpoint")
+
+
+def _graph_break(msg: str = "") -> None:
+    """torch._dynamo.graph_break outside compilation: nothing."""
+
+
+class _DynamoUntilUsed(types.ModuleType):
+    """torch._dynamo before anything needs it. Only graph_break is its own; every other name (including the
+    __path__ that importing a submodule reads) loads the real module and is taken from it."""
+
+    def __init__(self):
+        super().__init__("torch._dynamo")
+        self.graph_break = _graph_break
+
+    def __getattr__(self, name):
+        return getattr(_load_real(), name)
+
+
+_STAND_IN: _DynamoUntilUsed | None = None
+
+
+def real_loaded() -> bool:
+    module = sys.modules.get("torch._dynamo")
+    return module is not None and module is not _STAND_IN
+
+
+def _load_real():
+    import torch
+
+    if sys.modules.get("torch._dynamo") is _STAND_IN:
+        del sys.modules["torch._dynamo"]
+        if getattr(torch, "_dynamo", None) is _STAND_IN:
+            delattr(torch, "_dynamo")
+    real = importlib.import_module("torch._dynamo")
+    torch._dynamo = real
+    return real
 
 
 def _lazily_disabled(fn, recursive: bool):
@@ -22,10 +67,8 @@ def _lazily_disabled(fn, recursive: bool):
 
     def call(*args, **kwargs):
         nonlocal real
-        if real is None and "torch._dynamo" in sys.modules:
-            import torch._dynamo
-
-            real = torch._dynamo.disable(fn, recursive, wrapping=False)
+        if real is None and real_loaded():
+            real = _load_real().disable(fn, recursive, wrapping=False)
         return (real or fn)(*args, **kwargs)
 
     return call
@@ -45,13 +88,21 @@ def _disabled_target(value, compile_file: str):
 
 
 def install() -> int:
-    """Gives every torch._disable_dynamo function of the modules loaded so far its stand-in; returns how many."""
+    """Puts the stand-ins in place (unless torch._dynamo is loaded already); returns how many functions of the
+    modules loaded so far got one."""
+    global _STAND_IN
+    import torch
     import torch._compile
 
+    if "torch._dynamo" in sys.modules:
+        return 0
+    _STAND_IN = _DynamoUntilUsed()
+    sys.modules["torch._dynamo"] = _STAND_IN
+    torch._dynamo = _STAND_IN
     compile_file = torch._compile.__file__
     done = 0
     for name, module in list(sys.modules.items()):
-        if module is None or not name.startswith(SCANNED) or "torch._dynamo" in sys.modules:
+        if module is None or not name.startswith(SCANNED):
             continue
         owners = [module] + [v for v in vars(module).values() if inspect.isclass(v)]
         for owner in owners:

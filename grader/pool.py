@@ -14,24 +14,27 @@ import threading
 import time
 from collections import deque
 
-from grader.launcher import Launcher, WorkerProcess, WorkerSpec
+from grader.launcher import Launcher, WorkerProcess
 
 log = logging.getLogger("grader.pool")
 
 
 class WarmPool(Launcher):
     """Keeps `size` ready blanks per device it has been asked for (and for `devices` from the start).
-    `quiet` is a context manager the refill runs its start-ups in, so that they can wait while a grading
-    times on the device (grader/exclusive.py)."""
+    `quiet(device)` is a context manager the refill passes through before it starts a blank, so that no new
+    one starts while a grading times on the device (grader/exclusive.py); a blank holds no lock itself."""
 
     REFILL_RETRY_S = 5.0
 
-    def __init__(self, launcher: Launcher, size: int = 2, devices: tuple[str, ...] = (), quiet=None):
-        self.launcher, self.size = launcher, max(0, int(size))
+    def __init__(self, launcher: Launcher, size: int = 2, devices: tuple[str, ...] = (), quiet=None,
+                 refill: bool = True):
+        """`refill=False`: the blanks for `devices` are started once and not replaced (one `grader check`)."""
+        self.launcher, self.size, self.refills = launcher, max(0, int(size)), refill
         self.name, self.isolated, self.limits = launcher.name, launcher.isolated, launcher.limits
         self.quiet = quiet
         self._ready: dict[str, deque[WorkerProcess]] = {}
-        self._starting: dict[str, int] = {}
+        self._starting: dict[str, int] = {}  # ordered and not yet ready
+        self._importing: dict[str, int] = {}  # of those, the ones whose process runs (it imports PyTorch)
         self._lock = threading.Condition()
         self._closed = False
         # Blanks are started from one long-lived thread: bwrap's --die-with-parent (PR_SET_PDEATHSIG) kills a
@@ -48,30 +51,33 @@ class WarmPool(Launcher):
         return self.launcher.identity()
 
     def prepare(self, device: str) -> WorkerProcess:
-        """A ready blank when there is one, else a cold one; either way the pool is topped up again."""
+        """A ready blank; else the first of those still starting (it began before a cold one could); else a
+        cold start. Either way the pool is topped up again."""
         worker = None
+        deadline = time.monotonic() + self.limits.init_timeout_s
         with self._lock:
             queue = self._ready.setdefault(device, deque())
-            while queue and worker is None:
-                candidate = queue.popleft()
-                if candidate.handle.alive():
-                    worker = candidate
-                else:  # died while it waited (e.g. killed by the machine): never handed out
-                    candidate.close()
+            while worker is None:
+                while queue and worker is None:
+                    candidate = queue.popleft()
+                    if candidate.handle.alive():
+                        worker = candidate
+                    else:  # died while it waited (e.g. killed by the machine): never handed out
+                        candidate.close()
+                # wait only for a blank whose process already runs: one still waiting to be started may wait
+                    # for a timing grading, which may wait for this one
+                if worker is not None or self._closed or not self._importing.get(device, 0):
+                    break
+                if not self._lock.wait(max(0.0, deadline - time.monotonic())):
+                    break
             self.handed_out += 1
-        self._refill(device)
+        if self.refills:
+            self._refill(device)
         if worker is not None:
             return worker
         self.cold_starts += 1
+        log.info("no warm %s sandbox for %s is ready: starting one cold", self.name, device)
         return self.launcher.prepare(device)
-
-    def start(self, spec: WorkerSpec) -> WorkerProcess:
-        worker = self.prepare(spec.device)
-        try:
-            return worker.assign(spec)
-        except BaseException:
-            worker.close()
-            raise
 
     def ready_count(self, device: str) -> int:
         with self._lock:
@@ -100,7 +106,12 @@ class WarmPool(Launcher):
     def _spawn_loop(self) -> None:
         while (device := self._orders.get()) is not None:
             try:
+                if self.quiet is not None:
+                    with self.quiet(device):  # not while a grading times on the device
+                        pass
                 worker = self.launcher.prepare(device)
+                with self._lock:
+                    self._importing[device] = self._importing.get(device, 0) + 1
             except Exception as exc:  # noqa: BLE001 - the machine's trouble (no learner code runs here): retried
                 log.warning("a warm %s sandbox for %s could not be started: %s", self.name, device, exc)
                 self._arrived(device, None)
@@ -110,15 +121,13 @@ class WarmPool(Launcher):
 
     def _await_ready(self, device: str, worker: WorkerProcess) -> None:
         try:
-            if self.quiet is not None:  # importing PyTorch is work on the device's host too
-                with self.quiet(device):
-                    worker.wait_ready()
-            else:
-                worker.wait_ready()
+            worker.wait_ready()
         except Exception as exc:  # noqa: BLE001 - the machine's trouble (no learner code runs here): retried
             log.warning("a warm %s sandbox for %s did not start: %s", self.name, device, exc)
             worker.close()
             worker = None
+        with self._lock:
+            self._importing[device] -= 1
         self._arrived(device, worker)
 
     def _arrived(self, device: str, worker: WorkerProcess | None) -> None:

@@ -19,7 +19,7 @@ from typing import Callable
 
 import torch
 
-from grader import exclusive, layers, profile, static, trusted_runs, workload
+from grader import exclusive, layers, lazy_dynamo, profile, static, trusted_runs, workload
 from grader.checks import call_order, coverage, lesson, memory, overflow, parity, profiling, speedup
 from grader.errors import EnvironmentProblem, ExerciseError, GraderError
 from grader.launcher import (MAX_PARAMS_REPLY_BYTES, LocalLauncher, SandboxDidNotStart, WorkerFailure,
@@ -31,6 +31,7 @@ from grader.timing import TimingPlan, TimingResult, estimate, t999
 
 Progress = Callable[..., None]
 log = logging.getLogger("grader.runner")
+lazy_dynamo.install()  # lesson setup code builds optimizers here too; nothing in this process compiles
 
 
 def _noop(*_args, **_kwargs):
@@ -537,6 +538,8 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
               progress=lambda step: progress("step", n=step + 1, total=wl.steps,
                                              limit_s=launcher.limits.step_timeout_s), census=profiled)
         sub_data.params = load_params(sub_worker)
+        if not all(future.done() for future in futures.values()):
+            progress("trusted")  # the FP32 baseline and the reference run are still going
         for future in futures.values():
             future.result()  # the baseline's worker is free for timing only once its run is over
         if needs_timing:

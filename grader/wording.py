@@ -2,14 +2,16 @@
 ("update vs FP32 0.43%, needs at most 5.00%"), instead of the result
 document's keys. The web app, the terminal report and the notebook all show
 these rows: this is the one place that words them, through the message
-catalog (grader/messages.py), in the learner's language."""
+catalog (grader/messages.py), in the learner's language. The report's own
+phrases (badges, stages, the summary line) are worded here too; how any of
+it is laid out is grader/report.py's and amp_dojo/html.py's business."""
 
 from __future__ import annotations
 
 from dataclasses import asdict
 
-from grader.messages import value_in, render
-from grader.results import CheckResult
+from grader.messages import EN, render, value_in
+from grader.results import ERROR, FAIL, NOT_APPLICABLE, PASS, CheckResult
 
 
 def pct(value: float) -> str:
@@ -145,3 +147,66 @@ def localized(result: dict, lang: str) -> dict:
         doc["error"] = {**result["error"], "message": _parts(result["error"], lang)}
     doc["lang"] = lang
     return doc
+
+
+# -- the report's own phrases (the terminal report, grader hint/quiz, the notebook), from the same catalog ------
+
+def phrase(key: str, lang: str = "en", **params) -> str:
+    return render(key, params, lang)
+
+
+def verdict(status: str, lang: str = "en") -> str:
+    return phrase(f"report.verdict.{status}", lang)
+
+
+def error_heading(kind: str, lang: str = "en") -> str:
+    """What a failed run's error kind means, as the web app heads it."""
+    key = f"report.kind.{kind}"
+    return phrase(key, lang) if key in EN else phrase("report.kind.other", lang, kind=kind)
+
+
+def error_in_words(error: dict, lang: str = "en") -> str:
+    """The error's message in `lang`, without the "line N: " the runner puts before it: the report shows the
+    line itself (file:line, or a line of the notebook cell)."""
+    parts = error.get("parts") or []
+    if len(parts) == 1 and parts[0].get("key") == "error.at_line":
+        return str(value_in((parts[0].get("params") or {}).get("message", ""), lang))
+    if parts:
+        return " ".join(str(value_in(p, lang)) for p in parts)
+    message, line = error.get("message", ""), error.get("line")
+    prefix = f"line {line}: "
+    return message[len(prefix):] if line and message.startswith(prefix) else message
+
+
+def stage_in_words(stage: str, info: dict, lang: str = "en") -> str:
+    """A progress event of runner.run(), as a learner follows it."""
+    if stage in ("steps", "step"):
+        return phrase(f"stage.{stage}", lang, n=info.get("n", "?"), total=info.get("total", "?"))
+    if stage in ("timing", "timing_given"):
+        if not info.get("rounds"):
+            return phrase(f"stage.{stage}", lang)
+        text = phrase(f"stage.{stage}_round", lang, n=info["rounds"])
+        speed = info.get("speedup")
+        return text + (", " + phrase("stage.so_far", lang, x=f"{speed:.2f}") if isinstance(speed, float) else "")
+    if stage == "check":
+        return phrase("stage.check", lang, check=info.get("check", "?"), verdict=verdict(info.get("status", "error"),
+                                                                                           lang))
+    key = f"stage.{stage}"
+    return phrase(key, lang) if key in EN else stage
+
+
+def counts_in_words(doc: dict, lang: str = "en") -> str:
+    """"2 failed, 1 passed, 1 not applicable": the checks of a result document, in the order a learner acts on
+    them."""
+    order = (FAIL, ERROR, PASS, NOT_APPLICABLE)
+    counts = {s: sum(c["status"] == s for c in doc.get("checks", [])) for s in order}
+    return ", ".join(phrase(f"report.count.{s}", lang, n=counts[s]) for s in order if counts[s])
+
+
+def summary_in_words(doc: dict, lang: str = "en") -> str:
+    """The closing line of a result document: the verdict, what the checks said, the score and the time."""
+    parts = [phrase(f"report.summary.{doc['status']}", lang)]
+    if counts := counts_in_words(doc, lang):
+        parts.append(counts)
+    parts += [phrase("report.score", lang, n=round(doc["score"] * 100)), f"{doc['duration_s']:.1f} s"]
+    return " · ".join(parts)

@@ -17,6 +17,18 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 TEST_LIMITS = Limits(memory_bytes=1536 * 1024**2, step_timeout_s=10, init_timeout_s=90)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_caches(tmp_path_factory):
+    """`grader check` and the notebook keep trusted runs in the user's cache, and the grader's device locks
+    live in /tmp: the suite keeps both to itself (the locks shared by its own xdist workers)."""
+    import os
+
+    cache = tmp_path_factory.getbasetemp().parent / "amp-dojo-cache"
+    os.environ["AMP_DOJO_CACHE"] = str(cache)
+    os.environ.setdefault("AMP_DOJO_LOCK_DIR", str(tmp_path_factory.getbasetemp().parent / "amp-dojo-locks"))
+    yield
+
+
 @pytest.fixture(scope="session")
 def exercises():
     return load_all()
@@ -68,3 +80,34 @@ def expectations(path: Path) -> dict:
             kind, *rest = value.split()
             out["error"] = {"kind": kind, **dict(r.split("=") for r in rest)}
     return out
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """One throwaway PostgreSQL server per test process (tests/postgres_server.py). Skipped where
+    PostgreSQL is not installed, unless AMP_DOJO_REQUIRE_POSTGRES is set (CI), which makes it a failure."""
+    from postgres_server import REQUIRE, NoPostgres, PostgresServer
+
+    try:
+        server = PostgresServer().start()
+    except NoPostgres as exc:
+        if REQUIRE:
+            pytest.fail(f"AMP_DOJO_REQUIRE_POSTGRES is set but {exc}", pytrace=False)
+        pytest.skip(f"{exc} (set AMP_DOJO_REQUIRE_POSTGRES=1 to make this a failure)")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def postgres_database(postgres):
+    """A fresh, empty database on the test PostgreSQL server: its URL."""
+    from webapp.db import dispose
+
+    url = postgres.create_database()
+    try:
+        yield url
+    finally:
+        dispose(url)
+        postgres.drop_database(url)

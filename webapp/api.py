@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 
 from flask import Blueprint, Response, current_app, jsonify, request
@@ -15,11 +14,12 @@ from grader.errors import ExerciseNotFound
 from webapp import content, store
 from webapp.collector import collect
 from webapp.db import connect, get_db
-from webapp.security import client_ip, csrf_token, learner_id
+from webapp.security import client_ip, csrf_token, learner_id, readable_submission
+from webapp.streams import StreamSlots
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 log = logging.getLogger("amp_dojo.api")
-POLL_S = 0.5
+POLL_S = 0.2
 KEEPALIVE_S = 15.0
 
 
@@ -133,6 +133,8 @@ def _code_from_request() -> str:
         size = len(code.encode("utf-8"))
     except UnicodeEncodeError:  # a lone surrogate ("\ud800") is valid JSON but not text
         raise store.Refused(400, "the code is not valid Unicode text") from None
+    if "\x00" in code:  # Python refuses it too; PostgreSQL cannot store it
+        raise store.Refused(400, "the code contains a NUL character")
     if size > limit:
         raise store.Refused(413, f"the code is larger than {limit} bytes")
     return code
@@ -170,8 +172,10 @@ def _enqueue(db, row) -> None:
     store.mark_enqueued(db, row["id"], row["attempt"])
 
 
-def _own_submission(sid: str):
-    row = store.get(get_db(), sid, learner=learner_id())
+def _own_submission(sid: str, readable: bool = True):
+    """The submission, for its learner (and, `readable`, for the instructors of its course); else a 404."""
+    db = get_db()
+    row = readable_submission(db, sid) if readable else store.get(db, sid, learner=learner_id())
     if row is None:
         raise store.Refused(404, "no such submission")
     return row
@@ -189,7 +193,7 @@ def submission(sid):
 @bp.post("/submissions/<sid>/cancel")
 def cancel(sid):
     """Stops a queued or running grading of the learner's own submission; 409 once it has a verdict."""
-    row = _own_submission(sid)
+    row = _own_submission(sid, readable=False)  # an instructor may read a learner's grading, not stop it
     db = get_db()
     if not store.cancel(db, row):
         raise store.Refused(409, "this submission has already finished")
@@ -218,42 +222,20 @@ def quiz(lesson_id, index):
     return jsonify(content.quiz_answer(ex, index, choice, _lang(), attempt))
 
 
-class StreamSlots:
-    """Each open stream holds a server thread for as long as grading takes; without a cap, a few
-    learners with many tabs could take every thread and stop the site. Past the cap a stream is
-    refused with 429 and the page polls instead."""
-
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.open: dict[str, int] = {}
-
-    def take(self, learner: str, total: int, per_learner: int) -> bool:
-        with self.lock:
-            if sum(self.open.values()) >= total or self.open.get(learner, 0) >= per_learner:
-                return False
-            self.open[learner] = self.open.get(learner, 0) + 1
-            return True
-
-    def give_back(self, learner: str):
-        with self.lock:
-            self.open[learner] -= 1
-            if not self.open[learner]:
-                del self.open[learner]
-
-
 @bp.get("/submissions/<sid>/stream")
 def stream(sid):
     _own_submission(sid)
     last = request.headers.get("Last-Event-ID", "") or request.args.get("last_event_id", "")
     after = event_id(last)
     app = current_app._get_current_object()
-    slots = app.extensions.setdefault("amp_dojo_streams", StreamSlots())
-    learner = learner_id()
-    if not slots.take(learner, int(app.config["MAX_STREAMS"]), int(app.config["MAX_STREAMS_PER_LEARNER"])):
+    slots = StreamSlots(app.config["DATABASE"], app.config["STREAM_SECONDS"])
+    slot = slots.take(get_db(), learner_id(), int(app.config["MAX_STREAMS"]),
+                      int(app.config["MAX_STREAMS_PER_LEARNER"]))
+    if slot is None:
         return error(429, "too many live result streams are open: poll GET /api/submissions/<id> instead",
                      **{"Retry-After": "5"})
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return Response(Released(_events(app, sid, after, _lang()), lambda: slots.give_back(learner)),
+    return Response(Released(_events(app, sid, after, _lang()), lambda: slots.give_back(slot)),
                     mimetype="text/event-stream", headers=headers)
 
 

@@ -3,7 +3,8 @@
     amp-dojo serve [--with-worker]   the web server (and one worker, for a single machine)
     amp-dojo run                     the same as `serve --with-worker`
     amp-dojo worker                  one grading worker: a Huey consumer with one thread
-    amp-dojo init-db                 create the database tables
+    amp-dojo init-db                 create or upgrade the database tables
+    amp-dojo create-instructor NAME  an instructor account (password asked for, or --password-stdin)
 
 Settings come from AMP_DOJO_CONFIG and AMP_DOJO_* variables (docs/configuration.md)."""
 
@@ -39,9 +40,32 @@ def main():
 
 @main.command("init-db")
 def init_db():
-    """Create the database tables (idempotent)."""
+    """Create or upgrade the database tables (idempotent)."""
     app = _app()
-    click.echo(f"database ready at {app.config['DATABASE']}")
+    from webapp.db import redacted
+
+    click.echo(f"database ready at {redacted(app.config['DATABASE'])}")
+
+
+@main.command("create-instructor")
+@click.argument("name")
+@click.option("--password-stdin", is_flag=True, help="read the password from the first line of standard input")
+def create_instructor(name, password_stdin):
+    """Create an instructor account NAME (the password is asked for, twice)."""
+    if password_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+    app = _app()
+    from webapp import accounts
+    from webapp.db import get_db
+
+    with app.app_context():
+        try:
+            user = accounts.create(get_db(), name, password, role="instructor")
+        except accounts.AccountError as exc:
+            raise click.ClickException(str(exc)) from None
+    click.echo(f"instructor {user.username} created; sign in at /signin")
 
 
 @main.command()
@@ -59,6 +83,7 @@ def worker(verbose):
     queue = make_queue(config, grading=True)
     settings = queue.settings
     _keep_trusted_runs(config, queue)
+    _ready_to_grade(config, queue)
     click.echo(f"amp-dojo worker {os.getpid()}: queue {_redact(queue.url)}, sandbox {launcher.name}, "
                f"device {config['DEVICE']}, {settings.concurrency} at once, {settings.pool_size} warm sandboxes",
                err=True)
@@ -72,6 +97,19 @@ def worker(verbose):
         consumer.run()
     finally:
         queue.launchers.close()  # the warm sandboxes that never got a submission
+
+
+def _ready_to_grade(config, queue, timeout: float = 120.0) -> None:
+    """Before the first task: PyTorch imported here and the warm sandboxes started, so that the first
+    submission after a (re)start is graded as fast as any (what is queued meanwhile waits, and is not lost)."""
+    from grader import runner
+    from grader.pool import WarmPool
+
+    device = runner.resolve_device(config["DEVICE"])
+    launcher = queue.launchers.get(config["SANDBOX"], bool(config["ALLOW_LOCAL_SANDBOX"]), device)
+    if isinstance(launcher, WarmPool) and not launcher.wait_until_ready(device, timeout):
+        logging.getLogger("amp_dojo.worker").warning("the warm sandboxes were not ready within %.0f s; grading "
+                                                     "anyway", timeout)
 
 
 def _keep_trusted_runs(config, queue) -> None:

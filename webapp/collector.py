@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 
-from webapp import store
+from webapp import findings, learner_lessons, store
 from webapp.db import connect, transaction
 
 log = logging.getLogger("amp_dojo.collector")
@@ -25,6 +25,8 @@ ENQUEUE_GRACE_S = 5.0  # a submission stored but not enqueued for this long was 
 
 def collect(db, queue, config, ids: list[str] | None = None) -> None:
     """One pass over the active submissions (or just `ids`)."""
+    if ids is not None and not ids:
+        return  # `IN ()` is SQLite's dialect only
     sql = "SELECT * FROM submissions WHERE status IN ('queued', 'running')"
     params: tuple = ()
     if ids is not None:
@@ -65,14 +67,14 @@ def _known_worker_events(db, sid: str, attempt: int) -> int:
 def _insert_events(db, sid: str, attempt: int, worker_events: list[dict], now: float) -> None:
     start = _known_worker_events(db, sid, attempt)
     for n, event in enumerate(worker_events[start:], start):
-        db.execute("INSERT OR IGNORE INTO events (submission_id, attempt, source, type, data, created_at) "
-                   "VALUES (?, ?, ?, ?, ?, ?)",
+        db.execute("INSERT INTO events (submission_id, attempt, source, type, data, created_at) "
+                   "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                    (sid, attempt, f"w:{n}", event["type"], json.dumps(event["data"]), now))
 
 
 def _insert_done(db, sid: str, attempt: int, data: dict, now: float) -> None:
-    db.execute("INSERT OR IGNORE INTO events (submission_id, attempt, source, type, data, created_at) "
-               "VALUES (?, ?, 'done', 'done', ?, ?)", (sid, attempt, json.dumps(data), now))
+    db.execute("INSERT INTO events (submission_id, attempt, source, type, data, created_at) "
+               "VALUES (?, ?, 'done', 'done', ?, ?) ON CONFLICT DO NOTHING", (sid, attempt, json.dumps(data), now))
 
 
 def accept(db, row, worker_events: list[dict], outcome: dict) -> bool:
@@ -94,6 +96,10 @@ def accept(db, row, worker_events: list[dict], outcome: dict) -> bool:
             done = {"status": "error", "error": outcome.get("reason")}
         if cur.rowcount == 1:
             _insert_done(db, sid, attempt, done, now)
+            if outcome.get("status") == "done":  # as the row is now: a sign-up may have re-owned it since
+                current = db.execute("SELECT * FROM submissions WHERE id = ?", (sid,)).fetchone()
+                findings.record(db, current, outcome["result"])
+                learner_lessons.graded(db, current, outcome["result"])
     return True
 
 
@@ -181,8 +187,8 @@ def requeue(db, queue, config, row, now: float) -> None:
     sid, attempt = row["id"], row["attempt"] + 1
     db.execute("UPDATE submissions SET status = 'queued', attempt = ?, queued_at = ?, enqueued_at = ?, "
                "started_at = NULL, hb_value = NULL, hb_seen_at = NULL WHERE id = ?", (attempt, now, now, sid))
-    db.execute("INSERT OR IGNORE INTO events (submission_id, attempt, source, type, data, created_at) "
-               "VALUES (?, ?, 'retry', 'progress', ?, ?)",
+    db.execute("INSERT INTO events (submission_id, attempt, source, type, data, created_at) "
+               "VALUES (?, ?, 'retry', 'progress', ?, ?) ON CONFLICT DO NOTHING",
                (sid, attempt, json.dumps({"stage": "retry", "attempt": attempt,
                                           "reason": "the grading worker stopped responding; grading again"}), now))
     queue.enqueue(store.payload(db.execute("SELECT * FROM submissions WHERE id = ?", (sid,)).fetchone(), config))

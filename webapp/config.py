@@ -3,7 +3,9 @@ overrides them with a Python file named by AMP_DOJO_CONFIG or with AMP_DOJO_<KEY
 environment variables (values parsed as JSON where they can be, so
 AMP_DOJO_RATE_LIMIT=10 is an int)."""
 
-# Where the web app keeps submissions and events; None = <instance>/amp_dojo.sqlite3.
+# Where the web app keeps accounts, courses, submissions and events: a SQLite file path, or a
+# postgresql://user:password@host:port/name URL for app processes on several machines;
+# None = <instance>/amp_dojo.sqlite3.
 DATABASE = None
 # The grading queue: sqlite:///<path> (single machine) or redis://host:port/db
 # (workers on other machines). None = sqlite:///<instance>/queue.sqlite3.
@@ -54,9 +56,9 @@ MAX_ATTEMPTS = 2
 COLLECT_INTERVAL = 1.0
 # Longest an SSE stream stays open, in seconds (the browser reconnects after).
 STREAM_SECONDS = 600
-# Open SSE streams per app process, all learners together, and per learner: each holds a server
-# thread (keep MAX_STREAMS well under `amp-dojo serve --threads`, 16 by default). Past either cap
-# the stream gets 429 and the page polls instead.
+# Open SSE streams, all learners together, and per learner, counted in the database across every app
+# process that shares it: each holds a server thread (keep MAX_STREAMS well under `amp-dojo serve
+# --threads`, 16 by default, times the processes). Past either cap the stream gets 429 and the page polls.
 MAX_STREAMS = 8
 MAX_STREAMS_PER_LEARNER = 2
 
@@ -64,5 +66,19 @@ MAX_STREAMS_PER_LEARNER = 2
 SECRET_KEY = None
 SESSION_COOKIE_SAMESITE = "Lax"
 SESSION_COOKIE_HTTPONLY = True
-# Set to True behind HTTPS.
+# Always mark the session cookie Secure (it is anyway on requests that came over HTTPS).
 SESSION_COOKIE_SECURE = False
+# Reverse proxies in front of the app whose X-Forwarded-For/-Proto/-Host headers are trusted (0: none).
+# Behind one nginx: 1, so client addresses (rate limits) and HTTPS (Secure cookies) are the client's.
+TRUSTED_PROXIES = 0
+
+# Whether visitors without an account may use lessons (instructors can change it on the settings page;
+# what they set there wins over this default).
+ANONYMOUS_USE = True
+# Failed sign-ins allowed per window: per username from one address, and per address (a class behind
+# one NAT address shares the second). Past either: 429 with Retry-After.
+LOGIN_WINDOW_S = 900
+LOGIN_FAILURES_PER_ACCOUNT = 5
+LOGIN_FAILURES_PER_IP = 100
+# New accounts per client address per hour (a class behind one NAT address signs up together: raise it).
+SIGNUPS_PER_IP = 60

@@ -16,6 +16,7 @@ from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 from markupsafe import Markup
 
+from grader import quiz
 from grader.errors import ExerciseNotFound
 from grader.loader import load_all
 from grader.schema import LANGUAGES, Exercise, localize
@@ -119,12 +120,9 @@ def check_titles(ex: Exercise, lang: str) -> dict[str, str]:
 
 
 def quiz_answer(ex: Exercise, index: int, choice: int, lang: str, attempt: int = 1) -> dict:
-    """A first wrong answer only says so, so the learner can think again; the right answer, or a second
-    wrong one, comes with the explanation."""
-    q = ex.quiz[index]
-    if choice != q.answer and attempt < 2:
+    """The API's answer: grader.quiz's rule, with the explanation rendered for the page."""
+    said = quiz.feedback(ex, index, choice, lang, attempt)
+    if said.retry:
         return {"correct": False, "retry": True}
-    explanation = localize(q.explanation, lang)
-    return {"correct": choice == q.answer, "answer": q.answer, "explanation": explanation,
-            "explanation_html": str(markdown_inline(explanation))}
-
+    return {"correct": said.correct, "answer": said.answer, "explanation": said.explanation,
+            "explanation_html": str(markdown_inline(said.explanation))}

@@ -13,7 +13,7 @@ from grader.schema import LANGUAGES, localize
 from webapp import content, i18n, store
 from webapp.collector import collect
 from webapp.db import get_db
-from webapp.security import learner_id
+from webapp.security import learner_id, readable_submission
 
 bp = Blueprint("lessons", __name__)
 LANG_NAMES = {"en": "English", "it": "Italiano", "id": "Bahasa Indonesia"}
@@ -79,7 +79,7 @@ def lesson(lesson_id):
 @bp.get("/submissions/<sid>")
 def submission(sid):
     db = get_db()
-    row = store.get(db, sid, learner=learner_id())
+    row = readable_submission(db, sid)
     if row is None:
         abort(404)
     collect(db, current_app.extensions["amp_dojo_queue"], current_app.config, [sid])

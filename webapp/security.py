@@ -1,7 +1,8 @@
 """Identity, CSRF and response headers.
 
-Learners are anonymous: a random id in the signed session cookie, created on
-the first visit. Every state-changing request must echo the session's CSRF
+A learner is the signed-in account's learner id (webapp/auth.py), else an
+anonymous one: a random id in the signed session cookie, created on the first
+visit. Every state-changing request must echo the session's CSRF
 token in the X-CSRF-Token header (JavaScript reads it from a <meta> tag); a
 cross-site form cannot set headers, and the token is unguessable."""
 
@@ -12,7 +13,9 @@ import os
 import secrets
 from pathlib import Path
 
-from flask import jsonify, request, session
+from flask import has_request_context, jsonify, request, session
+from flask.sessions import SecureCookieSessionInterface
+from flask_login import current_user
 
 UNSAFE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 CSRF_HEADER = "X-CSRF-Token"
@@ -45,11 +48,24 @@ def secret_key(instance_path: str) -> str:
 
 
 def learner_id() -> str:
-    """The anonymous learner of this request, created on first use."""
+    """The learner of this request: the signed-in account's, else the anonymous one, created on first use."""
+    if current_user.is_authenticated:
+        return current_user.learner
     if "learner" not in session:
         session["learner"] = secrets.token_urlsafe(16)
         session.permanent = True
     return session["learner"]
+
+
+def readable_submission(db, sid: str):
+    """The submission, if this request's learner sent it or teaches it (webapp.classroom.can_read), else None:
+    to anyone else a submission does not exist."""
+    from webapp import classroom, store
+
+    row = store.get(db, sid)
+    if row is None or not classroom.can_read(db, row, current_user, learner_id()):
+        return None
+    return row
 
 
 def csrf_token() -> str:
@@ -73,6 +89,19 @@ def check_csrf():
     return None
 
 
+def refuse_nul():
+    """before_request: a NUL character in the path, the query or a form is a 400. No page or API takes one,
+    and PostgreSQL cannot store one in text (SQLite can): both databases answer the same."""
+    values = [request.path, *(v for vs in request.args.listvalues() for v in vs)]
+    if request.mimetype in ("application/x-www-form-urlencoded", "multipart/form-data"):
+        values += [v for vs in request.form.listvalues() for v in vs]
+    if any("\x00" in v for v in values):
+        response = jsonify(error="a NUL character is not allowed here")
+        response.status_code = 400
+        return response
+    return None
+
+
 def set_headers(response):
     """after_request: the page may only run our own scripts and never be framed."""
     response.headers.setdefault("Content-Security-Policy", CSP)
@@ -86,7 +115,22 @@ def client_ip() -> str | None:
     return request.remote_addr
 
 
+class SessionInterface(SecureCookieSessionInterface):
+    """The session cookie is Secure whenever the request came over HTTPS (behind a proxy: TRUSTED_PROXIES),
+    not only where SESSION_COOKIE_SECURE says so."""
+
+    def get_cookie_secure(self, app) -> bool:
+        return bool(app.config["SESSION_COOKIE_SECURE"]) or (has_request_context() and request.is_secure)
+
+
 def init_app(app):
+    app.session_interface = SessionInterface()
+    proxies = int(app.config.get("TRUSTED_PROXIES") or 0)
+    if proxies:  # X-Forwarded-For/-Proto/-Host from that many proxies: client_ip() and request.is_secure
+        from werkzeug.middleware.proxy_fix import ProxyFix
+
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies)
+    app.before_request(refuse_nul)
     app.before_request(check_csrf)
     app.after_request(set_headers)
     app.jinja_env.globals["csrf_token"] = csrf_token

@@ -9,6 +9,7 @@ import math
 import secrets
 import time
 
+from webapp import code_views, learner_lessons
 from webapp.db import transaction
 
 ACTIVE = ("queued", "running")
@@ -81,6 +82,8 @@ def create(db, *, learner: str, client_ip: str | None, lesson: str, code: str, l
                    (sid, learner, client_ip, lesson, code, lang, now, now))
         db.execute("INSERT INTO events (submission_id, attempt, source, type, data, created_at) "
                    "VALUES (?, 1, 'queued', 'progress', ?, ?)", (sid, json.dumps({"stage": "queued"}), now))
+        learner_lessons.submitted(db, learner, lesson, now)
+    code_views.remember(db, sid, code)
     return get(db, sid)
 
 
@@ -123,8 +126,8 @@ def cancel(db, row) -> bool:
                          (CANCELLED, now, row["id"], row["attempt"]))
         if cur.rowcount != 1:
             return False
-        db.execute("INSERT OR IGNORE INTO events (submission_id, attempt, source, type, data, created_at) "
-                   "VALUES (?, ?, 'done', 'done', ?, ?)",
+        db.execute("INSERT INTO events (submission_id, attempt, source, type, data, created_at) "
+                   "VALUES (?, ?, 'done', 'done', ?, ?) ON CONFLICT DO NOTHING",
                    (row["id"], row["attempt"], json.dumps({"status": "error", "error": CANCELLED,
                                                            "cancelled": True}), now))
     return True
@@ -171,6 +174,6 @@ def history(db, learner: str, lesson: str, limit: int = 20) -> list[dict]:
 
 def progress(db, learner: str) -> dict[str, str]:
     """lesson id -> 'attempted' or 'passed' (lessons never tried are absent)."""
-    rows = db.execute("SELECT lesson, max(result_status = 'pass') AS passed FROM submissions "
-                      "WHERE learner = ? GROUP BY lesson", (learner,)).fetchall()
+    rows = db.execute("SELECT lesson, max(CASE WHEN result_status = 'pass' THEN 1 ELSE 0 END) AS passed "
+                      "FROM submissions WHERE learner = ? GROUP BY lesson", (learner,)).fetchall()
     return {r["lesson"]: "passed" if r["passed"] else "attempted" for r in rows}

@@ -1,7 +1,11 @@
 """Fixtures for the web app (Flask tutorial style): `app`, `client`, `runner`,
 plus `make_app` for tests that need other settings. Every app has its own
 database and SQLite queue under tmp_path, grades on CPU, and may use the local
-(unisolated) sandbox because the test suite is its own learner."""
+(unisolated) sandbox because the test suite is its own learner.
+
+Every test that builds its app through these fixtures runs twice: on SQLite (a
+file under tmp_path) and on PostgreSQL (a fresh database on the test server of
+tests/conftest.py)."""
 
 import pytest
 
@@ -9,10 +13,18 @@ from webapp import create_app
 from webapp_testing import base_config, csrf_headers
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request, tmp_path):
+    """The DATABASE setting: a SQLite file, or the URL of a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return str(tmp_path / "app.sqlite3")
+    return request.getfixturevalue("postgres_database")
+
+
 @pytest.fixture
-def make_app(tmp_path):
+def make_app(tmp_path, database):
     def _make(**overrides):
-        return create_app(base_config(tmp_path, **overrides))
+        return create_app(base_config(tmp_path, **{"DATABASE": database, **overrides}))
 
     return _make
 

@@ -71,7 +71,7 @@ def test_no_malformed_request_gets_a_server_error(make_app, path, method):
                                  max_size=3),
            body=bodies, send_token=st.sampled_from([True, True, True, False]),
            content_type=st.sampled_from(["application/json"] * 4 + ["text/plain", "application/x-www-form-urlencoded"]),
-           last_event=st.one_of(st.none(), query_values.filter(lambda v: v.isascii() and "\n" not in v)))
+           last_event=st.one_of(st.none(), query_values.filter(lambda v: v.isascii() and "\n" not in v and "\r" not in v)))
     def probe(params, query, body, send_token, content_type, last_event):
         headers = {"Content-Type": content_type}
         if send_token:

@@ -37,8 +37,9 @@ def test_secret_key_is_generated_once_into_the_instance_folder(tmp_path, monkeyp
 def test_init_db_command_creates_the_tables(runner, app):
     result = runner.invoke(args=["init-db"])
     assert "Initialized the database" in result.output
-    from webapp.db import connect
+    import sqlalchemy as sa
 
-    db = connect(app.config["DATABASE"])
-    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    from webapp.db import engine
+
+    tables = set(sa.inspect(engine(app.config["DATABASE"])).get_table_names())
     assert {"submissions", "events"} <= tables

@@ -26,6 +26,7 @@
     baseline: tr("Running the FP32 baseline"),
     starting: tr("Starting your code"),
     steps: tr("Training and comparing with FP32"),
+    trusted: tr("Finishing the FP32 baseline and the reference run"),
     timing: tr("Timing against the baseline"),
     timing_given: tr("Timing against the given step"),
     retry: tr("The grading worker stopped; grading again"),
@@ -613,7 +614,7 @@
 
   // ---------- lesson page ----------
 
-  function renderHistory(list, items) {
+  function renderHistory(list, items, onLoad) {
     clear(list);
     if (!items.length) {
       list.appendChild(el("li", { className: "muted empty", text: tr("None yet.") }));
@@ -627,8 +628,16 @@
       list.appendChild(el("li", { className: "history-item" },
         el("span", { className: "badge badge-" + state, text: label }),
         el("a", { href: s.urls.page, text: timeAgo(s.created_at) }),
-        el("span", { className: "muted", text: score })));
+        el("span", { className: "muted", text: score }),
+        onLoad ? loadButton(s, onLoad) : null));
     });
+  }
+
+  function loadButton(submission, onLoad) {
+    var button = el("button", { type: "button", className: "link-button", text: tr("Load into the editor"),
+                                dataset: { testid: "load-submission" } });
+    button.addEventListener("click", function () { onLoad(submission.urls.self); });
+    return button;
   }
 
   function initHints() {
@@ -696,7 +705,18 @@
     }
 
     function refreshHistory() {
-      api("GET", page.urls.history).then(function (res) { if (res.ok) renderHistory(history, res.data.submissions); });
+      api("GET", page.urls.history).then(function (res) { if (res.ok) renderHistory(history, res.data.submissions, load); });
+    }
+
+    // An earlier submission back in the editor (from the history, or ?load=<id> from a permalink).
+    function load(url) {
+      api("GET", url).then(function (res) {
+        if (!res.ok || typeof res.data.code !== "string") { draftState.textContent = tr("Could not load that submission."); return; }
+        editor.setValue(res.data.code);
+        drafts.save(res.data.code);
+        draftState.textContent = tr("Loaded the submission of {time}", { time: timeAgo(res.data.created_at) });
+        editor.focus();
+      });
     }
 
     function setRunning(on) {
@@ -759,8 +779,10 @@
       draftState.textContent = tr("Reset to the starter");
       editor.focus();
     });
-    renderHistory(history, page.history || []);
+    renderHistory(history, page.history || [], load);
     resume((page.history || [])[0]);
+    var wanted = new URLSearchParams(window.location.search).get("load");
+    if (wanted && /^[0-9a-f]+$/.test(wanted)) load("/api/submissions/" + wanted);
     initHints();
     initQuiz(page.urls);
   }

@@ -1,0 +1,63 @@
+"""torch._dynamo stays out of a grading worker until something compiles
+(grader/lazy_dynamo.py), and everything that needs it still gets the real
+module: a training step with the usual AMP calls loads nothing more, while
+torch.compile, torch._dynamo submodules and checkpointing keep working. Each
+case runs in a fresh interpreter, as a worker does."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+STEP = """
+import sys
+sys.path.insert(0, {root!r})
+from grader.worker import preload
+preload()
+import torch
+from grader import lazy_dynamo
+model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+scaler = torch.amp.GradScaler("cpu")
+for opt in (torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9), torch.optim.AdamW(model.parameters())):
+    opt.zero_grad(set_to_none=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss = torch.nn.functional.cross_entropy(model(torch.randn(4, 8)), torch.tensor([0, 1, 0, 1]))
+    scaler.scale(loss).backward()
+    scaler.unscale_(opt)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    scaler.step(opt)
+    scaler.update()
+"""
+
+
+def run(code: str) -> str:
+    done = subprocess.run([sys.executable, "-c", STEP.format(root=str(ROOT)) + code], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_a_training_step_does_not_load_dynamo():
+    assert run("print(lazy_dynamo.real_loaded(), type(sys.modules['torch._dynamo']).__name__)").split() == [
+        "False", "_DynamoUntilUsed"]
+
+
+def test_compiling_gets_the_real_dynamo_and_the_optimizer_still_steps():
+    out = run("""
+compiled = torch.compile(lambda x: x * 2, backend="eager")
+print(compiled(torch.ones(2)).tolist())
+opt.step()
+import torch._dynamo.config as config
+print(lazy_dynamo.real_loaded(), type(sys.modules["torch._dynamo"]).__name__, config.recompile_limit > 0)
+""")
+    assert out.split("\n")[:2] == ["[2.0, 2.0]", "True module True"]
+
+
+def test_checkpointing_reads_the_real_config_transparently():
+    out = run("""
+from torch.utils.checkpoint import checkpoint
+x = torch.randn(4, 8, requires_grad=True)
+checkpoint(model, x, use_reentrant=False).sum().backward()
+print(x.grad is not None, lazy_dynamo.real_loaded())
+""")
+    assert out.split() == ["True", "True"]

@@ -1,0 +1,74 @@
+"""The terminal report of a real grading: plain whole lines where the output is
+not a terminal, colour only where it is (and never with NO_COLOR), each mistake
+at file:line with its source line and fix, and nothing the learner's code
+prints can redraw it."""
+
+import io
+
+import pytest
+
+from conftest import SUBMISSIONS
+from grader import report
+from grader.results import GradingResult
+
+BACKWARD_INSIDE = SUBMISSIONS / "autocast" / "backward_inside_autocast.py"
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+@pytest.fixture(scope="module")
+def failing(grade):
+    source = BACKWARD_INSIDE.read_text()
+    return grade("autocast", source), report.Source("mine.py", source)
+
+
+def printed(result, src, stream, colour="auto", lang="en") -> str:
+    report.print_report(report.console_for(stream, colour), result, src, lang)
+    return stream.getvalue()
+
+
+def test_report_off_a_terminal_is_plain_whole_lines(failing):
+    text = printed(*failing, io.StringIO())
+    assert "\x1b" not in text
+    lines = text.splitlines()
+    assert lines[0] == "mine.py: autocast on cpu (bfloat16), sandbox local"
+    assert any(ln.startswith("FAIL   call_order  backward() was called inside the autocast block") for ln in lines)
+    assert "       mine.py:11: mistake backward_inside_autocast" in lines
+    assert "           11 |         loss.backward()" in lines
+    assert any(ln.startswith("       fix: dedent the backward call") for ln in lines)
+    assert "       weights moved from the FP32 run toward a mixed-precision run 100.0%, needs about 100% when the 16-bit " \
+           "work is real" in lines  # longer than any terminal: one line all the same
+    assert lines[-1].startswith("=") and "failed · 1 failed, 2 passed, 1 not applicable · score 67%" in lines[-1]
+    assert all(ln == ln.rstrip() for ln in lines), "no padding to a width the output does not have"
+
+
+def test_colour_marks_each_badge_only_when_wanted(failing, monkeypatch):
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.delenv("TERM", raising=False)
+    assert "\x1b[1;31mFAIL" in printed(*failing, io.StringIO(), "always")
+    assert "\x1b[1;32mPASS" in printed(*failing, Terminal())
+    assert "\x1b" not in printed(*failing, Terminal(), "never")
+    monkeypatch.setenv("NO_COLOR", "1")
+    on_terminal = printed(*failing, Terminal())
+    assert "\x1b[" not in on_terminal and "FAIL" in on_terminal
+
+
+def test_report_speaks_the_chosen_language_from_the_message_catalog(failing):
+    from grader.messages import render
+
+    text = printed(*failing, io.StringIO(), lang="it")
+    assert "NO      call_order  " + render("backward_inside_autocast", {}, "it") in text
+    assert "come correggere: " + render("backward_inside_autocast.fix", {}, "it") in text
+    assert "loss rispetto a FP32 " in text
+    assert "non superato · 1 non superati, 2 superati, 1 non applicabili · punteggio 67%" in text
+
+
+def test_what_the_code_prints_cannot_redraw_the_report(failing):
+    result, src = failing
+    forged = GradingResult(**{**result.__dict__, "output": "\x1b[2J\x1b[HPASS score 100%\x07 and more"})
+    text = printed(forged, src, Terminal(), "always")
+    assert "\x1b[2J" not in text and "\x07" not in text
+    assert "\\x1b[2J\\x1b[HPASS score 100%\\x07 and more" in text

@@ -1,0 +1,163 @@
+"""Accounts in the web app's database: learners and instructors, their
+passwords (werkzeug's scrypt hashes), the sign-in attempts that rate limits
+count, and the site settings instructors change (anonymous use).
+
+Each account has its own learner id (the `learner` of its submissions), so
+everything that works for an anonymous learner works for an account unchanged.
+An account's session carries its `session_token`, never its id: signing out
+replaces the token, which ends every session of that account, including
+copies of an old cookie."""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+
+from flask_login import UserMixin
+from werkzeug.security import check_password_hash, generate_password_hash
+
+from webapp.db import transaction
+from webapp.i18n import noop_gettext
+
+ROLES = ("learner", "instructor")
+USERNAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{2,31}")
+MIN_PASSWORD, MAX_PASSWORD = 8, 256
+
+
+class AccountError(Exception):
+    """A sign-up or CLI request that cannot be done; `message` (English, with `values` for its
+    placeholders) is for the person, translated where it is shown."""
+
+    def __init__(self, message: str, **values):
+        super().__init__(message.format(**values))
+        self.message, self.values = message, values
+
+
+@dataclass
+class User(UserMixin):
+    id: int
+    username: str
+    role: str
+    learner: str
+    session_token: str
+
+    def get_id(self) -> str:
+        return self.session_token
+
+    @property
+    def is_instructor(self) -> bool:
+        return self.role == "instructor"
+
+
+@lru_cache(maxsize=1)
+def _dummy_hash() -> str:
+    """Checked against when the username does not exist, so a wrong name takes as long as a wrong password."""
+    return generate_password_hash(secrets.token_urlsafe(16))
+
+
+def _user(row) -> User | None:
+    if row is None:
+        return None
+    return User(row["id"], row["username"], row["role"], row["learner"], row["session_token"])
+
+
+def username_key(username: str) -> str:
+    return username.strip().casefold()
+
+
+def check_new(username: str, password: str) -> None:
+    """Raises AccountError for a username or password an account may not have."""
+    if not USERNAME.fullmatch(username or ""):
+        raise AccountError(noop_gettext("A username has 3 to 32 letters, digits, dots, dashes or underscores."))
+    if not MIN_PASSWORD <= len(password or "") <= MAX_PASSWORD:
+        raise AccountError(noop_gettext("A password has {min} to {max} characters."), min=MIN_PASSWORD,
+                           max=MAX_PASSWORD)
+
+
+def create(db, username: str, password: str, role: str = "learner", reown_from: str | None = None) -> User:
+    """A new account; with `reown_from`, that anonymous learner's submissions become the account's."""
+    check_new(username, password)
+    assert role in ROLES
+    password_hash = generate_password_hash(password)  # slow on purpose: outside the write lock
+    learner, token = secrets.token_urlsafe(16), secrets.token_urlsafe(32)
+    with transaction(db):
+        if by_username(db, username) is not None:
+            raise AccountError(noop_gettext("That username is taken: choose another."))
+        db.execute("INSERT INTO users (username, username_key, password_hash, role, learner, session_token, "
+                   "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                   (username.strip(), username_key(username), password_hash, role, learner, token, time.time()))
+        if reown_from:  # the account is new: it has no record of its own to merge these into
+            for table in ("submissions", "findings", "learner_lessons"):
+                db.execute(f"UPDATE {table} SET learner = ? WHERE learner = ?", (learner, reown_from))
+    return by_username(db, username)
+
+
+def by_username(db, username: str) -> User | None:
+    return _user(db.execute("SELECT * FROM users WHERE username_key = ?", (username_key(username),)).fetchone())
+
+
+def by_token(db, token: str) -> User | None:
+    return _user(db.execute("SELECT * FROM users WHERE session_token = ?", (token,)).fetchone())
+
+
+def by_id(db, user_id: int) -> User | None:
+    return _user(db.execute("SELECT * FROM users WHERE id = ?", (user_id,)).fetchone())
+
+
+def authenticate(db, username: str, password: str) -> User | None:
+    """The account, if the password is its own; the same work whether or not the name exists."""
+    row = db.execute("SELECT * FROM users WHERE username_key = ?", (username_key(username or ""),)).fetchone()
+    password = (password or "")[:MAX_PASSWORD]
+    if row is None:
+        check_password_hash(_dummy_hash(), password)
+        return None
+    return _user(row) if check_password_hash(row["password_hash"], password) else None
+
+
+def end_sessions(db, user_id: int) -> None:
+    db.execute("UPDATE users SET session_token = ? WHERE id = ?", (secrets.token_urlsafe(32), user_id))
+
+
+# ---------- rate limits on sign-in and sign-up, shared by every app process ----------
+
+def retry_after(db, limits: list[tuple[str, int]], window_s: float, now: float) -> int | None:
+    """Seconds to wait when any (key, limit) already has `limit` attempts within the window, else None."""
+    for key, limit in limits:
+        if not limit:
+            continue
+        rows = db.execute("SELECT at FROM login_attempts WHERE key = ? AND at > ? ORDER BY at DESC LIMIT ?",
+                          (key, now - window_s, int(limit))).fetchall()
+        if len(rows) >= int(limit):
+            return max(1, int(rows[-1]["at"] + window_s - now) + 1)
+    return None
+
+
+def record_attempt(db, keys: list[str], now: float) -> None:
+    with transaction(db):
+        db.execute("DELETE FROM login_attempts WHERE at < ?", (now - 86400,))
+        for key in keys:
+            db.execute("INSERT INTO login_attempts (key, at) VALUES (?, ?)", (key, now))
+
+
+def forget_attempts(db, key: str) -> None:
+    db.execute("DELETE FROM login_attempts WHERE key = ?", (key,))
+
+
+# ---------- site settings ----------
+
+def setting(db, key: str, default: str) -> str:
+    row = db.execute("SELECT value FROM site_settings WHERE key = ?", (key,)).fetchone()
+    return default if row is None else row["value"]
+
+
+def set_setting(db, key: str, value: str) -> None:
+    with transaction(db):
+        db.execute("DELETE FROM site_settings WHERE key = ?", (key,))
+        db.execute("INSERT INTO site_settings (key, value) VALUES (?, ?)", (key, value))
+
+
+def anonymous_allowed(db, config) -> bool:
+    return setting(db, "anonymous_use", "on" if config["ANONYMOUS_USE"] else "off") == "on"

@@ -1,0 +1,185 @@
+"""Sign-up, sign-in and sign-out (Flask-Login sessions in the signed cookie),
+the gate that keeps anonymous visitors out when an instructor has turned
+anonymous use off, and the decorator for instructor pages.
+
+A wrong username and a wrong password get the same answer after the same work;
+failed sign-ins are limited per account and address and per address, sign-ups
+per address, in the database (so across app processes)."""
+
+from __future__ import annotations
+
+import time
+from functools import wraps
+
+from flask import Blueprint, abort, current_app, jsonify, redirect, render_template, request, session, url_for
+from flask_login import LoginManager, current_user, login_user, logout_user
+
+from webapp import accounts, i18n
+from webapp.db import get_db
+from webapp.security import client_ip, csrf_token
+
+bp = Blueprint("auth", __name__)
+login_manager = LoginManager()
+# Reachable without an account when anonymous use is off: signing in, and what the sign-in page needs.
+OPEN_ENDPOINTS = {"auth.signin", "auth.signup", "static", "lessons.set_language", "lessons.pygments_css",
+                  "api.session_info", "api.openapi"}
+
+
+@login_manager.user_loader
+def _load_user(token: str):
+    return accounts.by_token(get_db(), token)
+
+
+@login_manager.unauthorized_handler
+def _unauthorized():
+    if request.path.startswith("/api/"):
+        response = jsonify(error="sign in first")
+        response.status_code = 401
+        return response
+    return redirect(url_for("auth.signin", next=request.full_path.rstrip("?")))
+
+
+def init_app(app):
+    login_manager.init_app(app)
+    app.before_request(_anonymous_gate)
+    app.after_request(_no_store)
+
+
+def _no_store(response):
+    """Account, course and dashboard pages carry the CSRF token and learners' work: never cached."""
+    if request.blueprint in ("auth", "courses", "dashboard"):
+        response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def _anonymous_gate():
+    """before_request: with anonymous use off, only the open endpoints answer without an account."""
+    if request.endpoint in OPEN_ENDPOINTS or request.endpoint is None or current_user.is_authenticated:
+        return None
+    if accounts.anonymous_allowed(get_db(), current_app.config):
+        return None
+    return _unauthorized()
+
+
+def instructor_required(view):
+    """Instructor pages: sign in first; a learner's account gets 403."""
+
+    @wraps(view)
+    def wrapped(*args, **kwargs):
+        if not current_user.is_authenticated:
+            return _unauthorized()
+        if not current_user.is_instructor:
+            abort(403)
+        return view(*args, **kwargs)
+
+    return wrapped
+
+
+def signin_required(view):
+    @wraps(view)
+    def wrapped(*args, **kwargs):
+        if not current_user.is_authenticated:
+            return _unauthorized()
+        return view(*args, **kwargs)
+
+    return wrapped
+
+
+def _next() -> str:
+    from webapp.lessons import _safe_next
+
+    return _safe_next(request.values.get("next"))
+
+
+def _start_session(user: accounts.User) -> None:
+    """A fresh session (a new CSRF token, no anonymous learner id left behind), then the account's."""
+    session.clear()
+    login_user(user)
+    session.permanent = True
+    csrf_token()
+
+
+@bp.route("/signup", methods=["GET", "POST"])
+def signup():
+    if request.method == "GET":
+        return render_template("auth/signup.html", next=_next(), error=None, username="")
+    db, now = get_db(), time.time()
+    username, password = request.form.get("username", ""), request.form.get("password", "")
+    ip = client_ip() or "-"
+    wait = accounts.retry_after(db, [(f"signup:{ip}", current_app.config["SIGNUPS_PER_IP"])], 3600, now)
+    if wait:
+        message = gettext("Too many new accounts from this address: try again in {n} s.", n=wait)
+        return _form_error("auth/signup.html", 429, message, wait, username=username)
+    if password != request.form.get("password2", ""):
+        return _form_error("auth/signup.html", 400, gettext("The two passwords differ."), username=username)
+    anonymous = None if current_user.is_authenticated else session.get("learner")
+    try:
+        user = accounts.create(db, username, password, "learner", reown_from=anonymous)
+    except accounts.AccountError as exc:
+        return _form_error("auth/signup.html", 400, gettext(exc.message, **exc.values), username=username)
+    accounts.record_attempt(db, [f"signup:{ip}"], now)
+    _start_session(user)
+    return redirect(_next(), code=303)
+
+
+@bp.route("/signin", methods=["GET", "POST"])
+def signin():
+    if request.method == "GET":
+        return render_template("auth/signin.html", next=_next(), error=None, username="")
+    db, now = get_db(), time.time()
+    config = current_app.config
+    username, password = request.form.get("username", ""), request.form.get("password", "")
+    ip = client_ip() or "-"
+    account_key, ip_key = f"signin:{accounts.username_key(username)}|{ip}", f"signin-ip:{ip}"
+    limits = [(account_key, config["LOGIN_FAILURES_PER_ACCOUNT"]), (ip_key, config["LOGIN_FAILURES_PER_IP"])]
+    wait = accounts.retry_after(db, limits, float(config["LOGIN_WINDOW_S"]), now)
+    if wait:
+        return _form_error("auth/signin.html", 429, gettext("Too many failed sign-ins: try again in {n} s.", n=wait),
+                           wait, username=username)
+    user = accounts.authenticate(db, username, password)
+    if user is None:
+        accounts.record_attempt(db, [account_key, ip_key], now)
+        return _form_error("auth/signin.html", 401, gettext("Wrong username or password."), username=username)
+    accounts.forget_attempts(db, account_key)
+    _start_session(user)
+    return redirect(_next(), code=303)
+
+
+def gettext(text: str, **values) -> str:
+    """The message in the page's language."""
+    from webapp.lessons import current_lang
+
+    return i18n.gettext(text, current_lang(), **values)
+
+
+def _form_error(template: str, status: int, message: str, wait: int | None = None, **values):
+    response = current_app.make_response((render_template(template, next=_next(), error=message, **values), status))
+    if wait:
+        response.headers["Retry-After"] = str(wait)
+    return response
+
+
+@bp.post("/signout")
+def signout():
+    """Ends every session of the account (the token they carry is replaced), then starts an anonymous one."""
+    if current_user.is_authenticated:
+        accounts.end_sessions(get_db(), current_user.id)
+    logout_user()
+    session.clear()
+    return redirect(url_for("lessons.index"), code=303)
+
+
+@bp.app_errorhandler(403)
+def _forbidden(_exc):
+    if request.path.startswith("/api/"):
+        response = jsonify(error="not allowed")
+        response.status_code = 403
+        return response
+    return render_template("error.html", title=gettext("Not allowed"),
+                           message=gettext("This page is for instructors only.")), 403
+
+
+@bp.app_context_processor
+def _labels():
+    return {"verdict_labels": {"pass": gettext("Passed"), "fail": gettext("Failed"), "error": gettext("Error"),
+                               "queued": gettext("Queued"), "running": gettext("Running")}}

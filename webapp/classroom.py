@@ -1,0 +1,208 @@
+"""Courses in the web app's database: an ordered list of lessons (each with an
+optional deadline), the instructors who teach it, the learners who joined it
+with its code, and what the dashboard and gradebook compute from the learners'
+submissions. Who may read what is decided here too (`can_read`)."""
+
+from __future__ import annotations
+
+import secrets
+import statistics
+import time
+from dataclasses import dataclass, field
+
+from webapp.db import transaction
+from webapp.i18n import noop_gettext
+
+JOIN_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read aloud in a classroom
+JOIN_CODE_LENGTH = 8
+MAX_NAME = 120
+
+
+class CourseError(Exception):
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+def new_join_code() -> str:
+    return "".join(secrets.choice(JOIN_ALPHABET) for _ in range(JOIN_CODE_LENGTH))
+
+
+def normalise_code(code: str) -> str:
+    return "".join(c for c in (code or "").upper() if c.isalnum())
+
+
+def create(db, name: str, lessons: list[tuple[str, float | None]], instructor_id: int) -> int:
+    """A course with its lessons in the given order; the instructor teaches it."""
+    name = " ".join((name or "").split())
+    if not name or len(name) > MAX_NAME:
+        raise CourseError(noop_gettext("A course needs a name of at most 120 characters."))
+    if not lessons:
+        raise CourseError(noop_gettext("Pick at least one lesson for the course."))
+    now = time.time()
+    with transaction(db):
+        code = new_join_code()
+        while db.execute("SELECT 1 FROM courses WHERE join_code = ?", (code,)).fetchone():
+            code = new_join_code()
+        db.execute("INSERT INTO courses (name, join_code, created_by, created_at) VALUES (?, ?, ?, ?)",
+                   (name, code, instructor_id, now))
+        course_id = db.execute("SELECT id FROM courses WHERE join_code = ?", (code,)).fetchone()[0]
+        db.execute("INSERT INTO course_instructors (course_id, user_id) VALUES (?, ?)", (course_id, instructor_id))
+        for position, (lesson, deadline) in enumerate(lessons, 1):
+            db.execute("INSERT INTO course_lessons (course_id, lesson, position, deadline) VALUES (?, ?, ?, ?)",
+                       (course_id, lesson, position, deadline))
+    return course_id
+
+
+def get(db, course_id: int):
+    return db.execute("SELECT * FROM courses WHERE id = ?", (course_id,)).fetchone()
+
+
+def teaches(db, course_id: int, user_id: int) -> bool:
+    return db.execute("SELECT 1 FROM course_instructors WHERE course_id = ? AND user_id = ?",
+                      (course_id, user_id)).fetchone() is not None
+
+
+def enrolled(db, course_id: int, user_id: int) -> bool:
+    return db.execute("SELECT 1 FROM enrollments WHERE course_id = ? AND user_id = ?",
+                      (course_id, user_id)).fetchone() is not None
+
+
+def join(db, code: str, user_id: int):
+    """The course whose join code this is (joined, or already joined), or None."""
+    course = db.execute("SELECT * FROM courses WHERE join_code = ?", (normalise_code(code),)).fetchone()
+    if course is None:
+        return None
+    db.execute("INSERT INTO enrollments (course_id, user_id, joined_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+               (course["id"], user_id, time.time()))
+    return course
+
+
+def taught_by(db, user_id: int) -> list:
+    return db.execute("SELECT c.*, (SELECT count(*) FROM enrollments e WHERE e.course_id = c.id) AS learners "
+                      "FROM courses c JOIN course_instructors ci ON ci.course_id = c.id WHERE ci.user_id = ? "
+                      "ORDER BY c.created_at DESC", (user_id,)).fetchall()
+
+
+def joined_by(db, user_id: int) -> list:
+    return db.execute("SELECT c.* FROM courses c JOIN enrollments e ON e.course_id = c.id WHERE e.user_id = ? "
+                      "ORDER BY e.joined_at DESC", (user_id,)).fetchall()
+
+
+def lessons(db, course_id: int) -> list:
+    return db.execute("SELECT lesson, position, deadline FROM course_lessons WHERE course_id = ? ORDER BY position",
+                      (course_id,)).fetchall()
+
+
+def learners(db, course_id: int) -> list:
+    return db.execute("SELECT u.id, u.username, u.learner, e.joined_at FROM enrollments e JOIN users u "
+                      "ON u.id = e.user_id WHERE e.course_id = ? ORDER BY u.username_key", (course_id,)).fetchall()
+
+
+def learner_in(db, course_id: int, user_id: int):
+    return db.execute("SELECT u.id, u.username, u.learner, e.joined_at FROM enrollments e JOIN users u "
+                      "ON u.id = e.user_id WHERE e.course_id = ? AND u.id = ?", (course_id, user_id)).fetchone()
+
+
+def can_read(db, row, user, learner: str) -> bool:
+    """A submission is readable by its learner, and by the instructors of a course that its learner
+    joined and that includes its lesson; by no one else."""
+    if row["learner"] == learner:
+        return True
+    if user is None or not user.is_authenticated or not user.is_instructor:
+        return False
+    return db.execute(
+        "SELECT 1 FROM users u JOIN enrollments e ON e.user_id = u.id "
+        "JOIN course_lessons cl ON cl.course_id = e.course_id AND cl.lesson = ? "
+        "JOIN course_instructors ci ON ci.course_id = e.course_id AND ci.user_id = ? "
+        "WHERE u.learner = ? LIMIT 1", (row["lesson"], user.id, row["learner"])).fetchone() is not None
+
+
+# ---------- what the class did ----------
+
+@dataclass
+class Progress:
+    """One learner's record on one lesson (webapp/learner_lessons.py keeps it)."""
+
+    attempts: int = 0
+    first_at: float | None = None
+    passed_at: float | None = None  # the first passing submission
+    attempts_to_pass: int | None = None
+    best_score: float | None = None
+
+    @property
+    def state(self) -> str:
+        return "passed" if self.passed_at is not None else "attempted" if self.attempts else "not_started"
+
+
+def progress(db, course_id: int, learner: str | None = None) -> dict[tuple[str, str], Progress]:
+    """(learner id, lesson) -> Progress, for the course's learners (or one) on the course's lessons."""
+    sql = ("SELECT ll.learner, ll.lesson, ll.attempts, ll.first_at, ll.passed_at, ll.attempts_to_pass, ll.best_score "
+           "FROM enrollments e JOIN users u ON u.id = e.user_id "
+           "JOIN learner_lessons ll ON ll.learner = u.learner "
+           "JOIN course_lessons cl ON cl.course_id = e.course_id AND cl.lesson = ll.lesson WHERE e.course_id = ?")
+    params: tuple = (course_id,)
+    if learner is not None:
+        sql += " AND u.learner = ?"
+        params += (learner,)
+    return {(r[0], r[1]): Progress(*r[2:]) for r in db.execute(sql, params).rows()}
+
+
+@dataclass
+class LessonStats:
+    lesson: str
+    passed: int = 0
+    attempted: int = 0  # tried, not (yet) passed
+    not_started: int = 0
+    median_attempts: float | None = None  # submissions up to the first pass, among those who passed
+    median_time_to_pass_s: float | None = None  # first submission to first pass, among those who passed
+    passers: list = field(default_factory=list, repr=False)
+
+
+def lesson_stats(lesson_ids: list[str], learner_ids: list[str], table: dict) -> list[LessonStats]:
+    stats = []
+    for lesson in lesson_ids:
+        s = LessonStats(lesson)
+        attempts, times = [], []
+        for learner in learner_ids:
+            p = table.get((learner, lesson))
+            state = p.state if p else "not_started"
+            setattr(s, state, getattr(s, state) + 1)
+            if state == "passed":
+                attempts.append(p.attempts_to_pass)
+                times.append(p.passed_at - p.first_at)
+        s.median_attempts = statistics.median(attempts) if attempts else None
+        s.median_time_to_pass_s = statistics.median(times) if times else None
+        stats.append(s)
+    return stats
+
+
+_COURSE_FINDINGS = ("FROM enrollments e JOIN users u ON u.id = e.user_id JOIN findings f ON f.learner = u.learner "
+                    "JOIN course_lessons cl ON cl.course_id = e.course_id AND cl.lesson = f.lesson WHERE e.course_id = ?")
+
+
+def mistakes(db, course_id: int, limit: int = 15) -> list[dict]:
+    """The findings of the course's learners on its lessons, ranked by how many learners made them (then by how
+    many submissions), each with its most recent occurrence as an example."""
+    # Per learner first, then per finding: no count(DISTINCT), which both databases only do by sorting.
+    ranked = db.execute(
+        "SELECT finding_id, count(*) AS learners, sum(n) AS submissions, max(latest) AS latest FROM ("
+        "SELECT f.finding_id, f.learner, sum(CASE WHEN f.repeat = 0 THEN 1 ELSE 0 END) AS n, "
+        f"max(f.created_at) AS latest {_COURSE_FINDINGS} GROUP BY f.learner, f.finding_id) AS per_learner "
+        "GROUP BY finding_id ORDER BY learners DESC, submissions DESC, finding_id LIMIT ?", (course_id, limit)).fetchall()
+    out = []
+    for r in ranked:
+        example = db.execute(
+            "SELECT f.submission_id, f.lesson, f.line, f.message, f.text, f.check_id, u.id AS user_id, u.username "
+            f"{_COURSE_FINDINGS} AND f.finding_id = ? AND f.created_at = ? ORDER BY f.submission_id LIMIT 1",
+            (course_id, r["finding_id"], r["latest"])).fetchone()
+        out.append({**dict(r), **dict(example), "submissions": int(r["submissions"])})
+    return out
+
+
+def submissions_of(db, course_id: int, learner: str) -> list:
+    """A learner's submissions of the course's lessons, newest first (with their code and verdict)."""
+    return db.execute("SELECT s.id, s.lesson, s.code, s.status, s.result_status, s.score, s.error, s.created_at, "
+                      "s.attempt FROM submissions s JOIN course_lessons cl ON cl.lesson = s.lesson "
+                      "AND cl.course_id = ? WHERE s.learner = ? ORDER BY s.created_at DESC",
+                      (course_id, learner)).fetchall()

@@ -1,0 +1,78 @@
+"""Courses as a learner sees them: the courses they joined with their
+progress in each, joining one with its code, and a course's page. Instructors
+are sent to their dashboard (webapp/dashboard.py)."""
+
+from __future__ import annotations
+
+import time
+
+from flask import Blueprint, abort, redirect, render_template, request, url_for
+from flask_login import current_user
+
+from webapp import classroom, content
+from webapp.auth import gettext, signin_required
+from webapp.db import get_db
+from webapp.lessons import current_lang
+
+bp = Blueprint("courses", __name__)
+
+
+def lesson_title(lesson_id: str, lang: str) -> str:
+    from grader.schema import localize
+
+    ex = content.exercises().get(lesson_id)
+    return localize(ex.title, lang) if ex else lesson_id
+
+
+def course_rows(db, course_id: int, learner: str) -> list[dict]:
+    """The course's lessons with this learner's progress on each."""
+    lang, now = current_lang(), time.time()
+    table = classroom.progress(db, course_id, learner)
+    rows = []
+    for item in classroom.lessons(db, course_id):
+        p = table.get((learner, item["lesson"])) or classroom.Progress()
+        rows.append({"lesson": item["lesson"], "title": lesson_title(item["lesson"], lang), "progress": p,
+                     "deadline": item["deadline"],
+                     "overdue": item["deadline"] is not None and p.passed_at is None and now > item["deadline"],
+                     "url": url_for("lessons.lesson", lesson_id=item["lesson"])})
+    return rows
+
+
+@bp.get("/courses")
+@signin_required
+def index(error: str | None = None, status: int = 200):
+    db = get_db()
+    if current_user.is_instructor:
+        return render_template("courses/index.html", taught=classroom.taught_by(db, current_user.id), joined=[],
+                               error=error), status
+    joined = []
+    for course in classroom.joined_by(db, current_user.id):
+        rows = course_rows(db, course["id"], current_user.learner)
+        joined.append({"course": course, "total": len(rows),
+                       "passed": sum(r["progress"].state == "passed" for r in rows)})
+    return render_template("courses/index.html", taught=[], joined=joined, error=error), status
+
+
+@bp.post("/courses/join")
+@signin_required
+def join():
+    if current_user.is_instructor:
+        abort(403)
+    course = classroom.join(get_db(), request.form.get("code", ""), current_user.id)
+    if course is None:
+        return index(error=gettext("No course has that code: check it with your instructor."), status=404)
+    return redirect(url_for("courses.show", course_id=course["id"]), code=303)
+
+
+@bp.get("/courses/<int:course_id>")
+@signin_required
+def show(course_id):
+    db = get_db()
+    course = classroom.get(db, course_id)
+    if course is None:
+        abort(404)
+    if classroom.teaches(db, course_id, current_user.id):
+        return redirect(url_for("dashboard.course", course_id=course_id))
+    if not classroom.enrolled(db, course_id, current_user.id):
+        abort(404)
+    return render_template("courses/show.html", course=course, rows=course_rows(db, course_id, current_user.learner))

@@ -1,0 +1,30 @@
+"""Each learner's record on each lesson (attempts, first try, best score, first
+pass and the attempts it took), kept up to date where submissions are stored
+and where results are accepted, in the same transactions. A course's dashboard
+and gradebook read one row per learner and lesson instead of aggregating every
+submission on every view."""
+
+from __future__ import annotations
+
+
+def submitted(db, learner: str, lesson: str, created_at: float) -> None:
+    """Inside the transaction that stores the submission."""
+    db.execute("INSERT INTO learner_lessons (learner, lesson, attempts, first_at) VALUES (?, ?, 1, ?) "
+               "ON CONFLICT (learner, lesson) DO UPDATE SET attempts = learner_lessons.attempts + 1",
+               (learner, lesson, created_at))
+
+
+def graded(db, row, result: dict) -> None:
+    """Inside the transaction that accepts the result (once per submission)."""
+    learner, lesson = row["learner"], row["lesson"]
+    score = result.get("score")
+    if isinstance(score, (int, float)):
+        db.execute("UPDATE learner_lessons SET best_score = ? WHERE learner = ? AND lesson = ? "
+                   "AND (best_score IS NULL OR best_score < ?)", (score, learner, lesson, score))
+    if result.get("status") != "pass":
+        return
+    before = db.execute("SELECT count(*) FROM submissions WHERE learner = ? AND lesson = ? AND created_at <= ?",
+                        (learner, lesson, row["created_at"])).fetchone()[0]
+    db.execute("UPDATE learner_lessons SET passed_at = ?, attempts_to_pass = ? WHERE learner = ? AND lesson = ? "
+               "AND (passed_at IS NULL OR passed_at > ?)", (row["created_at"], before, learner, lesson,
+                                                            row["created_at"]))
