@@ -272,6 +272,86 @@ EN: dict[str, str] = {
     "scales_disagree.fix": "call scaler.step(optimizer) and scaler.update() on every rank in every step: the "
                            "averaged gradients are the same on all ranks, so their scalers agree as long as every "
                            "rank runs them",
+    # -- profiling a given step (grader/checks/profiling.py) ----------------------------------------------
+    "bottleneck.pass": "{answer} names what the grader's profile of the given step shows: {names}",
+    "bottleneck.mistakes": "{n} differences from the grader's profile of the given step; the first: {first}",
+    "bottleneck_no_answer": "the file assigns no {name} at module level: after profiling the given step, say what "
+                            "the profile showed",
+    "bottleneck_no_answer.fix": "write, at the top level of the file, {name} = {{\"host_sync\", ...}} with the names "
+                                "of what your profile showed ({known})",
+    "bottleneck_not_literal": "{name} must be a set (or list) of names written out, e.g. {{\"host_sync\"}}: the "
+                              "grader reads it from the file without running the code",
+    "bottleneck_not_literal.fix": "write the names themselves, as strings, from: {known}",
+    "bottleneck_unknown": "{name!r} is not a name the grader knows",
+    "bottleneck_unknown.fix": "use the names {known}",
+    "bottleneck_missed": "the grader's profile of the given step shows {what}, but {answer} does not name {name!r}",
+    "bottleneck_missed.fix": "add {name!r} to {answer}, and fix it in train_step",
+    "bottleneck_not_in_profile": "{answer} names {name!r}, but the grader's profile of the given step shows none",
+    "bottleneck_not_in_profile.fix": "name only what the profile shows: read its table again",
+    "bottleneck_unjudged": "{name!r} cannot be confirmed on {device}: a CPU has no device memory to copy to or from",
+    "bottleneck_unjudged.fix": "it is judged when the lesson is graded on a GPU",
+    "bottleneck.saw.host_sync": "{n} host sync(s) per step ({ops}, line {lines} of the given step)",
+    "bottleneck.saw.float32_matmul": "{n} matmul(s) per step in float32 ({ops}, line {lines} of the given step)",
+    "bottleneck.saw.host_device_copy": "{n} copy(ies) between host and device per step ({ops}, line {lines} of the "
+                                       "given step)",
+    "host_syncs.pass": "no host sync in the fixed step ({n} per step; the given step has {given})",
+    "host_syncs.mistakes": "{n} host syncs per step are left; the first: {first}",
+    "host_sync_value": "the step reads a tensor's value on the host ({op}, {n} times in {steps} steps): .item(), "
+                       "float(), int(), bool(), an f-string or `if tensor:` make the host wait until the device has "
+                       "finished everything queued before it",
+    "host_sync_value.fix": "keep the value on the device (loss.detach()); read it on the host only every N steps, or "
+                           "after training",
+    "host_sync_print": "the step prints or converts a tensor on the host ({op}, {n} times in {steps} steps): "
+                       "print(tensor), str(), tolist() and numpy() copy it to the host and wait for the device",
+    "host_sync_print.fix": "do not print tensors inside the step; keep them on the device and print plain numbers "
+                           "every N steps",
+    "host_sync_data_dependent": "the step runs an op whose output size depends on the values ({op}, {n} times in "
+                                "{steps} steps): a boolean mask or nonzero() makes the host wait to learn the size",
+    "host_sync_data_dependent.fix": "keep shapes fixed: multiply by the mask or use torch.where instead of indexing "
+                                    "with it",
+    "host_sync_explicit": "the step calls {op} ({n} times in {steps} steps): the host waits until the device has "
+                          "finished all its work",
+    "host_sync_explicit.fix": "remove it: work on one stream runs in order by itself; synchronize only to time code",
+    "host_sync_to_host": "the step copies a tensor to the host ({op}, {n} times in {steps} steps), which waits for "
+                         "the device",
+    "host_sync_to_host.fix": "keep it on the device; copy to the host only what you print, every N steps",
+    "matmul_dtypes.pass": "every matmul of the fixed step ran in {dtype} ({n} per step)",
+    "matmul_dtypes.mistakes": "{n} matmuls per step ran in float32 where autocast would run them in 16-bit; the "
+                              "first: {first}",
+    "matmul_dtypes.none": "no matmul was seen in the fixed step, so their dtypes could not be checked",
+    "matmul_dtypes.given_numbers": "the trained weights moved like the given step's float32 matmuls, not like 16-bit "
+                                   "ones: measured from the given step's run, they went {toward:.0%} of the way "
+                                   "toward the reference's (a step whose matmuls run in 16-bit goes about 100%). The "
+                                   "16-bit work that was reported did not happen",
+    "numbers_of_given_step": "the numbers show the given step's float32 matmuls",
+    "numbers_of_given_step.fix": "run every matmul under autocast, and do not patch the grader",
+    "matmul.no_module": "an op outside the model's layers ({op})",
+    "float32_autocast_disabled": "{layer} ran its matmul in float32 inside a region where autocast was turned off "
+                                 "({op}, {n} times in {steps} steps)",
+    "float32_autocast_disabled.fix": "remove the autocast(enabled=False) block and the .float() cast around it: "
+                                     "under autocast the layer runs in 16-bit, and autocast keeps the ops that need "
+                                     "float32 (softmax, losses, norms) in float32 by itself",
+    "float32_outside_autocast": "{layer} ran its matmul in float32 outside the autocast region ({op}, {n} times in "
+                                "{steps} steps)",
+    "float32_outside_autocast.fix": "move it into the `with torch.autocast(...)` block, with the rest of the forward "
+                                    "pass and the loss",
+    "float32_under_autocast": "{layer} ran its matmul in float32 although autocast was on ({op}, {n} times in "
+                              "{steps} steps)",
+    "float32_under_autocast.fix": "do not turn autocast off, or cast to float32, around this op",
+    "transfers.not_applicable": "copies between host and device are seen only on a GPU ({device} has no device "
+                                "memory): not applicable here",
+    "transfers.pass": "no copy between host and device in the fixed step ({n} per step; the given step has {given})",
+    "transfers.mistakes": "{n} copies between host and device per step are left; the first: {first}",
+    "copy_to_device": "the step copies {size} from host memory to the device ({op}, {n} times in {steps} steps)",
+    "copy_to_device.fix": "make the tensor once, on the device, and reuse it (e.g. keep it in a module-level "
+                          "variable after the first step); create tensors with device=... rather than moving them",
+    "copy_to_host": "the step copies {size} from the device to host memory ({op}, {n} times in {steps} steps)",
+    "copy_to_host.fix": "keep the tensor on the device; copy to the host only what you print, every N steps",
+    "step_time.not_applicable": "the step's time is graded on CUDA only ({device} here): not applicable here",
+    "step_time.measured": "{ratio:.2f}x faster than the given step (95% interval {low:.2f}x to {high:.2f}x over "
+                          "{rounds} rounds)",
+    "step_time.timed_params": "the timed steps did not train the model the way the given step's did (parameter "
+                              "{name!r} off by {dev:.1%} afterwards): timed steps must do the real work",
     # -- checks that could not run ------------------------------------------------------------------------
     "check.not_run": "not run: the code stopped ({kind}) before this check had its evidence",
     "check.not_run_because": "not run: {reason}",
@@ -329,6 +409,13 @@ EN: dict[str, str] = {
     "measure.speedup": "speedup",
     "measure.speedup_value": "{ratio}x (95% interval {low}x to {high}x over {rounds} rounds)",
     "measure.lower_bound": "a lower bound of at least {x}x",
+    "measure.named": "named in {answer}",
+    "measure.syncs": "host syncs per step",
+    "measure.float32_matmuls": "float32 matmuls per step",
+    "measure.copies": "host↔device copies per step",
+    "measure.with_given": "{n} (the given step: {given})",
+    "measure.toward_reference": "weights moved from the given step's run toward the reference's",
+    "measure.step_time": "speedup over the given step",
     # -- naming a layer so a learner recognises it --------------------------------------------------------
     "layer": "the {nth} {kind} layer ({name}, {shape})",
     "layer.module": "module {name}",
@@ -368,6 +455,8 @@ EN: dict[str, str] = {
     "stage.trusted": "finishing the FP32 baseline and the reference run",
     "stage.timing": "timing against the baseline",
     "stage.timing_round": "timing against the baseline: round {n}",
+    "stage.timing_given": "timing against the given step",
+    "stage.timing_given_round": "timing against the given step: round {n}",
     "stage.so_far": "{x}x so far",
     "stage.check": "check {check}: {verdict}",
     "stage.done": "done",

@@ -42,6 +42,7 @@ class Mutant:
     args: str = ""  # an expression that replaces the positional arguments, e.g. with a micro-batch dropped
     over: str | None = None  # "model", "optimizer" or "scaler": one mutant per such argument, which the code calls T
     target: str | None = None  # the argument this instance changes
+    devices: tuple[str, ...] = ("cpu", "cuda")  # where what it changes can be seen at all
 
 
 def _has(kind: str) -> Callable[[Exercise], bool]:
@@ -117,6 +118,23 @@ MUTANTS = [
            "    S['kept'] = []\n"
            "    S['hooks'] = [m.register_forward_hook(lambda mod, i, o: S['kept'].append(o))"
            " for m in T.children()]", over="model"),
+    # A profiling lesson's point: each slowdown of its given step, put back into the fixed step.
+    Mutant("sync_back", "the step reads a value on the host again, every step (like loss.item())",
+           lambda ex: ex.check("host_syncs") is not None and _has("model")(ex),
+           "", "float(next(T.parameters()).detach().sum())", over="model"),
+    Mutant("float32_back", "a layer runs in float32 again: autocast is turned off around it and its input cast",
+           lambda ex: ex.check("matmul_dtypes") is not None and _has("model")(ex),
+           "import torch\n"
+           "s['m'] = next(m for m in T.modules() if isinstance(m, torch.nn.Linear))\n"
+           "def fp32(x, _f=s['m'].forward, _d=next(T.parameters()).device.type):\n"
+           "    with torch.autocast(_d, enabled=False):\n"
+           "        return _f(x.float())\n"
+           "s['m'].forward = fp32",
+           "del s['m'].forward", over="model"),
+    Mutant("copy_back", "a constant is made on the host and copied to the device every step",
+           lambda ex: ex.check("transfers") is not None and _has("model")(ex),
+           "import torch\n"
+           "torch.ones(64).to(next(T.parameters()).device)", over="model", devices=("cuda",)),
 ]
 
 
@@ -170,13 +188,14 @@ class MutantResult:
     error: str | None = None
 
 
-def applicable(exercise: Exercise) -> list[Mutant]:
+def applicable(exercise: Exercise, device_kind: str | None = None) -> list[Mutant]:
     """One instance per argument a mutant works on: with two optimizers, `no_step[opt_a]` and `no_step[opt_b]`
-    (a second model that never trains must fail as surely as the first)."""
+    (a second model that never trains must fail as surely as the first). With `device_kind`, only the mutants
+    whose change that device can show (a copy to the device needs one)."""
     kinds = argument_kinds(exercise)
     out = []
     for m in MUTANTS:
-        if not m.applies(exercise):
+        if not m.applies(exercise) or (device_kind is not None and device_kind not in m.devices):
             continue
         targets = [p for p, kind in kinds.items() if kind == m.over] if m.over else [None]
         for target in targets:
@@ -195,8 +214,11 @@ def judge(mutant: Mutant, result: GradingResult) -> MutantResult:
 
 def run_all(exercise: Exercise, *, device: str = "auto", launcher=None, progress=None) -> list[MutantResult]:
     out = []
+    kind = "cuda" if runner.resolve_device(device).startswith("cuda") else "cpu"
     for mutant in applicable(exercise):
-        reason = exercise.mutants.skip.get(mutant.name)
+        reason = exercise.mutants.skip.get(mutant.name) or (
+            None if kind in mutant.devices else f"what it changes cannot be seen on {kind} (needs "
+                                                f"{' or '.join(mutant.devices)})")
         if reason:
             out.append(MutantResult(mutant.name, mutant.description, False, "skipped", skipped=reason))
             continue

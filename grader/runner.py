@@ -19,8 +19,8 @@ from typing import Callable
 
 import torch
 
-from grader import exclusive, layers, lazy_dynamo, static, trusted_runs, workload
-from grader.checks import call_order, coverage, lesson, memory, overflow, parity, ranks, speedup
+from grader import exclusive, layers, lazy_dynamo, profile, static, trusted_runs, workload
+from grader.checks import call_order, coverage, lesson, memory, overflow, parity, profiling, ranks, speedup
 from grader.errors import EnvironmentProblem, ExerciseError, GraderError
 from grader.launcher import (MAX_PARAMS_REPLY_BYTES, LocalLauncher, SandboxDidNotStart, WorkerFailure,
                              WorkerProcess, WorkerSpec)
@@ -73,6 +73,8 @@ class RunData:
     params: dict | None = None
     overflow: dict | None = None  # the forced-overflow step: weights before and after, scale before and after
     ranks: list["RunData"] = field(default_factory=list)  # each rank's own evidence, where the code ran as several
+    census: list[dict] = field(default_factory=list)  # per step: syncs, copies, matmul dtypes (grader/profile.py)
+    top_ops: list[dict] | None = None  # torch.profiler's busiest ops of one step (a trusted run of a given step)
 
 
 def load_params(worker: WorkerProcess) -> dict:
@@ -277,8 +279,38 @@ def _memory(steps) -> list[dict]:
     return out
 
 
+_CENSUS_FIELDS = {"sync": ("kind", "op"), "copy": ("dir", "op"), "matmul": ("op", "dtype", "module", "autocast")}
+
+
+def _census(steps) -> list[dict]:
+    """One step's census events (grader/profile.py), rebuilt field by field: known kinds, short strings, counts."""
+    if not isinstance(steps, list) or len(steps) != 1:
+        raise TypeError("census")
+    out = []
+    for s in steps:
+        events = s["events"]
+        if not isinstance(events, list) or len(events) > profile.MAX_EVENTS:
+            raise TypeError("census")
+        clean = []
+        for e in events:
+            names = _CENSUS_FIELDS[e["ev"]]
+            if not all(isinstance(e[k], str) and len(e[k]) <= 200 for k in names):
+                raise TypeError("census")
+            line, n, nbytes = e["line"], e["n"], e.get("bytes", 0)
+            if not (line is None or _count(line)) or not _count(n) or not _count(nbytes):
+                raise TypeError("census")
+            clean.append({"ev": e["ev"], **{k: e[k] for k in names}, "line": line, "n": n,
+                          **({"bytes": nbytes} if e["ev"] == "copy" else {})})
+        out.append({"step": s["step"] if _count(s["step"]) else None, "events": clean})
+    return out
+
+
+def _count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**50
+
+
 def drive(worker: WorkerProcess, steps: int, *, trace: bool, measure_memory: bool, data: RunData,
-          progress: Callable[[int], None] = _noop):
+          progress: Callable[[int], None] = _noop, census: bool = False):
     """Runs the compared steps one request at a time, collecting evidence. Where the code runs as several ranks,
     each rank's evidence is kept (data.ranks) and the whole run's is made of theirs here: the step's loss is the
     mean of the ranks' losses (each over its share of the batch), the trace holds every rank's calls, and the
@@ -290,7 +322,8 @@ def drive(worker: WorkerProcess, steps: int, *, trace: bool, measure_memory: boo
         progress(step)
         traced = trace and step < TRACED_STEPS
         replies = rank_replies(worker, worker.request({"cmd": "steps", "start": step, "count": 1, "trace": traced,
-                                                       "coverage": traced, "memory": measure_memory}))
+                                                       "coverage": traced, "memory": measure_memory,
+                                                       "profile": census}))
         with malformed_is_protocol():
             for rank, (reply, mine) in enumerate(zip(replies, data.ranks or [data])):
                 mine.losses += _floats(reply, "losses", expected=1)
@@ -299,6 +332,8 @@ def drive(worker: WorkerProcess, steps: int, *, trace: bool, measure_memory: boo
                 mine.coverage = _merge_coverage(mine.coverage, _coverage(reply.get("coverage")))
                 if "memory" in reply and step >= MEMORY_FROM:
                     mine.memory += _memory(reply["memory"])
+                if census:
+                    mine.census += _census(reply.get("census"))
     if n > 1:
         _combine_ranks(data)
 
@@ -307,6 +342,7 @@ def _combine_ranks(data: RunData):
     ranks = data.ranks
     data.losses = [sum(values) / len(values) for values in zip(*(r.losses for r in ranks))]
     data.scales = list(ranks[0].scales)
+    data.census = list(ranks[0].census)
     data.traces = [t for r in ranks for t in r.traces]
     data.coverage = None
     for r in ranks:
@@ -336,14 +372,17 @@ def probe_overflow(worker: WorkerProcess, step: int, data: RunData, before: dict
 _TRUSTED_CACHE: dict[str, RunData] = {}  # this process's trusted runs, by trusted_runs.key
 _STORE = None  # where trusted runs outlive the process (grader/trusted_runs.py); None: memory only
 NEAR_FP32 = 0.05  # where a lesson has no parity check: how close to the FP32 run a forged run would end
-TRUSTED = {"baseline": "baseline.py", "reference": "reference.py"}
+# The trusted runs and the lesson code each runs: a profiling lesson's given step is its starter, profiled by the
+# grader in a process of its own (traced, so that its census runs there too).
+TRUSTED = {"baseline": "baseline.py", "reference": "reference.py", "given": "given.py"}
+TRUSTED_CODE = {"baseline": "baseline", "reference": "reference", "given": "starter"}
 
 
 def spawn_trusted(launcher, exercise: Exercise, role: str, device: str) -> WorkerProcess:
-    """The FP32 baseline is one process on the whole batch, whatever the lesson's ranks; the reference runs as the
-    submission does."""
-    code = exercise.baseline if role == "baseline" else exercise.reference
-    return spawn_worker(launcher, exercise, code, TRUSTED[role], device, False,
+    """The FP32 baseline is one process on the whole batch, whatever the lesson's ranks; the reference (and a
+    profiling lesson's given step) runs as the submission does."""
+    code = getattr(exercise, TRUSTED_CODE[role])
+    return spawn_worker(launcher, exercise, code, TRUSTED[role], device, role == "given",
                         ranks=1 if role == "baseline" else None)
 
 
@@ -356,8 +395,8 @@ def use_trusted_store(store) -> None:
 
 def _trusted_key(exercise: Exercise, role: str, device: str, launcher) -> str:
     """The sandbox is part of the key: its image may carry another PyTorch than the grader's."""
-    return trusted_runs.key(role, exercise.model_dump_json(include={"workload", role, "entrypoint", "checks"}),
-                            device, launcher.identity())
+    return trusted_runs.key(role, exercise.model_dump_json(
+        include={"workload", TRUSTED_CODE[role], "entrypoint", "checks"}), device, launcher.identity())
 
 
 def spawn_worker(launcher, exercise: Exercise, code: str, filename: str, device: str, trace: bool,
@@ -414,15 +453,19 @@ def trusted_run(launcher, exercise: Exercise, role: str, device: str, worker: Wo
     try:
         worker = init_worker(launcher, worker or spawn_trusted(launcher, exercise, role, device))
         data = RunData()
-        drive(worker, workload_of(exercise, device).steps, trace=False,
-              measure_memory=exercise.check("memory") is not None, data=data)
+        steps = workload_of(exercise, device).steps
+        drive(worker, steps, trace=False, measure_memory=exercise.check("memory") is not None, data=data,
+              census=role == "given")
         collect_params(worker, data)
+        if role == "given" and not keep:  # one more step under torch.profiler (after timing, where it is timed)
+            data.top_ops = torch_profiled(worker, steps)
     except (StepFailure, WorkerFailure) as exc:
         if exc.payload.get("kind") == "setup":
             raise lesson_setup_error(exercise, exc.payload["message"]) from None
         if exc.payload.get("kind") == "cancelled":
             raise
-        what = "FP32 baseline" if role == "baseline" else "reference solution"
+        what = {"baseline": "FP32 baseline", "reference": "reference solution",
+                "given": "given step (the lesson's starter)"}[role]
         raise EnvironmentProblem(f"the {what} of {exercise.id!r} failed on {device}: {exc.payload['message']}"
                                  f"\n{exc.payload.get('traceback', '')}") from None
     finally:
@@ -433,12 +476,35 @@ def trusted_run(launcher, exercise: Exercise, role: str, device: str, worker: Wo
     return data
 
 
+def torch_profiled(worker: WorkerProcess, step: int) -> list[dict] | None:
+    """torch.profiler's table of one step of a trusted worker (grader/profile.py). It is shown, never judged: a
+    profiler that cannot run there (no access to the GPU's counters, say) leaves the table out, nothing else."""
+    try:
+        reply = _ok(worker.request({"cmd": "steps", "start": step, "count": 1, "torch_profile": True}))
+        rows = reply.get("top_ops")
+        with malformed_is_protocol():
+            return [{"op": str(r["op"])[:200], "calls": int(r["calls"]), "self_cpu_us": float(r["self_cpu_us"]),
+                     "self_device_us": None if r["self_device_us"] is None else float(r["self_device_us"]),
+                     "dtypes": [str(d)[:40] for d in r["dtypes"]][:3]} for r in rows[:profile.TOP_OPS + 4]]
+    except (StepFailure, WorkerFailure) as exc:
+        if exc.payload.get("kind") == "cancelled":
+            raise
+        return None
+
+
+def trusted_roles(exercise: Exercise) -> list[str]:
+    """The trusted runs a grading of `exercise` compares with: always the FP32 baseline; the reference where
+    a check measures where real mixed precision ends; a profiling lesson's given step."""
+    ids = {c.id for c in exercise.checks}
+    return ["baseline"] + (["reference"] if ids & {"coverage", "matmul_dtypes"} else []) + (
+        ["given"] if ids & set(profiling.CHECK_IDS) else [])
+
+
 def warm(exercise: Exercise, device: str, launcher) -> list[str]:
     """Makes sure the trusted runs a grading of `exercise` needs exist (in memory and in the store); returns
     the roles that had to be computed."""
     device = resolve_device(device)
-    roles = ["baseline"] + (["reference"] if exercise.check("coverage") else [])
-    missing = [r for r in roles if cached_run(launcher, exercise, r, device) is None]
+    missing = [r for r in trusted_roles(exercise) if cached_run(launcher, exercise, r, device) is None]
     for role in missing:
         trusted_run(launcher, exercise, role, device)
     return missing
@@ -552,8 +618,12 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
     start = starting_point(exercise, device)
     speed_spec = exercise.check("speedup")
     needs_timing = speed_spec is not None and kind in speed_spec.min_speedup
+    given_spec = exercise.check("step_time")  # a profiling lesson: the fixed step timed against the given one
+    times_given = given_spec is not None and kind in given_spec.min_speedup
+    profiled = any(c.id in profiling.CHECK_IDS for c in exercise.checks)
     wl = workload_of(exercise, device)
     sub_data, traces, base_worker, sub_worker, timing, futures = RunData(), [], None, None, None, {}
+    given_worker, given_timing = None, None
     spawned: list[WorkerProcess] = []
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trusted-runs")
     hold = exclusive.Hold(device)
@@ -565,16 +635,19 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
         progress("baseline")
         # Every process starts before any is waited for, so they import torch side by side; the trusted runs
         # are then driven on a thread while the submission is driven here (they are separate processes).
-        roles = [r for r in ("baseline", "reference") if r == "baseline" or exercise.check("coverage")]
+        roles = trusted_roles(exercise)
         pending = {r: spawn_trusted(launcher, exercise, r, device) for r in roles
-                   if (r == "baseline" and needs_timing) or cached_run(launcher, exercise, r, device) is None}
+                   if (r == "baseline" and needs_timing) or (r == "given" and times_given)
+                   or cached_run(launcher, exercise, r, device) is None}
         spawned += pending.values()
         sub_worker = spawn_worker(launcher, exercise, source, "submission.py", device, trace=True)
         for w in (*spawned, sub_worker):
             w.cancel = cancel
         base_worker = pending.get("baseline") if needs_timing else None
+        given_worker = pending.get("given") if times_given else None
         futures = {role: pool.submit(trusted_run, launcher, exercise, role, device, pending.get(role),
-                                     keep=base_worker is not None and pending.get(role) is base_worker)
+                                     keep=pending.get(role) is not None and pending.get(role) in (base_worker,
+                                                                                                 given_worker))
                    for role in roles}
         progress("starting", limit_s=launcher.limits.init_timeout_s)
         init_worker(launcher, sub_worker)
@@ -582,7 +655,7 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
         progress("steps", total=wl.steps)
         drive(sub_worker, wl.steps, trace=True, measure_memory=exercise.check("memory") is not None, data=sub_data,
               progress=lambda step: progress("step", n=step + 1, total=wl.steps,
-                                             limit_s=launcher.limits.step_timeout_s))
+                                             limit_s=launcher.limits.step_timeout_s), census=profiled)
         collect_params(sub_worker, sub_data)
         if not all(future.done() for future in futures.values()):
             progress("trusted")  # the FP32 baseline and the reference run are still going
@@ -595,6 +668,15 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
             timing = time_interleaved(base_worker, sub_worker, wl.steps, plan, progress)
             hold.alone() if alone_throughout else hold.share()
             timing.after_params = (load_params(sub_worker), load_params(base_worker))
+        if times_given:
+            progress("timing_given", rounds=0)
+            hold.alone()
+            plan = timing_plan or TimingPlan(budget_s=given_spec.budget_s, threshold=given_spec.min_speedup[kind])
+            given_timing = time_interleaved(given_worker, sub_worker, wl.steps, plan,
+                                            lambda stage, **kw: progress("timing_given", **kw))
+            hold.alone() if alone_throughout else hold.share()
+            given_timing.after_params = (load_params(sub_worker), load_params(given_worker))
+            futures["given"].result().top_ops = torch_profiled(given_worker, given_timing.next_step)
         if exercise.check("overflow"):
             probe_overflow(sub_worker, timing.next_step if timing else wl.steps, sub_data,
                            timing.after_params[0] if timing else sub_data.params)
@@ -615,12 +697,14 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
     if result.error is not None and result.error.kind == "cancelled":
         return _finish(result, exercise, started, progress)
     trusted = {role: future.result() for role, future in futures.items()}  # a failed baseline is the platform's
-    base, ref = trusted.get("baseline"), trusted.get("reference")
+    base, ref, given = trusted.get("baseline"), trusted.get("reference"), trusted.get("given")
     if result.error is None:
+        evidence = Evidence(base, ref, start.state, start.layers, given, source, given_timing)
         result.checks = judged(lambda: evaluate(exercise, kind, result.amp_dtype, static_findings, sub_data,
-                                                Evidence(base, ref, start.state, start.layers), timing),
-                               result, exercise)
+                                                evidence, timing), result, exercise)
         result.plots = plots(sub_data, base, timing) if result.error is None else {}
+        if given is not None and result.error is None:
+            result.plots["profile"] = profiling.plot(sub_data.census, given.census, given.top_ops, kind)
     if result.error is not None:
         result.checks = judged(lambda: error_checks(exercise, kind, result, traces, static_findings), result,
                                exercise)
@@ -682,6 +766,8 @@ def inapplicable(spec, kind: str) -> CheckResult | None:
         return speedup.not_applicable(spec, kind)
     if spec.id == "memory" and kind not in spec.max_ratio:
         return memory.not_applicable(spec, kind)
+    if spec.id in profiling.CHECK_IDS:
+        return profiling.inapplicable(spec, kind)
     return None
 
 
@@ -693,6 +779,9 @@ class Evidence:
     reference: RunData | None
     start: dict
     layers: dict = field(default_factory=dict)  # module name -> its description (grader/layers.py)
+    given: RunData | None = None  # a profiling lesson: the grader's own run of the given step (its starter)
+    source: str = ""  # the submission's source, read (never run) by checks that look at what it declares
+    given_timing: TimingResult | None = None  # the fixed step timed against the given step
 
 
 def closeness(sub: RunData, ev: Evidence, near: float) -> dict | None:
@@ -732,11 +821,22 @@ def evaluate(exercise, kind, amp_dtype, static_findings, sub: RunData, ev: Evide
             out.append(speedup_check(spec, exercise, kind, amp_dtype, timing, out, ev.start))
         elif spec.id == "ranks":
             out.append(ranks.check(spec, sub.ranks, ev.start, describe))
+        elif spec.id in profiling.CHECK_IDS:
+            out.append(profiling.check(spec, profile_evidence(exercise, amp_dtype, sub, ev, kind, describe)))
         elif hasattr(spec, "python"):
             out.append(lesson.check(spec, lesson.LessonEvidence(
                 sub.traces, sub.losses, base.losses, sub.params, base.params, ev.start, kind, amp_dtype,
                 sub.scales)))
     return out
+
+
+def profile_evidence(exercise, amp_dtype, sub: RunData, ev: Evidence, kind: str, describe) -> profiling.ProfileEvidence:
+    par = exercise.check("parity")
+    tol = par.tolerances.get(amp_dtype) if par is not None else None
+    return profiling.ProfileEvidence(
+        ev.source, kind, amp_dtype, sub.census, ev.given.census, sub.params, ev.given.params,
+        ev.reference.params if ev.reference else None, ev.start, describe, ev.given_timing,
+        tol.update_rtol if tol else NEAR_FP32)
 
 
 def speedup_check(spec, exercise, kind, amp_dtype, timing, earlier: list[CheckResult], start: dict) -> CheckResult:

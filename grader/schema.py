@@ -288,7 +288,42 @@ class RanksCheck(Strict):
     weight: float = Field(1.0, gt=0)
 
 
-BUILT_IN_CHECKS = ("call_order", "parity", "coverage", "overflow", "speedup", "memory", "ranks")
+# -- profiling a given step (grader/checks/profiling.py): the lesson's starter is the step to profile and fix --
+
+class BottleneckCheck(Strict):
+    id: Literal["bottleneck"]
+    answer: str = Field("BOTTLENECKS", pattern=IDENTIFIER, description="the module-level name the learner assigns "
+                        "the symptoms their profile showed: a set of host_sync, float32_matmul, host_device_copy")
+    weight: float = Field(1.0, gt=0)
+
+
+class HostSyncsCheck(Strict):
+    id: Literal["host_syncs"]
+    max_per_step: int = Field(0, ge=0, description="host syncs allowed in one step after the first")
+    weight: float = Field(1.0, gt=0)
+
+
+class MatmulDtypesCheck(Strict):
+    id: Literal["matmul_dtypes"]
+    weight: float = Field(1.0, gt=0)
+
+
+class TransfersCheck(Strict):
+    id: Literal["transfers"]
+    max_per_step: int = Field(0, ge=0, description="host-device copies allowed in one step after the first (CUDA)")
+    weight: float = Field(1.0, gt=0)
+
+
+class StepTimeCheck(Strict):
+    id: Literal["step_time"]
+    min_speedup: dict[Literal["cpu", "cuda"], float] = Field(
+        description="lower bound of given-step time / fixed-step time that must be cleared, per device kind")
+    budget_s: float = Field(30.0, gt=0, description="time spent on timing rounds at most")
+    weight: float = Field(1.0, gt=0)
+
+
+PROFILE_CHECKS = ("bottleneck", "host_syncs", "matmul_dtypes", "transfers", "step_time")
+BUILT_IN_CHECKS = ("call_order", "parity", "coverage", "overflow", "speedup", "memory", "ranks", *PROFILE_CHECKS)
 
 
 class LessonCheck(Strict):
@@ -321,7 +356,11 @@ CheckSpec = Annotated[
     Union[Annotated[CallOrderCheck, Tag("call_order")], Annotated[ParityCheck, Tag("parity")],
           Annotated[CoverageCheck, Tag("coverage")], Annotated[OverflowCheck, Tag("overflow")],
           Annotated[SpeedupCheck, Tag("speedup")], Annotated[MemoryCheck, Tag("memory")],
-          Annotated[RanksCheck, Tag("ranks")], Annotated[LessonCheck, Tag("lesson")]],
+          Annotated[RanksCheck, Tag("ranks")],
+          Annotated[BottleneckCheck, Tag("bottleneck")], Annotated[HostSyncsCheck, Tag("host_syncs")],
+          Annotated[MatmulDtypesCheck, Tag("matmul_dtypes")], Annotated[TransfersCheck, Tag("transfers")],
+          Annotated[StepTimeCheck, Tag("step_time")],
+          Annotated[LessonCheck, Tag("lesson")]],
     Discriminator(_check_tag, custom_error_type="unknown_check",
                   custom_error_message="unknown check id; expected one of " + ", ".join(BUILT_IN_CHECKS) +
                   ", or a lesson check with `python:`"),
@@ -398,13 +437,15 @@ class Exercise(Strict):
             raise ValueError("the entrypoint takes a scaler: set workload.amp.scaler to true")
         if self.check("overflow") and "scaler" not in self.entrypoint.params:
             raise ValueError("the overflow check needs a GradScaler: add scaler to entrypoint.params")
+        if self.check("speedup") and self.check("step_time"):
+            raise ValueError("speedup and step_time both time the submission's steps: keep one of them")
         return self
 
     @model_validator(mode="after")
     def _ranks_consistent(self):
         ranks = self.workload.ranks
         if ranks > 1:
-            unsupported = [c.id for c in self.checks if c.id in ("speedup", "memory")]
+            unsupported = [c.id for c in self.checks if c.id in ("speedup", "memory", *PROFILE_CHECKS)]
             if unsupported:
                 raise ValueError(f"checks: {', '.join(unsupported)} cannot grade a workload with ranks > 1 yet (it "
                                  "would time or measure one process against several); remove it or set ranks: 1")

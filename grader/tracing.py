@@ -137,7 +137,7 @@ class Recorder:
 
         def record(tensors):
             first = tensors[0] if isinstance(tensors, (list, tuple)) else tensors
-            if isinstance(first, torch.Tensor):
+            if isinstance(first, torch.Tensor) and rec.active:  # reading the value waits for the GPU: only traced
                 value = float(first.detach().float().sum()) if first.numel() else None
                 rec.emit("backward", scaled=first in rec._scaled, autocast=rec.autocast_on(), value=value)
 
@@ -192,8 +192,8 @@ class Recorder:
         def scale_w(self_, outputs):
             result = scale(self_, outputs)
             if isinstance(outputs, torch.Tensor):
-                value = float(outputs.detach().float().sum()) if outputs.numel() else None
-                rec.emit("scale", value=value)
+                if rec.active:  # reading the value waits for the GPU: only in traced steps, never timed ones
+                    rec.emit("scale", value=float(outputs.detach().float().sum()) if outputs.numel() else None)
                 rec._scaled.add(result)
             return result
 

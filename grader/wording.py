@@ -82,8 +82,35 @@ def _ranks(m: dict, t: dict, say) -> list[tuple]:
              say("measure.at_most", x=f"{t['update_rtol']:g}") if "update_rtol" in t else None)]
 
 
+def _bottleneck(m: dict, t: dict, say) -> list[tuple]:
+    if m.get("names") is None:
+        return []
+    return [(say("measure.named", answer="BOTTLENECKS"), ", ".join(m["names"]) or say("measure.none"),
+             ", ".join(t.get("names", [])) or say("measure.none"))]
+
+
+def _counted(key: str, mine: str, given: str):
+    def rows(m: dict, t: dict, say) -> list[tuple]:
+        if mine not in m:
+            return []
+        limit = t.get("max_per_step", t.get("max_float32_per_step"))
+        out = [(say(key), say("measure.with_given", n=m[mine], given=m.get(given, "?")),
+                say("measure.at_most", x=limit) if limit is not None else None)]
+        if "toward_reference" in m:
+            out.append((say("measure.toward_reference"), pct(m["toward_reference"]), say("measure.toward_amp_needs")))
+        return out
+    return rows
+
+
+def _step_time(m: dict, t: dict, say) -> list[tuple]:
+    return [(say("measure.step_time"), value, needs) for _, value, needs in _speedup(m, t, say)]
+
+
 ROWS = {"parity": _parity, "coverage": _coverage, "memory": _memory, "overflow": _overflow, "speedup": _speedup,
-        "ranks": _ranks}
+        "ranks": _ranks,
+        "bottleneck": _bottleneck, "host_syncs": _counted("measure.syncs", "per_step", "given_per_step"),
+        "matmul_dtypes": _counted("measure.float32_matmuls", "float32_per_step", "given_float32_per_step"),
+        "transfers": _counted("measure.copies", "per_step", "given_per_step"), "step_time": _step_time}
 
 
 def measured_rows(check: CheckResult | dict, lang: str = "en") -> list[tuple[str, str, str | None]]:
@@ -164,10 +191,10 @@ def stage_in_words(stage: str, info: dict, lang: str = "en") -> str:
     """A progress event of runner.run(), as a learner follows it."""
     if stage in ("steps", "step"):
         return phrase(f"stage.{stage}", lang, n=info.get("n", "?"), total=info.get("total", "?"))
-    if stage == "timing":
+    if stage in ("timing", "timing_given"):
         if not info.get("rounds"):
-            return phrase("stage.timing", lang)
-        text = phrase("stage.timing_round", lang, n=info["rounds"])
+            return phrase(f"stage.{stage}", lang)
+        text = phrase(f"stage.{stage}_round", lang, n=info["rounds"])
         speed = info.get("speedup")
         return text + (", " + phrase("stage.so_far", lang, x=f"{speed:.2f}") if isinstance(speed, float) else "")
     if stage == "check":

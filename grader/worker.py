@@ -98,6 +98,7 @@ class Worker:
 
         self.amp_dtype = DTYPES[dtype_name]
         self.recorder = None
+        self.census = None  # grader/profile.py: syncs, copies and matmul dtypes of profiled steps
         self.fn = None
         self.prepared: dict = {}
         # Taken before the learner's module loads, so patching torch.cuda.synchronize cannot end a timed
@@ -139,6 +140,10 @@ class Worker:
                 self.recorder = tracing.Recorder(self.path, self.device_type,
                                                  self.spec["exercise"]["workload"].get("libraries", []))
                 self.recorder.install()
+                from grader import profile
+
+                self.census = profile.Census(self.recorder, self.device_type)
+                self.census.install()
             except Exception as exc:  # noqa: BLE001
                 raise StepError("internal", f"the grader could not prepare the worker: {exc!r}",
                                 tb=traceback.format_exc()) from None
@@ -245,14 +250,15 @@ class Worker:
                     precision.attach(model)
             mem: dict = {}
             hooks = self._overflow_hooks() if msg.get("overflow") else []
+            census = self.census.start(self.problem.models.values(), self.module_names) \
+                if msg.get("profile") and self.census else None
+            profiled: dict = {}
             try:
                 with (memory.measure(mem, self.device, self.problem.parameters(),
                                               list(self.problem.optimizers.values()))
                       if msg.get("memory") else _null()):
-                    if precision is not None:
-                        with precision:
-                            loss = self.fn(*args)
-                    else:
+                    with precision if precision is not None else _null(), census if census is not None else _null(), \
+                            self._torch_profile(msg, profiled):
                         loss = self.fn(*args)
             except BaseException as exc:  # noqa: BLE001
                 if isinstance(exc, SystemExit):
@@ -268,6 +274,7 @@ class Worker:
                     hook.remove()
                 if precision is not None:
                     precision.detach()
+                census_events = self.census.stop() if census is not None else None
                 if rec:
                     rec.active = False
             try:
@@ -279,7 +286,7 @@ class Worker:
                 raise
             if self.scaler is not None:
                 scales.append(float(self.scaler.get_scale()))
-            if rec and (changed := rec.tampered()):
+            if rec and (changed := rec.tampered() + (self.census.tampered() if self.census else [])):
                 err = StepError.worded("tampering", "error.tampering", names=", ".join(changed[:4]))
                 err.payload["step"] = step
                 raise err
@@ -290,10 +297,23 @@ class Worker:
                 reply["coverage"] = {"flops": precision.flops, "by_module": precision.by_module}
             if mem:
                 reply.setdefault("memory", []).append(mem)
+            if census_events is not None:
+                reply.setdefault("census", []).append({"step": step, "events": census_events})
+            if profiled:
+                reply["top_ops"] = profiled["top_ops"]
         if self.device_type == "cuda":
             self._synchronize(self.device)
         reply.update(losses=losses, scales=scales)
         return reply
+
+    def _torch_profile(self, msg: dict, into: dict):
+        """The real torch.profiler around the step, asked for in a trusted worker (the grader's own profile of a
+        lesson's given step): the table a learner reads, shown beside the verdict."""
+        if not msg.get("torch_profile"):
+            return _null()
+        from grader import profile
+
+        return profile.torch_profile(self.device_type, into)
 
     def _overflow_hooks(self) -> list:
         """Puts an inf into every parameter's gradient during this step, as a float16 backward that overflows
@@ -345,7 +365,7 @@ def preload():
     import torch.nn.functional as F
     import torch.utils.checkpoint  # noqa: F401
 
-    from grader import lazy_dynamo, memory, tracing, workload  # noqa: F401
+    from grader import lazy_dynamo, memory, profile, tracing, workload  # noqa: F401
 
     lazy_dynamo.install()
 

@@ -9,7 +9,7 @@ from grader import mutants
 from grader.loader import exercise_files, load_all, parse_exercise
 from grader.validate import validate_file
 
-CASES = [(ex.id, m.name) for ex in load_all().values() for m in mutants.applicable(ex)
+CASES = [(ex.id, m.name) for ex in load_all().values() for m in mutants.applicable(ex, "cpu")
          if m.name not in ex.mutants.skip]
 
 

@@ -146,3 +146,53 @@ def test_forged_reply_ends_as_the_submissions_error_never_as_a_grader_crash(name
     result = runner.run(ex, source, device="cpu", launcher=LocalLauncher(Limits(step_timeout_s=20)))
     assert result.status in ("error", "fail"), result.to_dict()
     assert result.status == "error" or result.check("coverage").status == "fail"
+
+
+# A profiling lesson's fixed step, with its slowdowns hidden from the census instead of removed.
+PROFILED_STEP = '''
+import torch
+import torch.nn.functional as F
+
+CLASS_WEIGHTS = [1.0, 1.0, 1.0, 1.0, 2.0, 2.0, 3.0, 3.0]
+BOTTLENECKS = {"host_sync", "float32_matmul", "host_device_copy"}
+{prelude}
+
+def train_step(model, optimizer, inputs, targets, device_type, amp_dtype):
+    optimizer.zero_grad(set_to_none=True)
+    with torch.autocast(device_type=device_type, dtype=amp_dtype):
+        h = model.encoder(inputs)
+        with torch.autocast(device_type=device_type, enabled=False):
+            h = model.mixer(h.float())
+        loss = F.cross_entropy(model.head(h), targets, weight=torch.tensor(CLASS_WEIGHTS, device=inputs.device))
+    loss.backward()
+    optimizer.step()
+    {sync}
+    return loss
+'''
+HIDDEN = {
+    # replaces a census method: the plain patch is seen
+    "patched_method": ("import grader.profile\ngrader.profile.Census.note = lambda self, key, nbytes=0: None",
+                       "print(f'loss {loss:.4f}')"),
+    # the census's own code swapped in place (the function object stays the same): float32 matmuls vanish
+    "swapped_code": ("import grader.profile as P\n"
+                     "P._kept_note = P.Census.note.__class__(P.Census.note.__code__, P.__dict__)\n"
+                     "exec('def note(self, key, nbytes=0):\\n'\n"
+                     "     '    if key[0] == \"matmul\" and key[2] == \"float32\": return\\n'\n"
+                     "     '    return _kept_note(self, key, nbytes)', P.__dict__)\n"
+                     "P.Census.note.__code__ = P.__dict__['note'].__code__", ""),
+    # dispatch modes turned off around the sync
+    "modes_off": ("from torch.utils._python_dispatch import _disable_current_modes",
+                  "with _disable_current_modes(): print(f'loss {loss:.4f}')"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HIDDEN))
+def test_slowdowns_hidden_from_the_census_do_not_pass(name, grade):
+    prelude, sync = HIDDEN[name]
+    result = grade("profiling", PROFILED_STEP.replace("{prelude}", prelude).replace("{sync}", sync))
+    assert result.status != "pass", result.to_dict()
+    if name == "swapped_code":  # undetectable in the process; the weights it trained say float32
+        dtypes = result.check("matmul_dtypes")
+        assert dtypes.status == "fail" and dtypes.findings[0].id == "numbers_of_given_step", dtypes
+    else:
+        assert result.error is not None and result.error.kind == "tampering", result.to_dict()

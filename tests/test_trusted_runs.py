@@ -106,3 +106,18 @@ def test_timing_waits_until_no_other_grading_uses_the_device(tmp_path, monkeypat
     with exclusive.sharing("cpu"), exclusive.sharing("cpu"):  # sharing is shared; another device is apart
         with exclusive.alone("cuda:1"):
             pass
+
+
+def test_a_stored_given_step_keeps_its_profile(store):
+    """A profiling lesson's given step is a trusted run too: stored, it still carries the census the checks
+    judge against and the torch.profiler table the results show."""
+    lesson = load_exercise("profiling")
+    first = CountingLauncher()
+    assert runner.run(lesson, lesson.reference, device="cpu", launcher=first).status == "pass"
+    assert sorted(first.started) == ["baseline.py", "given.py", "reference.py", "submission.py"]
+    runner._TRUSTED_CACHE.clear()
+    later = CountingLauncher()
+    again = runner.run(lesson, lesson.starter, device="cpu", launcher=later)
+    assert later.started == ["submission.py"]
+    assert again.check("bottleneck").threshold["names"] == ["host_sync", "float32_matmul"]
+    assert again.plots["profile"]["given"]["top_ops"] and again.check("host_syncs").status == "fail"

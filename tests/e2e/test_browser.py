@@ -475,4 +475,30 @@ def test_the_ddp_lesson_is_solved_on_two_ranks_after_a_wrong_try(page, js_errors
 
     page.goto("/")
     expect(card).to_have_attribute("data-progress", "passed")
+
+
+def test_a_profiling_lesson_shows_the_graders_profile_of_the_given_step(page, js_errors, screenshot):
+    """The starter of the profiling lesson is the slow step itself: its results show what the grader's own
+    profile counted per step beside the learner's step, torch.profiler's busiest ops, each slowdown named with
+    its line, and the GPU-only checks as not applicable."""
+    lesson = load_exercise("profiling")
+    page.goto("/lessons/profiling")
+    expect(page.get_by_test_id("editor")).to_be_visible()
+    page.get_by_test_id("run-button").click()
+    expect(page.get_by_test_id("result-status")).to_have_attribute("data-status", "fail", timeout=GRADING_TIMEOUT_MS)
+    statuses = check_statuses(page)
+    assert statuses["host_syncs"] == "fail" and statuses["matmul_dtypes"] == "fail", statuses
+    assert statuses["transfers"] == "not_applicable" and statuses["step_time"] == "not_applicable", statuses
+    line = next(n for n, text in enumerate(lesson.starter.splitlines(), 1) if "print(" in text)
+    sync_row = page.locator('[data-testid="check-row"][data-check-id="host_syncs"]')
+    expect(sync_row.locator('[data-finding-id="host_sync_value"] .finding-line')).to_have_text(f"line {line}")
+    chart = page.locator('svg[data-testid="chart"][data-chart-title^="Per step, the given step"]')
+    expect(chart).to_have_count(1)
+    assert "copies are counted on a GPU only" in chart.get_attribute("data-chart-title")
+    ops = page.get_by_test_id("profile-ops")
+    expect(ops).to_be_visible()
+    expect(ops.locator("tbody tr").first).to_be_visible()
+    expect(ops).to_contain_text("aten::")
+    ops.scroll_into_view_if_needed()
+    screenshot(page, "16-profile")
     assert not js_errors, js_errors

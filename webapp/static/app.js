@@ -28,6 +28,7 @@
     steps: tr("Training and comparing with FP32"),
     trusted: tr("Finishing the FP32 baseline and the reference run"),
     timing: tr("Timing against the baseline"),
+    timing_given: tr("Timing against the given step"),
     retry: tr("The grading worker stopped; grading again"),
     check: tr("Checks"),
   };
@@ -39,6 +40,11 @@
     speedup: tr("Speedup"),
     memory: tr("Peak memory"),
     ranks: tr("Ranks agree"),
+    bottleneck: tr("What your profile found"),
+    host_syncs: tr("Host syncs"),
+    matmul_dtypes: tr("Matmul dtypes"),
+    transfers: tr("Host-device copies"),
+    step_time: tr("Faster than the given step"),
   };
   // Human headings for the error kinds of docs/results.md (the kind itself stays in the JSON for tools).
   var ERROR_KINDS = {
@@ -254,7 +260,7 @@
       return;
     }
     if (stage === "steps" && data.total) detail = tr("{n} steps", { n: data.total });
-    if (stage === "timing" && data.rounds) {
+    if ((stage === "timing" || stage === "timing_given") && data.rounds) {
       detail = tr("round {n}", { n: data.rounds }) + (typeof data.speedup === "number" ? ", " + tr("{x}× so far", { x: formatNumber(data.speedup, 2) }) : "");
     }
     if (stage === "retry") detail = tr("attempt {n}", { n: data.attempt });
@@ -397,12 +403,54 @@
         bars: [{ label: tr("FP32 baseline"), value: plots.memory.baseline_bytes / 1048576, color: COLORS.baseline },
                { label: tr("your code"), value: plots.memory.submission_bytes / 1048576, color: COLORS.submission }] }]);
     }
+    if (plots.profile && plots.profile.given) charts.push(["bar", profileChart(plots.profile)]);
     charts.forEach(function (chart) {
       var figure = el("figure", { className: "chart-card" });
       box.appendChild(figure);
       drawChart(figure, chart[0], chart[1]);
     });
+    if (plots.profile && plots.profile.given && (plots.profile.given.top_ops || []).length) {
+      box.appendChild(topOpsTable(plots.profile));
+    }
   };
+
+  /* A profiling lesson: what the grader counted per step in the given step (its own run) and in yours. */
+  var PROFILE_CATEGORIES = [["host_sync", tr("host syncs")], ["float32_matmul", tr("float32 matmuls")],
+                            ["host_device_copy", tr("host-device copies")]];
+
+  function profileChart(profile) {
+    var bars = [];
+    PROFILE_CATEGORIES.forEach(function (c) {
+      var given = profile.given.per_step[c[0]], mine = (profile.submission.per_step || {})[c[0]];
+      if (given === null || given === undefined) return;  // this device cannot show it (no GPU)
+      bars.push({ label: tr("{what}: given step", { what: c[1] }), value: given, color: COLORS.baseline });
+      bars.push({ label: tr("{what}: your step", { what: c[1] }), value: mine, color: COLORS.submission });
+    });
+    var title = tr("Per step, the given step (the grader's profile) and yours");
+    if (profile.given.per_step.host_device_copy === null) title += " (" + tr("copies are counted on a GPU only") + ")";
+    return { title: title, unit: "", bars: bars };
+  }
+
+  function topOpsTable(profile) {
+    var cuda = profile.device === "cuda";
+    var figure = el("figure", { className: "chart-card profile-ops", dataset: { testid: "profile-ops" } });
+    figure.appendChild(el("figcaption", { text: tr("The grader's torch.profiler table of one given step, busiest first") }));
+    var head = el("tr", {}, el("th", { scope: "col", text: tr("op") }), el("th", { scope: "col", text: tr("calls") }),
+      el("th", { scope: "col", text: tr("self CPU (ms)") }),
+      cuda ? el("th", { scope: "col", text: tr("self CUDA (ms)") }) : null,
+      el("th", { scope: "col", text: tr("input dtypes") }));
+    var table = el("table", { className: "profile-table" }, el("thead", {}, head));
+    var body = el("tbody");
+    profile.given.top_ops.forEach(function (row) {
+      body.appendChild(el("tr", {}, el("td", {}, el("code", { text: row.op })), el("td", { text: String(row.calls) }),
+        el("td", { text: formatNumber(row.self_cpu_us / 1000, 3) }),
+        cuda ? el("td", { text: formatNumber((row.self_device_us || 0) / 1000, 3) }) : null,
+        el("td", { text: (row.dtypes || []).join(", ") })));
+    });
+    table.appendChild(body);
+    figure.appendChild(table);
+    return figure;
+  }
 
   /* The loss scale per step, with each change marked: a back-off (an overflow: the step was skipped) or a
      growth; the step the grader made overflow on purpose is marked as such. */

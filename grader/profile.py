@@ -1,0 +1,391 @@
+"""What makes a mixed-precision step slow, counted op by op: the host waiting for
+the device (a sync), data crossing between host and device (a copy), and
+matmuls that ran in float32 where autocast would have run them in 16-bit.
+
+`Census` runs inside a worker. A dispatch mode sees every ATen op a step runs
+(after autocast chose its dtype); a few wrappers see the host reads that never
+reach the dispatcher (printing a tensor, `tolist()`, `numpy()`) and explicit
+`synchronize()` calls. Each event carries the line of the code that caused it,
+like the recorder's (grader/tracing.py). In the learner's process what it
+reports is evidence, not truth: the grading process corroborates it where the
+numbers can (grader/checks/profiling.py) and says what it cannot.
+
+The same census runs, in a process of its own that never sees learner code, on
+the step a lesson hands out (its starter): that is the grader's own profile of
+the given step, with the real `torch.profiler` table of one step beside it.
+The summaries below are plain functions over the reported events, used by the
+grading process."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections import Counter
+from contextlib import contextmanager
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
+
+# What the learner answers with, and what a profile can show: each name is a symptom a profile makes visible.
+CATEGORIES = ("host_sync", "float32_matmul", "host_device_copy")
+# The ops autocast runs in 16-bit (its lower-precision list), as they reach the dispatcher below autocast.
+MATMULS = {"mm", "addmm", "bmm", "baddbmm", "addbmm", "mv", "addmv", "addr", "convolution", "_convolution",
+           "cudnn_convolution", "_scaled_dot_product_flash_attention", "_scaled_dot_product_flash_attention_for_cpu",
+           "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention", "_prelu_kernel"}
+# Ops whose output size depends on the values: on a GPU the host must wait for them.
+DATA_DEPENDENT = {"nonzero", "masked_select", "_unique", "_unique2", "unique_dim", "unique_consecutive", "argwhere",
+                  "repeat_interleave"}
+COPIES = {"_to_copy", "copy_", "_copy_from", "_copy_from_and_resize"}
+LOW = ("float16", "bfloat16")
+# The grader's own value reads inside a step (the recorder notes the loss it saw): not the learner's syncs.
+_GRADER_READS = {"record", "scale_w", "__torch_dispatch__"}
+_TRACING = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tracing.py")
+MAX_EVENTS = 2000  # distinct (kind, op, line, ...) per step; a real step has a few dozen
+
+
+def _dtype(t) -> str:
+    return str(t.dtype).replace("torch.", "")
+
+
+class Census:
+    """Counts one step's syncs, copies and matmuls, each with the learner's line. `install()` runs before the
+    learner's module is imported (so `from torch.cuda import synchronize` gets the wrapper); `start()` and
+    `stop()` bracket each profiled step."""
+
+    def __init__(self, recorder, device_type: str):
+        self.rec = recorder
+        self.path = recorder.path
+        self.device_type = device_type
+        self.active = False
+        self.counts: Counter = Counter()
+        self.bytes: Counter = Counter()
+        self._quiet = 0  # inside a wrapped host read: the ops it runs are part of that one read
+        self._stack: list[str] = []
+        self._handles: list = []
+        self._names: dict[int, str] = {}
+        self.mode: CensusMode | None = None
+        self.evaded: list[str] = []  # ways around the dispatch mode that the learner's file called during a step
+
+    # -- where an event comes from ----------------------------------------------------------------
+    def where(self) -> tuple[int | None, bool]:
+        """(the learner's line, whether the learner caused it): an op with no frame of the learner's file
+        below it is the grader's own (measuring memory, say), and so is the recorder noting a loss value."""
+        frame = sys._getframe(2)
+        while frame is not None:
+            code = frame.f_code
+            if code.co_filename == self.path:
+                return frame.f_lineno, True
+            if code.co_filename == _TRACING and code.co_name in _GRADER_READS:
+                return None, False
+            frame = frame.f_back
+        return None, False
+
+    def _on_device(self, t) -> bool:
+        """A value only makes the host wait when it lives on the device that computes (on CPU, everything)."""
+        return isinstance(t, torch.Tensor) and (self.device_type == "cpu" or t.device.type != "cpu")
+
+    def note(self, key: tuple, nbytes: int = 0):
+        line, learner = self.where()
+        if not learner:
+            return
+        key = (*key, line)
+        if key in self.counts or len(self.counts) < MAX_EVENTS:
+            self.counts[key] += 1
+            self.bytes[key] += nbytes
+
+    # -- what an op is ----------------------------------------------------------------------------
+    def observe(self, func, args, kwargs, out):
+        name = func._overloadpacket.__name__
+        first = next((a for a in args if isinstance(a, torch.Tensor)), None)
+        if name == "_local_scalar_dense":
+            if self._on_device(first):
+                self.note(("sync", "value", f"aten::{name}"))
+        elif name in DATA_DEPENDENT or (name == "index" and _bool_index(args)):
+            if self._on_device(first):
+                self.note(("sync", "data_dependent", f"aten::{name}"))
+        elif name in COPIES:
+            self._copy(name, args, kwargs, out)
+        elif name in ("lift_fresh", "lift_fresh_copy") and isinstance(out, torch.Tensor) and out.device.type != "cpu":
+            # torch.tensor(data, device=...): the data are Python's, on the host, copied over inside the call
+            self.note(("copy", "h2d", "torch.tensor"), out.numel() * out.element_size())
+        elif name in MATMULS and torch._C._current_autograd_node() is None and first is not None:
+            self.note(("matmul", f"aten::{name}", _dtype(first), self._stack[-1] if self._stack else "",
+                       self._autocast_state()))
+
+    def _copy(self, name, args, kwargs, out):
+        if name == "_to_copy":
+            src, dst = args[0], out
+        else:  # copy_(self, src)
+            dst, src = args[0], args[1] if len(args) > 1 else None
+        if not (isinstance(src, torch.Tensor) and isinstance(dst, torch.Tensor)):
+            return
+        a, b = src.device.type, dst.device.type
+        if a == b:
+            return
+        nbytes = dst.numel() * dst.element_size()
+        direction = "h2d" if a == "cpu" else "d2h" if b == "cpu" else "d2d"
+        self.note(("copy", direction, f"aten::{name}"), nbytes)
+        if direction == "d2h" and not kwargs.get("non_blocking", False):
+            self.note(("sync", "to_host", f"aten::{name}"))
+
+    def _autocast_state(self) -> str:
+        """The innermost autocast region for this device: on, off (turned off inside one) or none at all."""
+        for device, enabled in reversed(self.rec._autocast_stack):
+            if device == self.device_type:
+                return "on" if enabled else "off"
+        return "none"
+
+    # -- a profiled step ----------------------------------------------------------------------------
+    def start(self, models, module_names: dict[int, str]) -> "CensusMode":
+        self.counts, self.bytes, self._stack, self.evaded = Counter(), Counter(), [], []
+        self._names = module_names
+        for model in models:
+            for module in model.modules():
+                self._handles.append(module.register_forward_pre_hook(self._push))
+                self._handles.append(module.register_forward_hook(self._pop))
+        self.mode = CensusMode(self)
+        return self.mode
+
+    def _push(self, module, args):
+        self._stack.append(self._names.get(id(module), type(module).__name__))
+
+    def _pop(self, module, args, output):
+        if self._stack:
+            self._stack.pop()
+
+    def stop(self) -> list[dict]:
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+        self.active = False
+        return [_event(key, n, self.bytes[key]) for key, n in self.counts.items()]
+
+    # -- host reads the dispatcher never sees -------------------------------------------------------
+    def install(self):
+        import torch._tensor_str as tensor_str
+
+        census = self
+
+        def host_read(original, op):
+            @functools.wraps(original)
+            def read(self_, *args, **kwargs):
+                if census.active and not census._quiet and census._on_device(self_):
+                    census.note(("sync", "print" if op == "print" else "host_read", op))
+                census._quiet += 1
+                try:
+                    return original(self_, *args, **kwargs)
+                finally:
+                    census._quiet -= 1
+            return read
+
+        def explicit(original, op):
+            @functools.wraps(original)
+            def synchronize(*args, **kwargs):
+                if census.active:
+                    census.note(("sync", "explicit", op))
+                return original(*args, **kwargs)
+            return synchronize
+
+        def guarded(original, label):
+            @functools.wraps(original)
+            def call(*args, **kwargs):
+                if census.active and sys._getframe(1).f_code.co_filename == census.path:
+                    census.evaded.append(label)
+                return original(*args, **kwargs)
+            return call
+
+        torch.Tensor.tolist = host_read(torch.Tensor.tolist, "tensor.tolist")
+        torch.Tensor.numpy = host_read(torch.Tensor.numpy, "tensor.numpy")
+        tensor_str._str = host_read(tensor_str._str, "print")
+        for owner, attr, op in _synchronizers():
+            setattr(owner, attr, explicit(getattr(owner, attr), op))
+        for owner, attr in _mode_switches():
+            setattr(owner, attr, guarded(getattr(owner, attr), f"{owner.__name__}.{attr}"))
+        self._snapshot = {(owner, attr): getattr(owner, attr) for owner, attr in self._watched()}
+
+    def _watched(self) -> list[tuple[object, str]]:
+        import torch._tensor_str as tensor_str
+
+        return [(torch.Tensor, "tolist"), (torch.Tensor, "numpy"), (tensor_str, "_str"),
+                *[(owner, attr) for owner, attr, _ in _synchronizers()], *_mode_switches(),
+                (Census, "observe"), (Census, "note"), (Census, "where"), (Census, "_copy"), (Census, "_on_device"),
+                (Census, "_autocast_state"), (CensusMode, "__torch_dispatch__")]
+
+    def tampered(self) -> list[str]:
+        """What learner code replaced among the census's functions, or a census mode it took off the stack.
+        As with the recorder, code in the same process can always do better; this catches the plain patch."""
+        changed = [f"{getattr(owner, '__name__', owner)}.{attr}" for (owner, attr), value in self._snapshot.items()
+                   if getattr(owner, attr, None) is not value]
+        changed += [f"census.{name}" for name in ("observe", "note", "where") if name in vars(self)]
+        if self.mode is not None and self.mode.lost:
+            changed.append("the census dispatch mode")
+        changed += sorted(set(self.evaded))
+        return changed
+
+
+def _synchronizers() -> list[tuple[object, str, str]]:
+    out = [(torch.cuda, "synchronize", "torch.cuda.synchronize"),
+           (torch.cuda.Stream, "synchronize", "Stream.synchronize"),
+           (torch.cuda.Event, "synchronize", "Event.synchronize")]
+    if hasattr(torch, "accelerator") and hasattr(torch.accelerator, "synchronize"):
+        out.append((torch.accelerator, "synchronize", "torch.accelerator.synchronize"))
+    return out
+
+
+def _mode_switches() -> list[tuple[object, str]]:
+    """What turns dispatch modes off: PyTorch's own code uses them (printing a tensor does), a step must not."""
+    import torch.utils._python_dispatch as python_dispatch
+
+    return [(python_dispatch, "_disable_current_modes"), (python_dispatch, "_pop_mode_temporarily"),
+            (python_dispatch, "_pop_mode"), (torch._C, "_unset_dispatch_mode"), (torch._C, "_DisableTorchDispatch")]
+
+
+def _bool_index(args) -> bool:
+    indices = args[1] if len(args) > 1 else ()
+    return any(isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in indices or ())
+
+
+def _event(key: tuple, n: int, nbytes: int) -> dict:
+    ev, line = key[0], key[-1]
+    if ev == "sync":
+        return {"ev": "sync", "kind": key[1], "op": key[2], "line": line, "n": n}
+    if ev == "copy":
+        return {"ev": "copy", "dir": key[1], "op": key[2], "line": line, "n": n, "bytes": nbytes}
+    return {"ev": "matmul", "op": key[1], "dtype": key[2], "module": key[3], "autocast": key[4], "line": line, "n": n}
+
+
+class CensusMode(TorchDispatchMode):
+    """Sees each op after autocast has cast its inputs, so the dtype is what really ran. Entered last, inside
+    the grader's other modes, so the grader's own reads in them never reach it."""
+
+    def __init__(self, census: Census):
+        super().__init__()
+        self.census = census
+        self.lost = False
+
+    def __enter__(self):
+        self.census.active = True
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        self.census.active = False
+        if self not in _get_current_dispatch_mode_stack():
+            self.lost = True  # the learner's code popped it: leave the stack as it is
+            return False
+        return super().__exit__(*exc)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        census = self.census
+        if census.active and not census._quiet:
+            census.observe(func, args, kwargs, out)
+        return out
+
+
+# -- the real profiler, for the table a learner would read -----------------------------------------------------
+
+TOP_OPS = 12
+# Rows shown whatever their time: what a profile shows a sync or a copy by (on a CPU they cost nothing, on a GPU
+# the time they cost is the device's idling, not their own).
+TELLING = ("aten::item", "aten::_local_scalar_dense", "aten::nonzero", "aten::masked_select", "aten::lift_fresh",
+           "cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "Memcpy HtoD", "Memcpy DtoH")
+
+
+@contextmanager
+def torch_profile(device_type: str, into: dict):
+    """torch.profiler around one step; `into["top_ops"]` gets the busiest ops. On CUDA, device time ranks them."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device_type == "cuda" else [])
+    with profile(activities=activities, record_shapes=True) as prof:
+        yield
+    into["top_ops"] = top_ops(prof.events(), device_type)
+
+
+def top_ops(events, device_type: str) -> list[dict]:
+    """One row per op and input dtype (an addmm in float beside one in bfloat16 is the point of the lesson), the
+    busiest first, then the rows that tell a sync or a copy, however little time they took."""
+    cuda = device_type == "cuda"
+    rows: dict[tuple, dict] = {}
+    for e in events:
+        if e.name.startswith("ProfilerStep"):
+            continue
+        dtype = next((d for d in (getattr(e, "input_dtypes", None) or []) if d), "")
+        row = rows.setdefault((e.name, dtype), {"op": e.name, "calls": 0, "self_cpu_us": 0.0,
+                                                "self_device_us": 0.0 if cuda else None,
+                                                "dtypes": [dtype] if dtype else []})
+        row["calls"] += 1
+        row["self_cpu_us"] += float(e.self_cpu_time_total)
+        if cuda:
+            row["self_device_us"] += float(getattr(e, "self_device_time_total", 0.0))
+    for row in rows.values():
+        row["self_cpu_us"] = round(row["self_cpu_us"], 1)
+        if cuda:
+            row["self_device_us"] = round(row["self_device_us"], 1)
+    ranked = sorted(rows.values(), key=lambda r: -(r["self_device_us"] if cuda else r["self_cpu_us"]))
+    shown = ranked[:TOP_OPS]
+    shown += [r for r in ranked[TOP_OPS:] if r["op"].startswith(TELLING)][:4]
+    return shown
+
+
+# -- summaries, in the grading process -------------------------------------------------------------------------
+
+def steady(steps: list[dict]) -> list[dict]:
+    """The steps a verdict is made on: all but the first, which may build what later steps reuse (a constant
+    copied to the device once, autocast's weight casts)."""
+    return steps[1:] if len(steps) > 1 else steps
+
+
+def of_kind(steps: list[dict], ev: str, **match) -> list[dict]:
+    """Events of one kind over the steady steps, merged per (op, line, ...): `n` is the count over those steps,
+    `worst` the most in any one step."""
+    merged: dict[tuple, dict] = {}
+    for step in steady(steps):
+        here: Counter = Counter()
+        for e in step["events"]:
+            if e["ev"] != ev or any(e.get(k) != v for k, v in match.items()):
+                continue
+            key = tuple(sorted((k, v) for k, v in e.items() if k not in ("n", "bytes")))
+            slot = merged.setdefault(key, {**e, "n": 0, "bytes": 0, "worst": 0})
+            slot["n"] += e["n"]
+            slot["bytes"] += e.get("bytes", 0)
+            here[key] += e["n"]
+        for key, n in here.items():
+            merged[key]["worst"] = max(merged[key]["worst"], n)
+    return sorted(merged.values(), key=lambda e: (e["line"] is None, e["line"] or 0))
+
+
+def _float32(e: dict) -> bool:
+    return e["ev"] == "matmul" and e["dtype"] not in LOW
+
+
+def per_step(steps: list[dict], ev: str, keep=None) -> int:
+    """The most events of a kind (that `keep` accepts) in any one steady step."""
+    worst = 0
+    for step in steady(steps):
+        worst = max(worst, sum(e["n"] for e in step["events"] if e["ev"] == ev and (keep is None or keep(e))))
+    return worst
+
+
+def float32_matmuls(steps: list[dict]) -> list[dict]:
+    return [e for e in of_kind(steps, "matmul") if _float32(e)]
+
+
+def symptoms(steps: list[dict], device_type: str) -> dict[str, int | None]:
+    """Per category, the most events in one steady step; None where this device cannot show it (no device to
+    copy to on a CPU)."""
+    return {"host_sync": per_step(steps, "sync"),
+            "float32_matmul": per_step(steps, "matmul", _float32),
+            "host_device_copy": per_step(steps, "copy") if device_type == "cuda" else None}
+
+
+def summary(steps: list[dict], device_type: str) -> dict:
+    """For the result's plots: counts per category and the matmuls by dtype, per steady step."""
+    n = max(len(steady(steps)), 1)
+    by_dtype: Counter = Counter()
+    for e in of_kind(steps, "matmul"):
+        by_dtype[e["dtype"]] += e["n"]
+    return {"per_step": symptoms(steps, device_type),
+            "matmuls_by_dtype": {k: round(v / n, 2) for k, v in sorted(by_dtype.items())}}
