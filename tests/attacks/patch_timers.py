@@ -1,8 +1,9 @@
 # exercise: timed
 # attack: patch time.perf_counter, time.monotonic, torch.cuda.Event and torch.cuda.synchronize to make a slow
-#         float32 step look fast
+#         float32 step look fast (torch.cuda.synchronize is also wrapped by the grader's census of host syncs,
+#         so replacing it is named as tampering; either way the grader's own clock in its own process decides)
 # applies: all
-# expect: fail
+# expect: fail|error
 import time
 
 import torch
