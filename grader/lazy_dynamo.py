@@ -24,7 +24,9 @@ import os
 import sys
 import types
 
-SCANNED = ("torch.optim", "torch.amp", "torch.nn", "torch.autograd", "torch.utils.checkpoint")
+# torch.utils holds the dispatch-mode machinery (a TorchDispatchMode subclass's __torch_dispatch__ is marked
+# torch._disable_dynamo by PyTorch itself); grader holds the trace's and the census's own modes.
+SCANNED = ("torch.optim", "torch.amp", "torch.nn", "torch.autograd", "torch.utils", "grader")
 
 
 def _graph_break(msg: str = "") -> None:
@@ -83,8 +85,10 @@ def _disabled_target(value, compile_file: str):
     """(fn, recursive) when `value` is torch._disable_dynamo's wrapper around fn, else None."""
     if isinstance(value, (staticmethod, classmethod)):
         value = value.__func__
-    code = getattr(value, "__code__", None)
-    if code is None or code.co_filename != compile_file or code.co_name != "inner" or not value.__closure__:
+    if not isinstance(value, types.FunctionType):
+        return None
+    code = value.__code__
+    if code.co_filename != compile_file or code.co_name != "inner" or not value.__closure__:
         return None
     cells = dict(zip(code.co_freevars, (c.cell_contents for c in value.__closure__)))
     if "fn" not in cells:

@@ -76,3 +76,23 @@ prepared, _ = accelerator.prepare(model, torch.optim.SGD(model.parameters(), lr=
 print(prepared is model)
 """)
     assert out.split() == ["False", "True"]
+
+
+def test_a_traced_step_under_the_graders_own_dispatch_modes_does_not_load_dynamo():
+    """PyTorch marks every TorchDispatchMode's __torch_dispatch__ torch._disable_dynamo: the trace's precision
+    mode and the census's mode, entered in every traced step, loaded the real module on the learner's first
+    step (2 s of a warm sandbox's verdict)."""
+    out = run("""
+from grader import profile, tracing
+recorder = tracing.Recorder("submission.py", "cpu", [])
+census = profile.Census(recorder, "cpu")
+census.install()
+with tracing.PrecisionMode(recorder, {}), census.start([model], {}):
+    opt.zero_grad(set_to_none=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss = torch.nn.functional.cross_entropy(model(torch.randn(4, 8)), torch.tensor([0, 1, 0, 1]))
+    loss.backward()
+    opt.step()
+print(lazy_dynamo.real_loaded())
+""")
+    assert out.split() == ["False"], out
