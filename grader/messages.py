@@ -86,6 +86,10 @@ EN: dict[str, str] = {
     "micro_batch_skipped": "backward() ran {backwards} time(s) for {n} micro-batches, so some micro-batches never "
                            "reached the gradient",
     "micro_batch_skipped.fix": "loop over every micro-batch and call backward once for each",
+    "zero_grad_before_step": "gradients were zeroed after the backward pass and before the optimizer step, so the "
+                             "step had no gradients to apply and the model did not train",
+    "zero_grad_before_step.fix": "call optimizer.zero_grad() at the start of the step (or right after "
+                                 "optimizer.step()), never between backward() and step()",
     "zero_grad_every_micro_batch": "gradients were zeroed between micro-batches, so only the last one counts",
     "zero_grad_every_micro_batch.fix": "call optimizer.zero_grad() once per effective batch (before the first "
                                        "micro-batch or after the step)",

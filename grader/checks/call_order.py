@@ -68,7 +68,7 @@ def scaler_usage(events, ctx) -> list[Finding]:
     if direct:
         out.append(finding("optimizer_step_direct", direct["line"]))
     steps, updates = _all(events, "scaler_step"), _all(events, "update")
-    if steps and not updates:
+    if steps and not updates and not ctx.get("partial"):  # a step that raised never got to its update
         out.append(finding("update_missing", steps[-1]["line"]))
     elif updates and not direct and (not steps or events.index(updates[0]) < events.index(steps[0])):
         out.append(finding("update_before_step", updates[0]["line"]))
@@ -170,6 +170,23 @@ def missing_step(events, ctx) -> list[Finding]:
     return [finding("step_missing")]
 
 
+def zeroed_before_step(events, ctx) -> list[Finding]:
+    """A zero_grad between the last backward before a step and that step leaves the step nothing to apply: the
+    model does not train, whatever wraps the optimizer (a GradScaler, Accelerate, DDP). A step of another
+    optimizer in between (two models, each zeroed after its own step) is not this mistake."""
+    last_backward = None
+    for i, e in enumerate(events):
+        if e["ev"] == "backward":
+            last_backward = i
+        elif last_backward is not None and (e["ev"] == "scaler_step" or (e["ev"] == "optimizer_step"
+                                                                        and not e.get("via_scaler"))):
+            between = events[last_backward + 1:i]
+            zeroed = next((z for z in between if z["ev"] == "zero_grad"), None)
+            if zeroed and not any(b["ev"] in ("scaler_step", "optimizer_step") for b in between):
+                return [finding("zero_grad_before_step", zeroed["line"])]
+    return []
+
+
 # Rules for the calls of libraries over torch's AMP (grader/tracing_distributed.py, tracing_accelerate.py): each
 # module has prepare_rules(trace, ctx), for what the learner's prepare did once, and step_rules(events, ctx).
 LIBRARY_RULES = (ddp_calls, accelerate_calls)
@@ -186,7 +203,7 @@ def diagnose(traces: list[dict], ctx: dict) -> list[Finding]:
             continue
         events = trace["events"]
         ctx = {**ctx, "partial": trace.get("partial", False)}
-        rules = [missing_step, deprecated_spelling, accumulation]
+        rules = [missing_step, deprecated_spelling, accumulation, zeroed_before_step]
         if ctx["autocast"]:
             rules += [autocast_usage]
             if any(e["ev"] == "autocast_enter" and e["enabled"] for e in events):

@@ -1,0 +1,28 @@
+# expect-status: fail
+# expect-finding: zero_grad_before_step line=25
+# expect-check: parity=fail
+# On the micro-batch whose gradients sync, zeroing before the step leaves Accelerate's step nothing to apply.
+import torch
+import torch.nn.functional as F
+from accelerate import Accelerator
+
+
+def prepare(model, optimizer, accumulation_steps, amp_dtype):
+    precision = "bf16" if amp_dtype == torch.bfloat16 else "fp16"
+    accelerator = Accelerator(mixed_precision=precision, gradient_accumulation_steps=accumulation_steps)
+    model, optimizer = accelerator.prepare(model, optimizer)
+    return accelerator, model, optimizer
+
+
+def train_step(accelerator, model, optimizer, micro_batches):
+    total = 0.0
+    for inputs, targets in micro_batches:
+        with accelerator.accumulate(model):
+            loss = F.cross_entropy(model(inputs), targets)
+            accelerator.backward(loss)
+            if accelerator.sync_gradients:
+                accelerator.clip_grad_norm_(model.parameters(), max_norm=1.0)
+            optimizer.zero_grad()
+            optimizer.step()
+        total += loss.item() / len(micro_batches)
+    return total

@@ -1,0 +1,39 @@
+"""Call-order rules over hand-written traces, for the patterns golden submissions cannot all spell out."""
+
+from grader.checks import call_order
+
+CTX = {"autocast": False, "scaler": False, "micro_batches": 1, "device_type": "cpu", "amp_dtype": "bfloat16"}
+
+
+def ids(events, **ctx):
+    return {f.id for f in call_order.diagnose([{"events": events, "param_dtypes": []}], {**CTX, **ctx})}
+
+
+def ev(kind, line, **fields):
+    return {"ev": kind, "line": line, **fields}
+
+
+def test_zeroing_between_backward_and_step_is_diagnosed_at_the_zero_grad():
+    found = call_order.diagnose([{"events": [ev("backward", 3), ev("zero_grad", 4, owner="Optimizer"),
+                                             ev("optimizer_step", 5, via_scaler=False, optimizer=0)],
+                                  "param_dtypes": []}], CTX)
+    assert [(f.id, f.line) for f in found] == [("zero_grad_before_step", 4)]
+
+
+def test_zeroing_through_a_scaler_step_is_diagnosed_too():
+    assert "zero_grad_before_step" in ids([ev("backward", 3, scaled=True), ev("zero_grad", 4, owner="Module"),
+                                           ev("scaler_step", 5, optimizer=0)])
+
+
+def test_two_models_each_zeroed_after_its_own_step_are_not_this_mistake():
+    events = [ev("zero_grad", 1, owner="Optimizer"), ev("backward", 2), ev("backward", 3),
+              ev("optimizer_step", 4, via_scaler=False, optimizer=0), ev("zero_grad", 5, owner="Optimizer"),
+              ev("optimizer_step", 6, via_scaler=False, optimizer=1), ev("zero_grad", 7, owner="Optimizer")]
+    assert "zero_grad_before_step" not in ids(events)
+
+
+def test_zeroing_before_a_later_backward_is_the_usual_order():
+    events = [ev("backward", 2), ev("optimizer_step", 3, via_scaler=False, optimizer=0),
+              ev("zero_grad", 4, owner="Optimizer"), ev("backward", 5),
+              ev("optimizer_step", 6, via_scaler=False, optimizer=0)]
+    assert "zero_grad_before_step" not in ids(events)
