@@ -8,18 +8,11 @@ clips. The mistakes are going around it, or doing its work twice."""
 
 from __future__ import annotations
 
+from grader.checks.events import every, first
 from grader.messages import finding
 from grader.results import Finding
 
 PRECISION = {"bfloat16": "bf16", "float16": "fp16"}
-
-
-def _all(events, kind):
-    return [e for e in events if e["ev"] == kind]
-
-
-def _first(events, kind):
-    return next((e for e in events if e["ev"] == kind), None)
 
 
 def _through(events: list[dict], i: int, kind: str) -> bool:
@@ -34,7 +27,7 @@ def _through(events: list[dict], i: int, kind: str) -> bool:
 
 def prepare_rules(trace, ctx) -> list[Finding]:
     events = trace["events"]
-    init = _first(events, "accelerator_init")
+    init = first(events, "accelerator_init")
     if init is None:
         return []
     out, expected = [], PRECISION.get(ctx["amp_dtype"], ctx["amp_dtype"])
@@ -46,7 +39,7 @@ def prepare_rules(trace, ctx) -> list[Finding]:
     n = ctx.get("micro_batches", 1)
     if n > 1 and init["accumulation_steps"] != n:
         out.append(finding("accumulation_steps_mismatch", init["line"], got=init["accumulation_steps"], n=n))
-    prepared = _all(events, "accelerator_prepare")
+    prepared = every(events, "accelerator_prepare")
     where = (prepared[0] if prepared else init)["line"]
     if not any(e["models"] for e in prepared):
         out.append(finding("model_not_prepared", where))
@@ -56,7 +49,7 @@ def prepare_rules(trace, ctx) -> list[Finding]:
 
 
 def step_rules(events, ctx) -> list[Finding]:
-    init = _first(ctx.get("prepare_events", []), "accelerator_init") or _first(events, "accelerator_init")
+    init = first(ctx.get("prepare_events", []), "accelerator_init") or first(events, "accelerator_init")
     if init is None:
         return []
     out = []
@@ -69,11 +62,11 @@ def step_rules(events, ctx) -> list[Finding]:
                        and not _through(events, i, "accelerator_clip")), None)
     if plain_clip:
         out.append(finding("clip_not_through_accelerator", plain_clip["line"]))
-    early = next((e for e in _all(events, "accelerator_clip") if not e["sync_gradients"]), None)
+    early = next((e for e in every(events, "accelerator_clip") if not e["sync_gradients"]), None)
     if early:
         out.append(finding("clip_outside_sync_gradients", early["line"]))
-    if init["accumulation_steps"] > 1 and not _all(events, "accumulate") and not ctx.get("partial"):
-        where = _first(events, "accelerator_backward") or _first(events, "backward") or init
+    if init["accumulation_steps"] > 1 and not every(events, "accumulate") and not ctx.get("partial"):
+        where = first(events, "accelerator_backward") or first(events, "backward") or init
         out.append(finding("accumulate_missing", where["line"], n=init["accumulation_steps"]))
     return out
 

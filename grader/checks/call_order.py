@@ -5,21 +5,14 @@ trace gives the learner's line."""
 from __future__ import annotations
 
 from grader.checks import accelerate_calls, ddp_calls
+from grader.checks.events import every, first
 from grader.messages import finding, message_of, say
 from grader.results import FAIL, PASS, CheckResult, Finding
 
 
-def _first(events, kind, **match):
-    return next((e for e in events if e["ev"] == kind and all(e.get(k) == v for k, v in match.items())), None)
-
-
-def _all(events, kind):
-    return [e for e in events if e["ev"] == kind]
-
-
 def master_weights(trace, ctx) -> list[Finding]:
     low = [d for d in trace["param_dtypes"] if d in ("float16", "bfloat16")]
-    cast = _first(trace["events"], "cast_model")
+    cast = first(trace["events"], "cast_model")
     if not low and not cast:
         return []
     low = low or ["16-bit"]
@@ -27,8 +20,8 @@ def master_weights(trace, ctx) -> list[Finding]:
 
 
 def autocast_usage(events, ctx) -> list[Finding]:
-    wrong = next((e for e in _all(events, "autocast_enter") if e["device_type"] != ctx["device_type"]), None)
-    entered = [e for e in _all(events, "autocast_enter") if e["enabled"]]
+    wrong = next((e for e in every(events, "autocast_enter") if e["device_type"] != ctx["device_type"]), None)
+    entered = [e for e in every(events, "autocast_enter") if e["enabled"]]
     if wrong and not entered:
         entered = [wrong]
     if not entered:
@@ -46,14 +39,14 @@ def autocast_usage(events, ctx) -> list[Finding]:
 
 def autocast_scope(events, ctx) -> list[Finding]:
     out = []
-    bw = next((e for e in _all(events, "backward") if e["autocast"]), None)
+    bw = next((e for e in every(events, "backward") if e["autocast"]), None)
     if bw:
         out.append(finding("backward_inside_autocast", bw["line"]))
-    fw = next((e for e in _all(events, "forward") if not e["autocast"]), None)
+    fw = next((e for e in every(events, "forward") if not e["autocast"]), None)
     if fw:
         out.append(finding("forward_outside_autocast", fw["line"]))
-    elif any(e["autocast"] for e in _all(events, "forward")):
-        loss = next((e for e in _all(events, "loss_op") if not e["autocast"]), None)
+    elif any(e["autocast"] for e in every(events, "forward")):
+        loss = next((e for e in every(events, "loss_op") if not e["autocast"]), None)
         if loss:
             out.append(finding("loss_outside_autocast", loss["line"]))
     return out
@@ -61,13 +54,13 @@ def autocast_scope(events, ctx) -> list[Finding]:
 
 def scaler_usage(events, ctx) -> list[Finding]:
     out = []
-    bw = next((e for e in _all(events, "backward") if not e["scaled"]), None)
+    bw = next((e for e in every(events, "backward") if not e["scaled"]), None)
     if bw:
         out.append(finding("backward_unscaled", bw["line"]))
-    direct = next((e for e in _all(events, "optimizer_step") if not e["via_scaler"]), None)
+    direct = next((e for e in every(events, "optimizer_step") if not e["via_scaler"]), None)
     if direct:
         out.append(finding("optimizer_step_direct", direct["line"]))
-    steps, updates = _all(events, "scaler_step"), _all(events, "update")
+    steps, updates = every(events, "scaler_step"), every(events, "update")
     if steps and not updates and not ctx.get("partial"):  # a step that raised never got to its update
         out.append(finding("update_missing", steps[-1]["line"]))
     elif updates and not direct and (not steps or events.index(updates[0]) < events.index(steps[0])):
@@ -101,15 +94,15 @@ def accumulation(events, ctx) -> list[Finding]:
     if n <= 1:
         return []
     out = []
-    steps = _all(events, "scaler_step") or _all(events, "optimizer_step")
+    steps = every(events, "scaler_step") or every(events, "optimizer_step")
     if len(steps) > 1:
         out.append(finding("step_every_micro_batch", steps[1]["line"], steps=len(steps), n=n))
-    updates = _all(events, "update")
+    updates = every(events, "update")
     if updates:
-        first = events.index(updates[0])
-        forwards = sum(e["ev"] == "loss_op" for e in events[:first])
+        at = events.index(updates[0])
+        forwards = sum(e["ev"] == "loss_op" for e in events[:at])
         counted = any(e["ev"] == "loss_op" for e in events)  # a loss autograd knows (not a custom formula)
-        later_backward = any(e["ev"] == "backward" for e in events[first:])
+        later_backward = any(e["ev"] == "backward" for e in events[at:])
         if len(updates) > 1 or later_backward or (counted and forwards < n):
             key = "update_every_micro_batch.repeated" if len(updates) > 1 else None
             out.append(finding("update_every_micro_batch", updates[0]["line"], key=key, forwards=forwards, n=n,
@@ -123,7 +116,7 @@ def accumulation(events, ctx) -> list[Finding]:
 
 def _backward_per_micro_batch(events, n) -> list[Finding]:
     """Accumulation means one backward per micro-batch, each freeing its graph before the next forward."""
-    backwards, losses = _all(events, "backward"), _all(events, "loss_op")
+    backwards, losses = every(events, "backward"), every(events, "loss_op")
     if not backwards or len(backwards) >= n:
         return []
     if len(losses) >= n:
@@ -144,26 +137,26 @@ def _zero_grad_between(events) -> list[Finding]:
 
 
 def _undivided_loss(events, n) -> list[Finding]:
-    raw = [e["value"] for e in _all(events, "loss_op")]
-    used = [e["value"] for e in (_all(events, "scale") or _all(events, "backward"))]
+    raw = [e["value"] for e in every(events, "loss_op")]
+    used = [e["value"] for e in (every(events, "scale") or every(events, "backward"))]
     if not raw or not used or len(raw) != len(used):
         return []
     divided = sum(abs(u - r / n) < abs(u - r) for r, u in zip(raw, used))
     if divided == len(used):
         return []
-    line = (_all(events, "scale") or _all(events, "backward"))[0]["line"]
+    line = (every(events, "scale") or every(events, "backward"))[0]["line"]
     return [finding("loss_not_divided", line, n=n)]
 
 
 def deprecated_spelling(events, ctx) -> list[Finding]:
-    e = _first(events, "autocast_enter", deprecated=True)
+    e = first(events, "autocast_enter", deprecated=True)
     if e:
         return [finding("deprecated_api", e["line"], severity="info")]
     return []
 
 
 def missing_step(events, ctx) -> list[Finding]:
-    if ctx.get("partial") or _all(events, "optimizer_step") or _all(events, "scaler_step"):
+    if ctx.get("partial") or every(events, "optimizer_step") or every(events, "scaler_step"):
         return []
     if ctx["scaler"]:
         return [finding("scaler_step_missing")]

@@ -8,16 +8,9 @@ steps or updates makes the ranks drift apart."""
 
 from __future__ import annotations
 
+from grader.checks.events import every, first
 from grader.messages import finding
 from grader.results import Finding
-
-
-def _all(events, kind):
-    return [e for e in events if e["ev"] == kind]
-
-
-def _first(events, kind):
-    return next((e for e in events if e["ev"] == kind), None)
 
 
 def moved_after_wrap(trace, ctx) -> list[Finding]:
@@ -25,10 +18,10 @@ def moved_after_wrap(trace, ctx) -> list[Finding]:
     On CPU the move is a no-op and training is not affected, but the order is as wrong there as on CUDA, where
     DDP refuses (or mis-reduces) a module whose parameters are not on the rank's device."""
     events = trace["events"]
-    moved = _first(events, "moved_after_wrap")
+    moved = first(events, "moved_after_wrap")
     if moved:
         return [finding("wrapped_before_moved", moved["line"], call=f".{moved.get('to', 'to')}()")]
-    wrap = _first(events, "ddp_wrap")
+    wrap = first(events, "ddp_wrap")
     device = trace.get("device")
     if wrap and device and wrap.get("param_device") not in (None, device):
         return [finding("wrapped_before_moved", wrap["line"], key="wrapped_before_moved.device",
@@ -42,11 +35,11 @@ def prepare_rules(trace, ctx) -> list[Finding]:
 
 def step_rules(events, ctx) -> list[Finding]:
     n, out = ctx.get("micro_batches", 1), []
-    syncs = [e for e in _all(events, "ddp_forward") if e["sync"]]
-    reduced = [e for e in _all(events, "all_reduce") if e.get("on_grad")]
-    if ctx.get("ranks", 1) > 1 and not syncs and not reduced and _all(events, "backward") and not ctx.get("partial"):
-        no_sync = _first(events, "no_sync")
-        where = no_sync or _first(events, "ddp_forward") or _first(events, "backward")
+    syncs = [e for e in every(events, "ddp_forward") if e["sync"]]
+    reduced = [e for e in every(events, "all_reduce") if e.get("on_grad")]
+    if ctx.get("ranks", 1) > 1 and not syncs and not reduced and every(events, "backward") and not ctx.get("partial"):
+        no_sync = first(events, "no_sync")
+        where = no_sync or first(events, "ddp_forward") or first(events, "backward")
         out.append(finding("gradients_not_synchronised", where["line"],
                            key="gradients_not_synchronised.no_sync" if no_sync else None, ranks=ctx["ranks"]))
     if len(syncs) > 1:
