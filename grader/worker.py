@@ -78,6 +78,13 @@ def describe_exception(exc: BaseException, path: str, kind: str = "exception") -
     return StepError(kind, message, *where, tb[-4000:])
 
 
+def call_failure(exc: BaseException, path: str) -> StepError:
+    """What a call into the learner's code (prepare, a step) ended with: sys.exit() is its own kind."""
+    if isinstance(exc, SystemExit):
+        return StepError.worded("exit", "error.exit_step")
+    return describe_exception(exc, path)
+
+
 class Worker:
     def __init__(self, spec: dict, rank: int = 0, world_size: int = 1):
         import torch
@@ -178,8 +185,7 @@ class Worker:
         try:
             out = fn(*self.problem.arguments(spec["params"], None, **self.grader_arguments()))
         except BaseException as exc:  # noqa: BLE001
-            err = StepError.worded("exit", "error.exit_step") if isinstance(exc, SystemExit) else \
-                describe_exception(exc, self.path)
+            err = call_failure(exc, self.path)
             err.payload["phase"] = "prepare"
             if rec:
                 err.payload["events"] = rec.events
@@ -261,10 +267,7 @@ class Worker:
                             self._torch_profile(msg, profiled):
                         loss = self.fn(*args)
             except BaseException as exc:  # noqa: BLE001
-                if isinstance(exc, SystemExit):
-                    err = StepError.worded("exit", "error.exit_step")
-                else:
-                    err = describe_exception(exc, self.path)
+                err = call_failure(exc, self.path)
                 err.payload["step"] = step
                 if rec and rec.active:
                     err.payload["events"] = rec.events
