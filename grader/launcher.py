@@ -90,6 +90,24 @@ def failure(kind: str, key: str, at_line: int | None = None, **params) -> dict:
     return {"kind": kind, "message": str(said), "said": said.to_dict(), "line": at_line}
 
 
+def parse_reply(line: bytes) -> dict | None:
+    """One protocol line as a reply object; None for anything else (bad JSON, bad UTF-8, [[[[…, not an object)."""
+    try:
+        reply = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return reply if isinstance(reply, dict) else None
+
+
+def death_failure(code: int | None, oom: bool) -> dict:
+    """How a worker process ended, as its error: `code` is its exit status, or minus the signal that killed it."""
+    if oom:
+        return failure("oom", "error.killed_oom")
+    if code is not None and code < 0:
+        return failure("crash", "error.killed_signal", signal=signal.Signals(-code).name)
+    return failure("exit", "error.exited", status=code)
+
+
 class OutputBuffer(threading.Thread):
     """Drains a pipe so the child never blocks on it, keeping a bounded head."""
 
@@ -261,14 +279,11 @@ class WorkerProcess:
                     raise WorkerFailure(failure("protocol", "error.oversized"))
         line = bytes(self._buffer[:end])
         del self._buffer[:end + 1]
-        try:
-            reply = json.loads(line)
-            if not isinstance(reply, dict):
-                raise ValueError("not an object")
-            return reply
-        except (ValueError, RecursionError):  # bad JSON, bad UTF-8, [[[[…
+        reply = parse_reply(line)
+        if reply is None:
             self.kill()
-            raise WorkerFailure(failure("protocol", "error.not_a_reply")) from None
+            raise WorkerFailure(failure("protocol", "error.not_a_reply"))
+        return reply
 
     def _timeout_payload(self, timeout: float) -> dict:
         line = None
@@ -290,12 +305,7 @@ class WorkerProcess:
         return int(hits[0]) if hits else None
 
     def _death_payload(self) -> dict:
-        code, oom = self.handle.exit_status(timeout=5)
-        if oom:
-            return failure("oom", "error.killed_oom")
-        if code is not None and code < 0:
-            return failure("crash", "error.killed_signal", signal=signal.Signals(-code).name)
-        return failure("exit", "error.exited", status=code)
+        return death_failure(*self.handle.exit_status(timeout=5))
 
     def freeze(self):
         try:

@@ -93,17 +93,12 @@ class Rank:
         end = self.buffer.find(b"\n")
         if end < 0:
             return None
+        from grader.launcher import failure, parse_reply
+
         line = bytes(self.buffer[:end])
         del self.buffer[:end + 1]
-        try:
-            reply = json.loads(line)
-        except (ValueError, RecursionError):
-            reply = None
-        if not isinstance(reply, dict):
-            from grader.launcher import failure
-
-            return {"ok": False, "error": failure("protocol", "error.not_a_reply")}
-        return reply
+        reply = parse_reply(line)
+        return reply if reply is not None else {"ok": False, "error": failure("protocol", "error.not_a_reply")}
 
     def wait(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
@@ -126,17 +121,15 @@ class Rank:
             self.wait(5)
 
     def death(self) -> dict:
-        from grader.launcher import failure
+        """How the rank ended, worded as a worker's death; a SIGKILL is read as the memory limit's kill."""
+        from grader.launcher import death_failure
 
         if not self.wait(2):  # it closed its channel but lives on
             self.kill()
         status = self.status or 0
         if os.WIFSIGNALED(status):
-            sig = os.WTERMSIG(status)
-            if sig == signal.SIGKILL:
-                return failure("oom", "error.killed_oom")
-            return failure("crash", "error.killed_signal", signal=signal.Signals(sig).name)
-        return failure("exit", "error.exited", status=os.WEXITSTATUS(status) if os.WIFEXITED(status) else status)
+            return death_failure(-os.WTERMSIG(status), oom=os.WTERMSIG(status) == signal.SIGKILL)
+        return death_failure(os.WEXITSTATUS(status) if os.WIFEXITED(status) else status, oom=False)
 
 
 def _prewarm():
