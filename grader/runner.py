@@ -6,6 +6,7 @@ parameters as plain tensors and decides every check here."""
 from __future__ import annotations
 
 import base64
+import copy
 import io
 import logging
 import math
@@ -345,9 +346,8 @@ def _combine_ranks(data: RunData):
     data.census = list(ranks[0].census)
     data.traces = [t for r in ranks for t in r.traces]
     data.coverage = None
-    for r in ranks:
-        data.coverage = _merge_coverage(data.coverage, r.coverage and {"flops": dict(r.coverage["flops"]), "by_module": {
-            k: dict(v) for k, v in r.coverage["by_module"].items()}})
+    for r in ranks:  # copies: merging adds into the first one, which stays that rank's own evidence
+        data.coverage = _merge_coverage(data.coverage, copy.deepcopy(r.coverage))
 
 
 def probe_overflow(worker: WorkerProcess, step: int, data: RunData, before: dict):
