@@ -35,6 +35,10 @@ class Limits:
     processes: int = 256                  # processes and threads in a sandbox (fork bombs)
     tmp_bytes: int = 256 * 1024**2        # the sandbox's writable /tmp
     cpus: float = 2.0                     # CPU share of a docker worker
+    # The whole grading of a submission (grader/budget.py): this floor plus this many times what the lesson's
+    # trusted runs took, plus the timed phases' own budgets
+    budget_floor_s: float = 30.0
+    budget_factor: float = 8.0
 
 
 def limits_from(overrides: dict | None, base: Limits | None = None) -> Limits:
@@ -215,6 +219,18 @@ class WorkerProcess:
         self.stderr = OutputBuffer(handle.stderr, limits.output_bytes)
         self._buffer = bytearray()
         self.cancel: threading.Event | None = None  # set by whoever may stop the grading (the web app's Cancel)
+        # The whole grading's end (time.monotonic()) and its length, once known (grader/budget.py); another
+        # thread may set it while a request waits, and the wait then ends by it
+        self.deadline: float | None = None
+        self.budget_s: float | None = None
+        self.activity: dict = {}  # what the last request asked for: where a timeout says the code was
+        self.loaded_at: float | None = None  # when the code's init request was sent (after the sandbox was ready)
+
+    def set_budget(self, seconds: float | None) -> None:
+        """Bounds every request (the current one too) by `seconds` after the code started loading."""
+        self.budget_s = seconds
+        if seconds is not None and self.loaded_at is not None:
+            self.deadline = self.loaded_at + seconds
 
     def wait_ready(self, timeout: float | None = None) -> "WorkerProcess":
         """Reads the worker's 'ready' line (once). Raises SandboxDidNotStart if it never comes."""
@@ -254,21 +270,27 @@ class WorkerProcess:
         timeout = timeout or self.limits.step_timeout_s
         try:
             if message is not None:  # None: only read (the ready line)
+                self.activity = {k: message.get(k) for k in ("cmd", "start")}
+                if message.get("cmd") == "init" and self.loaded_at is None:
+                    self.loaded_at = time.monotonic()
+                    self.set_budget(self.budget_s)
                 self.handle.write((json.dumps(message) + "\n").encode())
         except (BrokenPipeError, OSError):
             raise WorkerFailure(self._death_payload()) from None
-        deadline = time.monotonic() + timeout
+        limit_at = time.monotonic() + timeout
         fd = self.handle.stdout_fd
         scanned = 0  # only new bytes are searched for the end of the line
         while (end := self._buffer.find(b"\n", scanned)) < 0:
             scanned = len(self._buffer)
-            left = deadline - time.monotonic()
+            budget_ends = self.deadline is not None and self.deadline < limit_at
+            left = (self.deadline if budget_ends else limit_at) - time.monotonic()
             if left <= 0:
-                raise WorkerFailure(self._timeout_payload(timeout))
+                raise WorkerFailure(self._budget_payload() if budget_ends else self._timeout_payload(timeout))
             if self.cancel is not None and self.cancel.is_set():
                 self.kill()
                 raise WorkerFailure(failure("cancelled", "error.cancelled"))
-            ready, _, _ = select.select([fd], [], [], min(left, self.CANCEL_POLL_S) if self.cancel else left)
+            # short waits: a Cancel, or a budget that another thread sets meanwhile, ends this one within them
+            ready, _, _ = select.select([fd], [], [], min(left, self.CANCEL_POLL_S if self.cancel else 1.0))
             if ready:
                 chunk = os.read(fd, 1 << 20)
                 if not chunk:
@@ -286,6 +308,32 @@ class WorkerProcess:
         return reply
 
     def _timeout_payload(self, timeout: float) -> dict:
+        line = self._stop_stuck()
+        if line:
+            return failure("timeout", "error.timeout_at", line, seconds=timeout, line=line)
+        return failure("timeout", "error.timeout", seconds=timeout)
+
+    def _budget_payload(self) -> dict:
+        """The whole grading's budget ran out: where the code was (a step, with its line where the stack shows it),
+        so the learner knows which part is slow."""
+        from grader.messages import say
+
+        line = self._stop_stuck()
+        cmd, start = self.activity.get("cmd"), self.activity.get("start")
+        if cmd == "init":
+            during = say("budget.during_init")
+        elif cmd == "steps" and isinstance(start, int):
+            during = say("budget.during_step_at", step=start + 1, line=line) if line else say(
+                "budget.during_step", step=start + 1)
+        else:
+            during = say("budget.during_other")
+        payload = failure("timeout", "error.budget", line, seconds=self.budget_s or 0.0, during=during)
+        payload["step"] = start if cmd == "steps" and isinstance(start, int) else None
+        return payload
+
+    def _stop_stuck(self) -> int | None:
+        """Asks a process that ran out of time where it is (its learner line, if the stack shows one), then kills
+        it."""
         line = None
         if self.handle.alive():
             self.handle.signal_worker(signal.SIGUSR1)  # faulthandler: where is it stuck?
@@ -295,9 +343,7 @@ class WorkerProcess:
                 if line:
                     break
         self.kill()
-        if line:
-            return failure("timeout", "error.timeout_at", line, seconds=timeout, line=line)
-        return failure("timeout", "error.timeout", seconds=timeout)
+        return line
 
     def _stuck_line(self) -> int | None:
         text = self.stderr.kept.decode("utf-8", "replace")

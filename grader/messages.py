@@ -377,6 +377,13 @@ EN: dict[str, str] = {
                      "ends",
     "error.timeout_at": "the code did not finish within {seconds:.0f} s (it was running line {line}): look for an "
                         "endless loop or a wait that never ends",
+    "error.budget": "the whole grading may take at most {seconds:.0f} s for this lesson here (measured from how long "
+                    "the lesson's own solution took), and your code was still running {during}: look for a wait, a "
+                    "sleep or a loop that makes it much slower than it needs to be",
+    "budget.during_init": "while it was being loaded, before the first training step",
+    "budget.during_step": "in training step {step}",
+    "budget.during_step_at": "in training step {step}, at line {line}",
+    "budget.during_other": "after the training steps (while the grader timed it or checked the overflow step)",
     "error.killed_oom": "the process running the code ended unexpectedly: it was killed (signal 9), most likely for "
                         "using too much memory",
     "error.killed_signal": "the process running the code ended unexpectedly: it was killed by signal {signal}",

@@ -20,7 +20,7 @@ from typing import Callable
 
 import torch
 
-from grader import exclusive, layers, lazy_dynamo, profile, static, trusted_runs, workload
+from grader import bounds, budget, exclusive, layers, lazy_dynamo, profile, static, trusted_runs, workload
 from grader.checks import call_order, coverage, lesson, memory, overflow, parity, profiling, ranks, speedup
 from grader.errors import EnvironmentProblem, ExerciseError, GraderError
 from grader.launcher import (MAX_PARAMS_REPLY_BYTES, LocalLauncher, SandboxDidNotStart, WorkerFailure,
@@ -76,6 +76,7 @@ class RunData:
     ranks: list["RunData"] = field(default_factory=list)  # each rank's own evidence, where the code ran as several
     census: list[dict] = field(default_factory=list)  # per step: syncs, copies, matmul dtypes (grader/profile.py)
     top_ops: list[dict] | None = None  # torch.profiler's busiest ops of one step (a trusted run of a given step)
+    seconds: float | None = None  # a trusted run's own time, from loading its code to its parameters (budget)
 
 
 def load_params(worker: WorkerProcess) -> dict:
@@ -125,17 +126,22 @@ ERROR_KINDS = {"syntax", "import", "entrypoint", "signature", "exception", "retu
                "internal", "tampering", "timeout", "crash", "protocol", "setup"}
 
 
-def _ok(reply: dict, world_size: int = 1) -> dict:
-    """A worker's reply is untrusted data: an error must look like one the worker makes."""
+def _ok(reply: dict, world_size: int = 1, code: str = "") -> dict:
+    """A worker's reply is untrusted data: an error must look like one the worker makes, and every field of it
+    is bounded (grader/bounds.py) against `code`, the source the worker runs."""
     if reply.get("ok") is True:
         return reply
     error = reply.get("error")
     if not isinstance(error, dict) or error.get("kind") not in ERROR_KINDS or not isinstance(error.get("message"), str):
         raise WorkerFailure(PROTOCOL)
-    line, rank = error.get("line"), error.get("rank")
-    raise StepFailure({**error, "said": worded_error(error.get("said")),
-                       "line": line if _is_int(line) else None,
+    rank = error.get("rank")
+    raise StepFailure({**bounds.error(error, code, MAX_EVENTS), "said": worded_error(error.get("said")),
                        "rank": rank if _is_int(rank) and 0 <= rank < world_size > 1 else None})
+
+
+def code_of(worker: WorkerProcess) -> str:
+    """The source a worker runs (learner code for the submission's): its lines bound what the worker reports."""
+    return worker.spec.code if worker.spec is not None else ""
 
 
 def _is_int(value) -> bool:
@@ -145,32 +151,32 @@ def _is_int(value) -> bool:
 def rank_replies(worker: WorkerProcess, reply: dict) -> list[dict]:
     """One reply per rank (grader/ranks.py), each checked like any worker's. Where one rank failed, the traces
     of the ranks that did answer go with its error: what they did differently can name the cause."""
-    n = getattr(worker, "ranks", 1)
+    n, code = getattr(worker, "ranks", 1), code_of(worker)
     if n == 1:
-        return [_ok(reply)]
+        return [_ok(reply, code=code)]
     if reply.get("ok") is not True:
         try:
-            _ok(reply, n)
+            _ok(reply, n, code)
         except StepFailure as exc:
-            exc.payload["rank_traces"] = _sibling_traces(reply.get("ranks"), n)
+            exc.payload["rank_traces"] = _sibling_traces(reply.get("ranks"), n, code)
             raise
     with malformed_is_protocol():
         replies = reply["ranks"]
         if not isinstance(replies, list) or len(replies) != n or not all(isinstance(r, dict) for r in replies):
             raise TypeError("ranks")
-    return [_ok(r, n) for r in replies]
+    return [_ok(r, n, code) for r in replies]
 
 
-def _sibling_traces(replies, n: int) -> list[dict]:
+def _sibling_traces(replies, n: int, code: str) -> list[dict]:
     if not isinstance(replies, list) or len(replies) != n:
         return []
     out = []
     for rank, reply in enumerate(replies):
         if isinstance(reply, dict) and reply.get("ok") is True:
             try:
-                out += [step_trace(t, rank) for t in _traces(reply.get("traces", []))]
+                out += [step_trace(t, rank) for t in _traces(reply.get("traces", []), code)]
                 if "trace" in reply:
-                    out += [prepare_trace(_traces([reply["trace"]])[0], rank)]
+                    out += [prepare_trace(_traces([reply["trace"]], code)[0], rank)]
             except (KeyError, TypeError, ValueError, AttributeError):
                 pass
     return out
@@ -230,7 +236,8 @@ def all_traces(data: RunData) -> list[dict]:
     return data.prepare_traces + steps
 
 
-def _traces(traces) -> list[dict]:
+def _traces(traces, code: str) -> list[dict]:
+    """At most one traced step, each event rebuilt within the bounds of grader/bounds.py."""
     if not isinstance(traces, list) or len(traces) > 1:
         raise TypeError("traces")
     for trace in traces:
@@ -238,7 +245,7 @@ def _traces(traces) -> list[dict]:
         if not isinstance(events, list) or len(events) > MAX_EVENTS or not all(
                 isinstance(e, dict) and isinstance(e.get("ev"), str) for e in events):
             raise TypeError("events")
-    return traces
+    return [bounds.trace(t, code) for t in traces]
 
 
 def _coverage(coverage):
@@ -329,7 +336,8 @@ def drive(worker: WorkerProcess, steps: int, *, trace: bool, measure_memory: boo
             for rank, (reply, mine) in enumerate(zip(replies, data.ranks or [data])):
                 mine.losses += _floats(reply, "losses", expected=1)
                 mine.scales += _floats(reply, "scales", expected=(0, 1))
-                mine.traces += [step_trace(t, rank if n > 1 else None) for t in _traces(reply.get("traces", []))]
+                mine.traces += [step_trace(t, rank if n > 1 else None)
+                                for t in _traces(reply.get("traces", []), code_of(worker))]
                 mine.coverage = _merge_coverage(mine.coverage, _coverage(reply.get("coverage")))
                 if "memory" in reply and step >= MEMORY_FROM:
                     mine.memory += _memory(reply["memory"])
@@ -423,7 +431,8 @@ def init_worker(launcher, worker: WorkerProcess) -> WorkerProcess:
     try:
         replies = rank_replies(worker, worker.request(worker.init_message(), timeout=launcher.limits.init_timeout_s))
         with malformed_is_protocol():
-            worker.prepare_traces = [prepare_trace(_traces([r["trace"]])[0], i if len(replies) > 1 else None)
+            worker.prepare_traces = [prepare_trace(_traces([r["trace"]], code_of(worker))[0],
+                                                   i if len(replies) > 1 else None)
                                      for i, r in enumerate(replies) if "trace" in r]
     except StepFailure as exc:
         exc.payload["output"] = worker.output()  # what the code printed before failing belongs in the result
@@ -457,6 +466,7 @@ def trusted_run(launcher, exercise: Exercise, role: str, device: str, worker: Wo
         drive(worker, steps, trace=False, measure_memory=exercise.check("memory") is not None, data=data,
               census=role == "given")
         collect_params(worker, data)
+        data.seconds = time.monotonic() - worker.loaded_at
         if role == "given" and not keep:  # one more step under torch.profiler (after timing, where it is timed)
             data.top_ops = torch_profiled(worker, steps)
     except (StepFailure, WorkerFailure) as exc:
@@ -480,7 +490,8 @@ def torch_profiled(worker: WorkerProcess, step: int) -> list[dict] | None:
     """torch.profiler's table of one step of a trusted worker (grader/profile.py). It is shown, never judged: a
     profiler that cannot run there (no access to the GPU's counters, say) leaves the table out, nothing else."""
     try:
-        reply = _ok(worker.request({"cmd": "steps", "start": step, "count": 1, "torch_profile": True}))
+        reply = _ok(worker.request({"cmd": "steps", "start": step, "count": 1, "torch_profile": True}),
+                    code=code_of(worker))
         rows = reply.get("top_ops")
         with malformed_is_protocol():
             return [{"op": str(r["op"])[:200], "calls": int(r["calls"]), "self_cpu_us": float(r["self_cpu_us"]),
@@ -554,7 +565,7 @@ def time_interleaved(base: WorkerProcess, sub: WorkerProcess, first_step: int, p
         other.freeze()
         try:
             t0 = time.perf_counter()
-            reply = _ok(worker.request({"cmd": "steps", "start": start, "count": count}))
+            reply = _ok(worker.request({"cmd": "steps", "start": start, "count": count}), code=code_of(worker))
             elapsed = time.perf_counter() - t0
         finally:
             other.thaw()
@@ -582,6 +593,26 @@ def time_interleaved(base: WorkerProcess, sub: WorkerProcess, first_step: int, p
         if plan.done(result.estimate, result.elapsed_s, estimate(result.baseline_s, result.submission_s, t999)):
             result.next_step = step
             return result
+
+
+def budget_when_known(worker: WorkerProcess, futures: dict, limits, exercise: Exercise, timed_s: list[float]):
+    """Sets the submission's whole-grading budget (grader/budget.py) once every trusted run it is measured against
+    has its time: at once where they were stored, else when the last one finishes."""
+    lock, done = threading.Lock(), set()
+
+    def finished(role, future):
+        with lock:
+            done.add(role)
+            if len(done) < len(futures):
+                return
+        runs = {r: f.result() for r, f in futures.items() if f.exception() is None}
+        worker.set_budget(budget.derived(limits, {r: d.seconds for r, d in runs.items()}, timed_s,
+                                         exercise.workload.grading_budget_s))
+
+    if not futures:
+        worker.set_budget(exercise.workload.grading_budget_s)
+    for role, future in futures.items():
+        future.add_done_callback(lambda f, role=role: finished(role, f))
 
 
 def submission_error(payload: dict) -> SubmissionError:
@@ -649,6 +680,9 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
                                      keep=pending.get(role) is not None and pending.get(role) in (base_worker,
                                                                                                  given_worker))
                    for role in roles}
+        budget_when_known(sub_worker, futures, launcher.limits, exercise, [
+            (timing_plan.budget_s if timing_plan else spec.budget_s) for spec, timed in
+            ((speed_spec, needs_timing), (given_spec, times_given)) if timed])
         progress("starting", limit_s=launcher.limits.init_timeout_s)
         init_worker(launcher, sub_worker)
         sub_data.prepare_traces = sub_worker.prepare_traces

@@ -204,6 +204,10 @@ class Workload(Strict):
     libraries: list[Literal["accelerate"]] = Field(
         default_factory=list, description="libraries the learner's code uses that the grader imports first and "
         "traces (accelerate: Accelerator, prepare, accumulate, backward, clip_grad_norm_)")
+    grading_budget_s: float | None = Field(
+        None, gt=0, description="the longest a whole grading of a submission may take, in seconds, from loading "
+        "its code to its last reply: a cap on the budget the grader derives from the trusted runs' own time "
+        "(docs/security.md); only ever tightens it")
     cuda: WorkloadOverride | None = Field(None, description="what changes when grading on CUDA")
 
     @model_validator(mode="after")

@@ -23,8 +23,8 @@ from functools import lru_cache
 from pathlib import Path
 
 log = logging.getLogger("grader.trusted_runs")
-FIELDS = ("losses", "scales", "traces", "coverage", "memory", "params", "census", "top_ops")
-FORMAT = 2  # 2: a profiling lesson's given step keeps its census and torch.profiler table
+FIELDS = ("losses", "scales", "traces", "coverage", "memory", "params", "census", "top_ops", "seconds")
+FORMAT = 3  # 2: a profiling lesson's given step keeps its census and torch.profiler table; 3: the run's own time
 
 
 @lru_cache(maxsize=1)

@@ -66,12 +66,20 @@ def learner_frame(exc: BaseException, path: str):
     return frames[-1] if frames else None
 
 
+MESSAGE_CHARS = 2000  # of an exception's text: what the grader keeps of it
+
+
 def describe_exception(exc: BaseException, path: str, kind: str = "exception") -> StepError:
     import torch
 
     frame = learner_frame(exc, path)
-    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    message = f"{type(exc).__name__}: {exc}".strip()
+    text = str(exc)
+    if len(text) <= MESSAGE_CHARS:
+        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    else:  # the grader would cut it anyway (grader/bounds.py); a reply of megabytes would not even reach it
+        text = f"{text[:MESSAGE_CHARS]}... [cut: {len(text)} characters in all]"
+        tb = "Traceback (most recent call last):\n" + "".join(traceback.format_tb(exc.__traceback__)) + text
+    message = f"{type(exc).__name__}: {text}".strip()
     where = (frame.lineno, frame.line) if frame else (None, None)
     if isinstance(exc, (MemoryError, torch.OutOfMemoryError)) or "can't allocate memory" in str(exc):
         return StepError.worded("oom", "error.oom", *where, tb[-4000:], detail=message[:200])

@@ -1,0 +1,72 @@
+"""The whole grading's budget (grader/budget.py): derived from the trusted runs' own time, it ends a submission
+that waits just under every per-request limit, names the step it was on, and never touches a right answer."""
+
+from dataclasses import replace
+
+import pytest
+
+from conftest import TEST_LIMITS
+from grader import budget, runner
+from grader.launcher import LocalLauncher
+
+SLOW_RIGHT_ANSWER = '''
+import time
+import torch
+import torch.nn.functional as F
+
+
+def train_step(model, optimizer, inputs, targets, device_type, amp_dtype):
+    optimizer.zero_grad(set_to_none=True)
+    with torch.autocast(device_type=device_type, dtype=amp_dtype):
+        loss = F.cross_entropy(model(inputs), targets)
+    loss.backward()
+    optimizer.step()
+    time.sleep(1.5)
+    return loss
+'''
+
+
+@pytest.mark.parametrize("trusted, timed, cap, expected", [
+    ({"baseline": 0.5, "reference": 2.0}, [], None, 10 + 3 * 2.0),          # the 16-bit run sets the pace
+    ({"baseline": 0.5}, [], None, 10 + 3 * 0.5 * budget.EMULATED_16BIT),   # only FP32: emulated 16-bit allowed
+    ({"baseline": 0.5, "reference": 2.0}, [30.0], None, 10 + 6 + 1.5 * 30),  # timed phases add their budget
+    ({"baseline": 0.5, "reference": 2.0}, [], 12.0, 12.0),                 # a lesson's cap only tightens
+    ({"baseline": 0.5, "reference": 2.0}, [], 999.0, 16.0),
+    ({"baseline": None}, [], None, None),                                  # nothing timed: per-request limits
+    ({"baseline": None}, [], 12.0, 12.0),
+])
+def test_budget_is_derived_from_the_trusted_runs_time(trusted, timed, cap, expected):
+    limits = replace(TEST_LIMITS, budget_floor_s=10.0, budget_factor=3.0)
+    assert budget.derived(limits, trusted, timed, cap) == (pytest.approx(expected) if expected else None)
+
+
+def test_a_submission_slow_in_every_step_ends_at_the_budget_naming_its_step(exercises):
+    """Each step stays far under the per-request limit (10 s here), the whole grading does not: it ends as a
+    timeout at the step where the budget ran out, long before the sum of the per-request limits."""
+    limits = replace(TEST_LIMITS, budget_floor_s=1.0, budget_factor=1.0)
+    exercise = exercises["autocast"]
+    result = runner.run(exercise, SLOW_RIGHT_ANSWER, device="cpu", launcher=LocalLauncher(limits))
+    assert result.status == "error" and result.error.kind == "timeout"
+    part = result.error.parts[0]
+    assert part["key"] == "error.budget"
+    assert part["params"]["during"]["key"] in ("budget.during_step", "budget.during_step_at")
+    step = part["params"]["during"]["params"]["step"]
+    assert 1 <= step < exercise.workload.steps and result.error.step == step - 1
+    assert "the whole grading may take at most" in result.error.message
+    assert result.duration_s < 1.5 * exercise.workload.steps
+
+
+def test_a_lessons_own_budget_caps_the_derived_one(exercises):
+    exercise = exercises["autocast"]
+    capped = exercise.model_copy(update={"workload": exercise.workload.model_copy(
+        update={"grading_budget_s": 2.0})})
+    result = runner.run(capped, SLOW_RIGHT_ANSWER, device="cpu", launcher=LocalLauncher(TEST_LIMITS))
+    assert result.error is not None and result.error.parts[0]["key"] == "error.budget"
+    assert result.error.parts[0]["params"]["seconds"] == 2.0
+
+
+def test_the_reference_passes_well_inside_its_budget(exercises):
+    """A right answer with the default floor and factor: the budget is far from what it needs."""
+    exercise = exercises["autocast"]
+    result = runner.run(exercise, exercise.reference, device="cpu", launcher=LocalLauncher(TEST_LIMITS))
+    assert result.status == "pass", result.error
