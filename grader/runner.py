@@ -595,6 +595,13 @@ def time_interleaved(base: WorkerProcess, sub: WorkerProcess, first_step: int, p
             return result
 
 
+def step_limit(worker: WorkerProcess, limits) -> float:
+    """The longest the next step may take: its own limit, or what is left of the grading's budget."""
+    if worker.deadline is None:
+        return limits.step_timeout_s
+    return max(0.0, min(limits.step_timeout_s, round(worker.deadline - time.monotonic(), 1)))
+
+
 def budget_when_known(worker: WorkerProcess, futures: dict, limits, exercise: Exercise, timed_s: list[float]):
     """Sets the submission's whole-grading budget (grader/budget.py) once every trusted run it is measured against
     has its time: at once where they were stored, else when the last one finishes."""
@@ -689,7 +696,7 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
         progress("steps", total=wl.steps)
         drive(sub_worker, wl.steps, trace=True, measure_memory=exercise.check("memory") is not None, data=sub_data,
               progress=lambda step: progress("step", n=step + 1, total=wl.steps,
-                                             limit_s=launcher.limits.step_timeout_s), census=profiled)
+                                             limit_s=step_limit(sub_worker, launcher.limits)), census=profiled)
         collect_params(sub_worker, sub_data)
         if not all(future.done() for future in futures.values()):
             progress("trusted")  # the FP32 baseline and the reference run are still going

@@ -11,9 +11,10 @@ from flask import Blueprint, Response, current_app, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from grader.errors import ExerciseNotFound
-from webapp import content, store
+from webapp import content, i18n, store
 from webapp.collector import collect
 from webapp.db import connect, get_db
+from webapp.dispatch import dispatch
 from webapp.security import client_ip, csrf_token, learner_id, readable_submission
 from webapp.streams import StreamSlots
 
@@ -64,8 +65,9 @@ def _no_store(response):
 
 @bp.errorhandler(store.Refused)
 def _refused(exc):
+    """Worded in the learner's language (the page's, or ?lang=), with its true reason."""
     headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else {}
-    return error(exc.status, exc.message, **headers)
+    return error(exc.status, i18n.gettext(exc.message, _lang(), **exc.values), **headers)
 
 
 def event_id(text: str) -> int:
@@ -153,23 +155,14 @@ def submit(lesson_id):
     db = get_db()
     row = store.create(db, learner=learner_id(), client_ip=client_ip(), lesson=lesson_id, code=code,
                        lang=_lang(), config=current_app.config)
-    _enqueue(db, row)
+    dispatch(db, _queue(), current_app.config, row["learner"])  # or later, once the learner's previous one ends
+    row = store.get(db, row["id"])
     body = {"id": row["id"], "status": row["status"], "position": store.position(db, row),
             "urls": store.urls(row["id"])}
     response = jsonify(body)
     response.status_code = 202
     response.headers["Location"] = body["urls"]["self"]
     return response
-
-
-def _enqueue(db, row) -> None:
-    """After the row is committed; if the queue is down the collector enqueues it later."""
-    try:
-        _queue().enqueue(store.payload(row, current_app.config))
-    except Exception:
-        log.exception("could not enqueue submission %s; the collector will retry", row["id"])
-        return
-    store.mark_enqueued(db, row["id"], row["attempt"])
 
 
 def _own_submission(sid: str, readable: bool = True):
@@ -201,6 +194,7 @@ def cancel(sid):
         _queue().put("cancel", sid, row["attempt"], {"at": time.time()})
     except Exception:  # the record says cancelled; a worker that never hears of it finishes and is ignored
         log.exception("could not tell the workers that submission %s was cancelled", sid)
+    dispatch(db, _queue(), current_app.config, row["learner"])
     return jsonify(store.summary(store.get(db, sid)))
 
 

@@ -18,9 +18,9 @@ import time
 
 from webapp import findings, learner_lessons, store
 from webapp.db import connect, transaction
+from webapp.dispatch import dispatch
 
 log = logging.getLogger("amp_dojo.collector")
-ENQUEUE_GRACE_S = 5.0  # a submission stored but not enqueued for this long was interrupted
 
 
 def collect(db, queue, config, ids: list[str] | None = None) -> None:
@@ -41,8 +41,8 @@ def collect(db, queue, config, ids: list[str] | None = None) -> None:
 
 def collect_one(db, queue, config, row) -> None:
     sid, attempt = row["id"], row["attempt"]
-    if row["enqueued_at"] is None:
-        enqueue_if_interrupted(db, queue, config, row)
+    if row["enqueued_at"] is None:  # waiting for its learner's previous submission (or for the queue to be up)
+        dispatch(db, queue, config, row["learner"])
         return
     # The result first: a worker writes it after its last event, so events read
     # afterwards are complete whenever a result was seen.
@@ -52,6 +52,7 @@ def collect_one(db, queue, config, row) -> None:
     if outcome is not None:
         if accept(db, row, worker_events, outcome):
             queue.forget(sid, attempt)
+        dispatch(db, queue, config, row["learner"])  # the learner's next one, if any, joins the queue now
         return
     note_progress(db, row, worker_events, beat)
     expire_lease(db, queue, config, sid, attempt)
@@ -151,7 +152,7 @@ def retry_or_fail(db, queue, config, row, now: float) -> None:
         _fail(db, sid, attempt, reason, now)
         _insert_done(db, sid, attempt, {"status": "error", "error": reason}, now)
         log.warning("submission %s: %s", sid, reason)
-        return
+        return  # the learner's next submission is handed over by the next pass (outside this transaction)
     requeue(db, queue, config, row, now)
 
 
@@ -193,19 +194,6 @@ def requeue(db, queue, config, row, now: float) -> None:
                                           "reason": "the grading worker stopped responding; grading again"}), now))
     queue.enqueue(store.payload(db.execute("SELECT * FROM submissions WHERE id = ?", (sid,)).fetchone(), config))
     log.warning("submission %s: worker lease expired, re-enqueued as attempt %s", sid, attempt)
-
-
-def enqueue_if_interrupted(db, queue, config, row) -> None:
-    """A submission stored but never enqueued (the app stopped in between, or the queue was down)."""
-    now = time.time()
-    if row["created_at"] > now - ENQUEUE_GRACE_S:
-        return
-    with transaction(db):
-        cur = db.execute("UPDATE submissions SET enqueued_at = ? WHERE id = ? AND enqueued_at IS NULL",
-                         (now, row["id"]))
-        if cur.rowcount == 1:
-            queue.enqueue(store.payload(row, config))
-            log.warning("submission %s was stored but not enqueued; enqueued now", row["id"])
 
 
 class CollectorThread(threading.Thread):

@@ -36,16 +36,21 @@ WARM_AT_START = True
 
 # Largest accepted submission, in bytes of UTF-8 (larger: 413).
 MAX_CODE_BYTES = 65536
-# Submissions per learner per minute (more: 429 with Retry-After).
-RATE_LIMIT = 6
-# Submissions per client address per minute, for clients that shed their cookie.
-IP_RATE_LIMIT = 30
+# Submissions per learner: a burst of RATE_BURST at once, then RATE_LIMIT a minute (a token bucket; a run the
+# learner cancels gives its token back). Past it: 429 with Retry-After. Sized for verdicts that take a second.
+RATE_BURST = 10
+RATE_LIMIT = 12
+# Submissions per client address per minute: only a high abuse ceiling, for clients that shed their cookie. A class
+# behind one NAT address shares it (30 learners at RATE_LIMIT would send 360): raise it there, or 0 for none.
+IP_RATE_LIMIT = 300
 # Submissions waiting in the queue, all learners together (more: 429).
-QUEUE_MAX = 50
-# Submissions one learner, or one client address, may have waiting or being graded at once (more: 429).
-# A class behind one NAT address shares the address cap: raise it (or 0 for none) there.
+QUEUE_MAX = 200
+# Submissions one learner may have waiting or being graded at once (more: 429). Whatever this is, the grading
+# queue holds at most one of each learner's at a time (webapp/dispatch.py): the others wait for their turn.
 MAX_WAITING_PER_LEARNER = 2
-MAX_WAITING_PER_IP = 25
+# The same per client address: a high ceiling against clients that shed their cookie (a class behind one NAT
+# address shares it: 30 learners with 2 each is 60). 0: none.
+MAX_WAITING_PER_IP = 80
 
 # A running grading whose worker has not sent a heartbeat for this long is lost.
 LEASE_SECONDS = 30

@@ -11,6 +11,7 @@ import time
 
 from webapp import code_views, learner_lessons
 from webapp.db import transaction
+from webapp.i18n import noop_gettext
 
 ACTIVE = ("queued", "running")
 WINDOW_S = 60.0
@@ -18,11 +19,12 @@ CANCELLED = "cancelled"  # the `error` of a submission its learner cancelled bef
 
 
 class Refused(Exception):
-    """A request the app declines, with the HTTP status and Retry-After to send."""
+    """A request the app declines, with the HTTP status and Retry-After to send. `message` is English with
+    `{placeholders}` for `values`: the API words it in the learner's language (webapp/i18n.py)."""
 
-    def __init__(self, status: int, message: str, retry_after: int | None = None):
-        super().__init__(message)
-        self.status, self.message, self.retry_after = status, message, retry_after
+    def __init__(self, status: int, message: str, retry_after: int | None = None, **values):
+        super().__init__(message.format(**values) if values else message)
+        self.status, self.message, self.retry_after, self.values = status, message, retry_after, values
 
 
 def payload(row, config) -> dict:
@@ -39,35 +41,69 @@ def _retry_after(oldest: float, now: float) -> int:
     return max(1, math.ceil(oldest + WINDOW_S - now))
 
 
-def check_rate(db, learner: str, client_ip: str | None, config, now: float):
-    """Raises Refused(429) past RATE_LIMIT per learner or IP_RATE_LIMIT per address per minute."""
-    since = now - WINDOW_S
-    for column, value, limit in (("learner", learner, config["RATE_LIMIT"]),
-                                 ("client_ip", client_ip, config["IP_RATE_LIMIT"])):
-        if value is None or not limit:
+def bucket_wait(times: list[float], now: float, burst: int, per_minute: float) -> int | None:
+    """Seconds until a token bucket (`burst` tokens, refilled at `per_minute`) that paid one token for each of
+    `times` (ascending) has a token again; None if it has one now. Replayed from the stored submissions, so every
+    app process that shares the database agrees; it starts full at the earliest moment that matters."""
+    rate = per_minute / 60.0
+    last = now - burst / rate
+    tokens = float(burst)
+    for t in times:
+        if t <= last:
             continue
-        rows = db.execute(f"SELECT created_at FROM submissions WHERE {column} = ? AND created_at > ? "
-                          "ORDER BY created_at DESC LIMIT ?", (value, since, int(limit))).fetchall()
+        tokens = min(burst, tokens + (t - last) * rate) - 1
+        last = t
+    tokens = min(burst, tokens + (now - last) * rate)
+    return None if tokens >= 1 else max(1, math.ceil((1 - tokens) / rate))
+
+
+def check_rate(db, learner: str, client_ip: str | None, config, now: float):
+    """Raises Refused(429): per learner, a burst of RATE_BURST submissions, then RATE_LIMIT a minute (a run the
+    learner cancelled gives its token back); per address, IP_RATE_LIMIT a minute, a high ceiling for clients that
+    shed their cookie (a class behind one NAT address shares it)."""
+    burst, per_minute = int(config["RATE_BURST"] or 0), float(config["RATE_LIMIT"] or 0)
+    if burst and per_minute:
+        rows = db.execute("SELECT created_at FROM submissions WHERE learner = ? AND created_at > ? AND NOT "
+                          "(status = 'error' AND error = ?) ORDER BY created_at",
+                          (learner, now - burst / (per_minute / 60.0), CANCELLED)).fetchall()
+        wait = bucket_wait([r["created_at"] for r in rows], now, burst, per_minute)
+        if wait:
+            raise Refused(429, noop_gettext("Too many runs in a short time: run again in {n} s (after a burst "
+                                            "of {burst}, at most {rate} a minute)."),
+                          wait, burst=burst, rate=round(per_minute), n=wait)
+    limit = config["IP_RATE_LIMIT"]
+    if client_ip is not None and limit:
+        rows = db.execute("SELECT created_at FROM submissions WHERE client_ip = ? AND created_at > ? "
+                          "ORDER BY created_at DESC LIMIT ?", (client_ip, now - WINDOW_S, int(limit))).fetchall()
         if len(rows) >= int(limit):
-            raise Refused(429, f"at most {limit} submissions a minute: wait a moment and run again",
-                          _retry_after(rows[-1]["created_at"], now))
+            wait = _retry_after(rows[-1]["created_at"], now)
+            raise Refused(429, noop_gettext("Your network address sent {limit} submissions in the last minute, "
+                                            "the most this server takes from one address: run again in {n} s."),
+                          wait, limit=int(limit), n=wait)
 
 
 def check_queue(db, config, learner: str, client_ip: str | None):
-    """Raises Refused(429) when QUEUE_MAX submissions already wait, or when this learner (or address)
-    already has its share waiting: one client must not fill the queue for everyone."""
+    """Raises Refused(429) when QUEUE_MAX submissions already wait, or when this learner (or address) already has
+    its share waiting or being graded: one client must not fill the queue for everyone."""
     waiting = db.execute("SELECT count(*) FROM submissions WHERE status = 'queued'").fetchone()[0]
     if waiting >= int(config["QUEUE_MAX"]):
-        raise Refused(429, f"the grading queue is full ({waiting} waiting): try again in a minute", 30)
-    for column, value, limit in (("learner", learner, config["MAX_WAITING_PER_LEARNER"]),
-                                 ("client_ip", client_ip, config["MAX_WAITING_PER_IP"])):
-        if value is None or not limit:
-            continue
-        mine = db.execute(f"SELECT count(*) FROM submissions WHERE {column} = ? AND status IN ('queued', 'running')",
-                          (value,)).fetchone()[0]
+        raise Refused(429, noop_gettext("The grading queue is full ({n} submissions are waiting): run again in a "
+                                        "minute."), 30, n=waiting)
+    limit = config["MAX_WAITING_PER_LEARNER"]
+    if limit:
+        mine = db.execute("SELECT count(*) FROM submissions WHERE learner = ? AND status IN ('queued', 'running')",
+                          (learner,)).fetchone()[0]
         if mine >= int(limit):
-            raise Refused(429, f"{mine} of your submissions are still waiting or being graded: "
-                               "wait for their results, then run again", 10)
+            raise Refused(429, noop_gettext("{n} of your submissions are still waiting or being graded: wait for "
+                                            "their results (or cancel one), then run again."), 5, n=mine)
+    limit = config["MAX_WAITING_PER_IP"]
+    if client_ip is not None and limit:
+        theirs = db.execute("SELECT count(*) FROM submissions WHERE client_ip = ? AND status IN ('queued', "
+                            "'running')", (client_ip,)).fetchone()[0]
+        if theirs >= int(limit):
+            raise Refused(429, noop_gettext("{n} submissions from your network address are waiting or being "
+                                            "graded, the most this server takes from one address: run again in a "
+                                            "moment."), 10, n=theirs)
 
 
 def create(db, *, learner: str, client_ip: str | None, lesson: str, code: str, lang: str, config) -> dict:
@@ -87,11 +123,6 @@ def create(db, *, learner: str, client_ip: str | None, lesson: str, code: str, l
     return get(db, sid)
 
 
-def mark_enqueued(db, sid: str, attempt: int):
-    db.execute("UPDATE submissions SET enqueued_at = ? WHERE id = ? AND attempt = ? AND enqueued_at IS NULL",
-               (time.time(), sid, attempt))
-
-
 def get(db, sid: str, learner: str | None = None):
     """The row, or None; with `learner`, only that learner's own."""
     row = db.execute("SELECT * FROM submissions WHERE id = ?", (sid,)).fetchone()
@@ -101,13 +132,22 @@ def get(db, sid: str, learner: str | None = None):
 
 
 def position(db, row) -> int | None:
-    """1-based place among queued submissions, by when each was (re-)queued."""
+    """1-based place in the line: among the submissions handed to the grading queue, by when each was handed
+    over; a submission still waiting for its learner's previous one (webapp/dispatch.py) is behind all of those
+    and behind its learner's earlier ones."""
     if row["status"] != "queued":
         return None
-    ahead = db.execute("SELECT count(*) FROM submissions WHERE status = 'queued' AND "
-                       "(queued_at < ? OR (queued_at = ? AND id < ?))",
-                       (row["queued_at"], row["queued_at"], row["id"])).fetchone()[0]
-    return ahead + 1
+    if row["enqueued_at"] is not None:
+        ahead = db.execute("SELECT count(*) FROM submissions WHERE status = 'queued' AND enqueued_at IS NOT NULL "
+                           "AND (queued_at < ? OR (queued_at = ? AND id < ?))",
+                           (row["queued_at"], row["queued_at"], row["id"])).fetchone()[0]
+        return ahead + 1
+    handed = db.execute("SELECT count(*) FROM submissions WHERE status = 'queued' AND enqueued_at IS NOT NULL"
+                        ).fetchone()[0]
+    own = db.execute("SELECT count(*) FROM submissions WHERE learner = ? AND (status = 'running' OR "
+                     "(status = 'queued' AND enqueued_at IS NULL)) AND (created_at < ? OR (created_at = ? AND id < ?))",
+                     (row["learner"], row["created_at"], row["created_at"], row["id"])).fetchone()[0]
+    return handed + own + 1
 
 
 def events(db, sid: str, after: int = 0) -> list[dict]:

@@ -344,8 +344,9 @@ def test_an_endless_loop_shows_its_time_and_limit_and_can_be_cancelled(viewport_
     replace_editor_text(page, ENDLESS_LOOP)
     submit(page, "button")
     status = page.get_by_test_id("status")
-    expect(status).to_have_text(re.compile(r"step 1 of \d+.*\(\d+ s of at most 60 s\)"), timeout=GRADING_TIMEOUT_MS)
-    expect(status).to_have_text(re.compile(r"\([2-9] s of at most 60 s\)"), timeout=10_000)  # it counts
+    # at most the step's own limit (60 s), or what is left of the whole grading's budget (grader/budget.py)
+    expect(status).to_have_text(re.compile(r"step 1 of \d+.*\(\d+ s of at most \d+ s\)"), timeout=GRADING_TIMEOUT_MS)
+    expect(status).to_have_text(re.compile(r"\([2-9] s of at most \d+ s\)"), timeout=10_000)  # it counts
     cancel = page.get_by_test_id("cancel-button")
     expect(cancel).to_be_visible()
     cancel.scroll_into_view_if_needed()
@@ -502,3 +503,31 @@ def test_a_profiling_lesson_shows_the_graders_profile_of_the_given_step(page, js
     ops.scroll_into_view_if_needed()
     screenshot(page, "16-profile")
     assert not js_errors, js_errors
+
+
+def test_a_refused_run_says_why_in_the_pages_language_and_keeps_the_last_result(page, exercise, js_errors):
+    """Two of the learner's gradings still wait (sent by another tab of theirs), so the server refuses a third:
+    the refusal is shown above the verdict the learner already had, which stays."""
+    page.goto(f"/lessons/{LESSON}")
+    replace_editor_text(page, exercise.reference)
+    submit(page, "button")
+    wait_for_result(page, "pass")
+    token = page.evaluate("document.querySelector('meta[name=csrf-token]').content")
+    other_tab = [page.request.post(f"/api/lessons/{LESSON}/submissions", data={"code": ENDLESS_LOOP},
+                                   headers={"X-CSRF-Token": token}) for _ in range(2)]
+    assert [r.status for r in other_tab] == [202, 202]
+    try:
+        with page.expect_response(lambda r: r.request.method == "POST" and r.url.endswith("/submissions")) as info:
+            page.get_by_test_id("run-button").click()
+        assert info.value.status == 429
+        refusal = page.get_by_test_id("refusal")
+        expect(refusal).to_be_visible()
+        expect(refusal).to_contain_text("2 of your submissions are still waiting or being graded")
+        expect(page.get_by_test_id("result-status")).to_have_attribute("data-status", "pass")
+        expect(page.get_by_test_id("result-status")).to_be_visible()
+        expect(page.get_by_test_id("run-button")).to_be_enabled()
+    finally:
+        for r in other_tab:
+            page.request.post(r.json()["urls"]["cancel"], headers={"X-CSRF-Token": token})
+    others = [e for e in js_errors if "status of 429" not in e]  # the browser logs the refused request itself
+    assert not others, others

@@ -7,6 +7,8 @@ from click.testing import CliRunner
 
 from grader.loader import load_all
 from webapp import cli
+from webapp.collector import collect
+from webapp.db import connect
 
 REFERENCES = {ex.id: ex.reference for ex in load_all().values()}
 STARTER = load_all()["autocast"].starter
@@ -111,14 +113,58 @@ def test_malformed_body_is_400(client, csrf):
     assert response.status_code == 400
 
 
-def test_rate_limit_is_429_with_retry_after(make_app, submit):
-    app = make_app(RATE_LIMIT=2)
+def test_rate_limit_is_a_burst_then_a_rate_with_retry_after(make_app, submit):
+    app = make_app(RATE_BURST=3, RATE_LIMIT=6)  # a token every 10 s after a burst of 3
     client = app.test_client()
-    assert [submit(client, STARTER).status_code for _ in range(2)] == [202, 202]
+    assert [submit(client, STARTER).status_code for _ in range(3)] == [202, 202, 202]
     refused = submit(client, STARTER)
     assert refused.status_code == 429
-    assert 1 <= int(refused.headers["Retry-After"]) <= 60
+    assert 9 <= int(refused.headers["Retry-After"]) <= 10
+    assert "burst of 3" in refused.get_json()["error"]
     assert submit(app.test_client(), STARTER).status_code == 202  # another learner is not limited
+    age_submissions(app, 10.5)  # one token has come back, not two
+    assert [submit(client, STARTER).status_code for _ in range(2)] == [202, 429]
+
+
+def age_submissions(app, seconds: float):
+    db = connect(app.config["DATABASE"])
+    db.execute("UPDATE submissions SET created_at = created_at - ?", (seconds,))
+    db.close()
+
+
+def test_a_cancelled_run_gives_its_token_back(make_app, submit, csrf):
+    app = make_app(RATE_BURST=2, RATE_LIMIT=1)
+    client = app.test_client()
+    for _ in range(4):
+        body = submit(client, STARTER).get_json()
+        assert client.post(body["urls"]["cancel"], headers=csrf(client)).status_code == 200
+    assert [submit(client, STARTER).status_code for _ in range(3)] == [202, 202, 429]
+
+
+def test_a_refusal_is_worded_in_the_learners_language(make_app, submit):
+    app = make_app(RATE_BURST=1, RATE_LIMIT=1)
+    client = app.test_client()
+    client.set_cookie("lang", "it")
+    assert submit(client, STARTER).status_code == 202
+    refused = submit(client, STARTER)
+    assert refused.status_code == 429 and "Troppe esecuzioni in poco tempo" in refused.get_json()["error"]
+
+
+def test_the_queue_holds_one_submission_per_learner_and_serves_them_round_robin(make_app, submit):
+    """A learner's second submission joins the queue only once their first has a verdict, behind the other
+    learners' that came meanwhile: one learner never keeps another waiting behind more than one of theirs."""
+    app = make_app()
+    queue = app.extensions["amp_dojo_queue"]
+    hostile, other = app.test_client(), app.test_client()
+    mine = [submit(hostile, STARTER).get_json() for _ in range(3)]
+    theirs = submit(other, STARTER).get_json()
+    assert queue.pending_count() == 2
+    assert [t.args[0]["submission_id"] for t in queue.huey.pending()] == [mine[0]["id"], theirs["id"]]
+    assert [hostile.get(m["urls"]["self"]).get_json()["position"] for m in mine] == [1, 3, 4]
+    assert other.get(theirs["urls"]["self"]).get_json()["position"] == 2
+    queue.run_pending(limit=1)  # the first one's verdict arrives
+    collect(connect(app.config["DATABASE"]), queue, app.config)
+    assert [t.args[0]["submission_id"] for t in queue.huey.pending()] == [theirs["id"], mine[1]["id"]]
 
 
 def test_per_address_limit_catches_a_client_that_drops_its_cookie(make_app, submit):

@@ -21,7 +21,8 @@ def ui_strings() -> set[str]:
         found |= set(re.findall(r'_\("((?:[^"\\]|\\.)*)"', template.read_text()))
     found |= set(re.findall(r'\btr\("((?:[^"\\]|\\.)*)"', (WEBAPP / "static" / "app.js").read_text()))
     python = "\n".join(p.read_text() for p in WEBAPP.glob("*.py"))
-    found |= set(re.findall(r'gettext\("((?:[^"\\]|\\.)*)"', python))
+    for literals in re.findall(r'gettext\(\s*((?:"(?:[^"\\]|\\.)*"\s*)+)', python):  # "..." "..." is one string
+        found.add("".join(re.findall(r'"((?:[^"\\]|\\.)*)"', literals)))
     found |= set(re.findall(r'"(?:not_started|attempted|passed)": "([^"]+)"', python))
     return found
 

@@ -13,6 +13,7 @@ def base_config(tmp_path, **overrides) -> dict:
         "DEVICE": "cpu",
         "STREAM_SECONDS": 5,
         "RATE_LIMIT": 100,
+        "RATE_BURST": 100,
         "IP_RATE_LIMIT": 100,
         "MAX_WAITING_PER_LEARNER": 0,  # tests queue several submissions of one learner; its own test sets it
         "MAX_WAITING_PER_IP": 0,

@@ -155,6 +155,7 @@
     this.steps = root.querySelector('[data-testid="progress"]');
     this.body = root.querySelector(".result-body");
     this.cancelButton = root.querySelector('[data-testid="cancel-button"]');
+    this.refusal = root.querySelector('[data-testid="refusal"]');
     this.stepItems = {};
     this.current = null;
     var panel = this;
@@ -216,7 +217,15 @@
     return " (" + tr("{n} s", { n: seconds }) + ")";
   };
 
+  // A run the server refused (a rate limit, say): said above the last result, which stays on screen.
+  ResultsPanel.prototype.refuse = function (text) {
+    if (!this.refusal) { this.setStatus(text, "refused"); return; }
+    this.refusal.textContent = text;
+    this.refusal.hidden = false;
+  };
+
   ResultsPanel.prototype.reset = function () {
+    if (this.refusal) this.refusal.hidden = true;
     this.stopClock();
     clear(this.steps);
     this.stepItems = {};
@@ -729,19 +738,21 @@
     function run() {
       if (running) return;
       setRunning(true);
-      panel.reset();
+      if (panel.refusal) panel.refusal.hidden = true;
+      // The last result stays on screen until the server has accepted this run: a refusal must not hide it.
       api("POST", page.urls.submit, { code: editor.getValue() }).then(function (res) {
         if (!res.ok) {
-          var wait = res.retryAfter ? " (" + tr("try again in {n} s", { n: res.retryAfter }) + ")" : "";
-          panel.setStatus((res.data.error || tr("The submission was refused ({status})", { status: res.status })) + wait, "refused");
+          // The server words a refusal in the page's language, with its reason and when to run again.
+          panel.refuse(res.data.error || tr("The submission was refused ({status})", { status: res.status }));
           setRunning(false);
           return;
         }
+        panel.reset();
         panel.queued(res.data.position || 1);
         refreshHistory();
         follow(res.data, panel, function () { setRunning(false); refreshHistory(); });
       }).catch(function () {
-        panel.setStatus(tr("Could not reach the server."), "refused");
+        panel.refuse(tr("Could not reach the server."));
         setRunning(false);
       });
     }
