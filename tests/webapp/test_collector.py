@@ -438,3 +438,29 @@ def test_worker_events_are_bounded_in_size_number_and_type(make_app, submit):
     first = strict_json(stored[0]["data"])
     assert first["stage"] == "static" and "[truncated:" in first["note"]
     assert strict_json(stored[1]["data"]) == {"check": "parity", "status": "pass", "ratio": None}
+
+
+def test_a_real_result_document_is_stored_as_the_grader_wrote_it():
+    """The example of docs/results.md passes through the bounds unchanged: no marker, nothing cut."""
+    import re
+    from pathlib import Path
+
+    from webapp import bounds
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "results.md").read_text()
+    document = json.loads(re.search(r"## Example.*?```json\n(.*?)\n```", text, re.S).group(1))
+    assert bounds.result(document, 262144) == document
+
+
+def test_a_result_stored_unbounded_before_is_served_cut(app, submit):
+    client = app.test_client()
+    sid = submit(client, CODE).get_json()["id"]
+    db = connect(app.config["DATABASE"])
+    try:  # as a version without bounds stored it
+        db.execute("UPDATE submissions SET status = 'done', result = ?, result_status = 'error' WHERE id = ?",
+                   (json.dumps(forged_result(status="error", output="y" * 3_000_000)), sid))
+    finally:
+        db.close()
+    response = client.get(f"/api/submissions/{sid}")
+    assert response.status_code == 200 and len(response.get_data()) < 1_100_000
+    assert "[truncated: 3000000 bytes]" in response.get_json()["result"]["output"]
