@@ -223,8 +223,8 @@ def stream(sid):
     after = event_id(last)
     app = current_app._get_current_object()
     slots = StreamSlots(app.config["DATABASE"], app.config["STREAM_SECONDS"])
-    slot = slots.take(get_db(), learner_id(), int(app.config["MAX_STREAMS"]),
-                      int(app.config["MAX_STREAMS_PER_LEARNER"]))
+    slot = slots.take(get_db(), learner_id(), client_ip(), int(app.config["MAX_STREAMS"]),
+                      int(app.config["MAX_STREAMS_PER_LEARNER"]), int(app.config["MAX_STREAMS_PER_IP"]))
     if slot is None:
         return error(429, "too many live result streams are open: poll GET /api/submissions/<id> instead",
                      **{"Retry-After": "5"})
@@ -265,11 +265,16 @@ def _done_data(row, data: dict, lang: str) -> dict:
 def _events(app, sid: str, after: int, lang: str):
     """Sends stored events past `after`, then new ones as the collector brings
     them; a `queued` event (no id) whenever the queue position changes; ends
-    after `done`. Its own connection: the request context is gone by now."""
+    after `done`, at STREAM_SECONDS, or when the submission has brought nothing
+    new for STREAM_IDLE_SECONDS (the page then polls: a grading that stopped
+    making progress does not hold a server thread). Its own connection: the
+    request context is gone by now."""
     db = connect(app.config["DATABASE"])
     queue = app.extensions["amp_dojo_queue"]
     deadline = time.monotonic() + float(app.config["STREAM_SECONDS"])
+    idle_s = float(app.config["STREAM_IDLE_SECONDS"])
     last_position, last_sent = None, time.monotonic()
+    last_news = last_sent
     try:
         yield "retry: 2000\n\n"
         while True:
@@ -280,7 +285,7 @@ def _events(app, sid: str, after: int, lang: str):
                     yield sse("done", _done_data(store.get(db, sid), event["data"], lang), after)
                     return
                 yield sse(event["type"], event["data"], after)
-                last_sent = time.monotonic()
+                last_sent = last_news = time.monotonic()
             row = store.get(db, sid)
             if row["status"] in ("done", "error"):  # finished without a done event (older records)
                 yield sse("done", _done_data(row, {}, lang))
@@ -289,7 +294,8 @@ def _events(app, sid: str, after: int, lang: str):
             if position is not None and position != last_position:
                 yield sse("queued", {"position": position})
                 last_position, last_sent = position, time.monotonic()
-            if time.monotonic() > deadline:
+                last_news = last_sent
+            if time.monotonic() > deadline or time.monotonic() - last_news > idle_s:
                 return
             if time.monotonic() - last_sent > KEEPALIVE_S:
                 yield ": keep-alive\n\n"

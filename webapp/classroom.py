@@ -200,9 +200,16 @@ def mistakes(db, course_id: int, limit: int = 15) -> list[dict]:
     return out
 
 
-def submissions_of(db, course_id: int, learner: str) -> list:
-    """A learner's submissions of the course's lessons, newest first (with their code and verdict)."""
+def submissions_of(db, course_id: int, learner: str, limit: int | None = None, offset: int = 0) -> list:
+    """A learner's submissions of the course's lessons, newest first (with their code and verdict); one page
+    of them with `limit` and `offset`."""
+    page = " LIMIT ? OFFSET ?" if limit is not None else ""
     return db.execute("SELECT s.id, s.lesson, s.code, s.status, s.result_status, s.score, s.error, s.created_at, "
                       "s.attempt FROM submissions s JOIN course_lessons cl ON cl.lesson = s.lesson "
-                      "AND cl.course_id = ? WHERE s.learner = ? ORDER BY s.created_at DESC",
-                      (course_id, learner)).fetchall()
+                      "AND cl.course_id = ? WHERE s.learner = ? ORDER BY s.created_at DESC, s.id" + page,
+                      (course_id, learner) + ((int(limit), int(offset)) if limit is not None else ())).fetchall()
+
+
+def count_submissions(db, course_id: int, learner: str) -> int:
+    return db.execute("SELECT count(*) FROM submissions s JOIN course_lessons cl ON cl.lesson = s.lesson "
+                      "AND cl.course_id = ? WHERE s.learner = ?", (course_id, learner)).fetchone()[0]

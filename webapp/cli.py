@@ -152,6 +152,27 @@ def _redact(url: str) -> str:
     return url
 
 
+def waitress_options(config, threads: int) -> dict:
+    """waitress's limits, so that one client cannot stall the server: room for a class's connections (each a
+    file descriptor, polled with poll() so that more than 1024 work), idle ones closed after
+    SERVER_CHANNEL_TIMEOUT and looked for every few seconds, headers and bodies refused past the app's own
+    limits before they are read. A slow sender is never idle; a reverse proxy's timeouts stop it
+    (docs/security.md#reverse-proxy)."""
+    timeout = float(config["SERVER_CHANNEL_TIMEOUT"])
+    return {
+        "threads": threads,
+        "connection_limit": int(config["SERVER_CONNECTION_LIMIT"]),
+        "channel_timeout": timeout,
+        "cleanup_interval": max(1.0, min(10.0, timeout / 3)),
+        "max_request_header_size": int(config["SERVER_MAX_HEADER_BYTES"]),
+        "max_request_body_size": int(config["MAX_CONTENT_LENGTH"]),
+        "recv_bytes": 65536,
+        "inbuf_overflow": 524288,
+        "asyncore_use_poll": True,
+        "ident": "amp-dojo",
+    }
+
+
 def _serve(app, host: str, port: int, threads: int) -> None:
     """waitress where installed (a production WSGI server), else Werkzeug's threaded server."""
     from webapp import start_collector
@@ -162,7 +183,7 @@ def _serve(app, host: str, port: int, threads: int) -> None:
     except ImportError:
         app.run(host=host, port=port, threaded=True, use_reloader=False)
         return
-    waitress.serve(app, host=host, port=port, threads=threads, channel_timeout=120)
+    waitress.serve(app, host=host, port=port, **waitress_options(app.config, threads))
 
 
 @main.command()

@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 
-from webapp import findings, learner_lessons, store
+from webapp import bounds, findings, learner_lessons, store
 from webapp.db import connect, transaction
 from webapp.dispatch import dispatch
 
@@ -50,14 +50,51 @@ def collect_one(db, queue, config, row) -> None:
     worker_events = queue.peek("events", sid, attempt) or []
     beat = queue.peek("hb", sid, attempt)
     if outcome is not None:
-        if accept(db, row, worker_events, outcome):
-            queue.forget(sid, attempt)
+        take_outcome(db, queue, config, row, worker_events, outcome)
         dispatch(db, queue, config, row["learner"])  # the learner's next one, if any, joins the queue now
         return
-    note_progress(db, row, worker_events, beat)
+    note_progress(db, row, worker_events, beat, config)
     expire_lease(db, queue, config, sid, attempt)
     if row["status"] == "queued" and beat is None:
         recover_lost_task(db, queue, config, row)
+
+
+STORE_TRIES = 3  # passes at storing one attempt's outcome before the submission ends as an error
+_STORE_FAILURES: dict[tuple[str, int], int] = {}  # (submission, attempt) -> this process's failed passes
+
+
+def take_outcome(db, queue, config, row, worker_events, outcome) -> None:
+    """accept(), tried on at most STORE_TRIES passes: an outcome the database refuses ends the submission as
+    an error instead of being retried (and logged) every second forever. Each try is its own transaction,
+    rolled back on failure, so no lock is held between tries."""
+    key = (row["id"], row["attempt"])
+    try:
+        accept(db, row, worker_events, outcome, config)
+    except Exception as exc:  # noqa: BLE001 - whatever the outcome holds, the submission must end
+        tries = _STORE_FAILURES.get(key, 0) + 1
+        if tries < STORE_TRIES:
+            _STORE_FAILURES[key] = tries
+            log.debug("submission %s: storing the result failed (try %s): %s", key[0], tries, _cause(exc))
+            return
+        _STORE_FAILURES.pop(key, None)
+        reason = f"the grading result could not be stored: {_cause(exc)}"
+        log.error("submission %s attempt %s: %s (%s tries)", key[0], key[1], reason, tries)
+        give_up(db, row, reason, now=time.time())
+    else:
+        _STORE_FAILURES.pop(key, None)
+    queue.forget(*key)
+
+
+def _cause(exc: BaseException) -> str:
+    """One short line: a database error's own message, without SQLAlchemy's statement and parameters."""
+    inner = getattr(exc, "orig", None) or exc
+    return bounds.marker(" ".join(f"{type(inner).__name__}: {inner}".split()), 300)
+
+
+def give_up(db, row, reason: str, now: float) -> None:
+    with transaction(db):
+        if _fail(db, row["id"], row["attempt"], reason, now).rowcount == 1:
+            _insert_done(db, row["id"], row["attempt"], {"status": "error", "error": reason}, now)
 
 
 def _known_worker_events(db, sid: str, attempt: int) -> int:
@@ -65,12 +102,23 @@ def _known_worker_events(db, sid: str, attempt: int) -> int:
                       (sid, attempt)).fetchone()[0]
 
 
-def _insert_events(db, sid: str, attempt: int, worker_events: list[dict], now: float) -> None:
-    start = _known_worker_events(db, sid, attempt)
-    for n, event in enumerate(worker_events[start:], start):
+def event_rows(worker_events, start: int, config) -> list[tuple[int, str, str]]:
+    """(position, type, data as JSON) of the worker's events from `start`, shaped before any transaction:
+    each at most MAX_EVENT_BYTES, and no more than MAX_EVENTS_PER_ATTEMPT stored per attempt."""
+    if not isinstance(worker_events, list):
+        return []
+    limit, cap = int(config["MAX_EVENT_BYTES"]), int(config["MAX_EVENTS_PER_ATTEMPT"])
+    shaped = []
+    for n in range(start, min(len(worker_events), cap)):
+        kind, data = bounds.event(worker_events[n], limit)
+        shaped.append((n, kind, json.dumps(data)))
+    return shaped
+
+
+def _insert_events(db, sid: str, attempt: int, shaped: list[tuple[int, str, str]], now: float) -> None:
+    for n, kind, data in shaped:
         db.execute("INSERT INTO events (submission_id, attempt, source, type, data, created_at) "
-                   "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                   (sid, attempt, f"w:{n}", event["type"], json.dumps(event["data"]), now))
+                   "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", (sid, attempt, f"w:{n}", kind, data, now))
 
 
 def _insert_done(db, sid: str, attempt: int, data: dict, now: float) -> None:
@@ -78,30 +126,46 @@ def _insert_done(db, sid: str, attempt: int, data: dict, now: float) -> None:
                "VALUES (?, ?, 'done', 'done', ?, ?) ON CONFLICT DO NOTHING", (sid, attempt, json.dumps(data), now))
 
 
-def accept(db, row, worker_events: list[dict], outcome: dict) -> bool:
-    """Records the attempt's outcome once; False if another process already did."""
+def _verdict(outcome) -> tuple[dict | None, str | None]:
+    """(the result document to store, bounded) or (None, why grading failed) of a worker's outcome."""
+    if not isinstance(outcome, dict):
+        return None, "the grading worker sent a malformed outcome"
+    if outcome.get("status") != "done":
+        return None, bounds.text(outcome.get("reason")) or "grading failed"
+    if not isinstance(outcome.get("result"), dict):
+        return None, "the grading worker sent a malformed result"
+    return outcome["result"], None
+
+
+def accept(db, row, worker_events: list[dict], outcome: dict, config) -> bool:
+    """Records the attempt's outcome once; False if another process already did. Everything is shaped
+    (webapp/bounds.py) before the write lock is taken."""
     sid, attempt, now = row["id"], row["attempt"], time.time()
+    shaped = event_rows(worker_events, _known_worker_events(db, sid, attempt), config)
+    result, reason = _verdict(outcome)
+    worker = bounds.text(outcome.get("worker"), 200) if isinstance(outcome, dict) else None
+    if result is not None:
+        result = bounds.result(result, int(config["MAX_RESULT_BYTES"]))
+        document = json.dumps(result)
     with transaction(db):
-        _insert_events(db, sid, attempt, worker_events, now)
-        if outcome.get("status") == "done":
-            result = outcome["result"]
+        _insert_events(db, sid, attempt, shaped, now)
+        if result is not None:
             cur = db.execute(
                 "UPDATE submissions SET status = 'done', result = ?, result_status = ?, score = ?, graded_by = ?, "
                 "finished_at = ?, started_at = coalesce(started_at, ?) "
                 "WHERE id = ? AND attempt = ? AND status IN ('queued', 'running')",
-                (json.dumps(result), result.get("status"), result.get("score"), outcome.get("worker"),
-                 now, now, sid, attempt))
-            done = {"status": "done", "result_status": result.get("status"), "score": result.get("score")}
+                (document, result["status"], result["score"], worker, now, now, sid, attempt))
+            done = {"status": "done", "result_status": result["status"], "score": result["score"]}
         else:
-            cur = _fail(db, sid, attempt, outcome.get("reason") or "grading failed", now, outcome.get("worker"))
-            done = {"status": "error", "error": outcome.get("reason")}
+            cur = _fail(db, sid, attempt, reason, now, worker)
+            done = {"status": "error", "error": reason}
         if cur.rowcount == 1:
             _insert_done(db, sid, attempt, done, now)
-            if outcome.get("status") == "done":  # as the row is now: a sign-up may have re-owned it since
+            if result is not None:  # as the row is now: a sign-up may have re-owned it since
                 current = db.execute("SELECT * FROM submissions WHERE id = ?", (sid,)).fetchone()
-                findings.record(db, current, outcome["result"])
-                learner_lessons.graded(db, current, outcome["result"])
-    return True
+                findings.record(db, current, result)
+                learner_lessons.graded(db, current, result)
+    return cur.rowcount == 1
 
 
 def _fail(db, sid: str, attempt: int, reason: str, now: float, worker: str | None = None):
@@ -110,16 +174,17 @@ def _fail(db, sid: str, attempt: int, reason: str, now: float, worker: str | Non
                       (reason, worker, now, sid, attempt))
 
 
-def note_progress(db, row, worker_events: list[dict], beat) -> None:
+def note_progress(db, row, worker_events: list[dict], beat, config) -> None:
     """New events and a changed heartbeat; the lease clock is this app's, never the worker's."""
     sid, attempt = row["id"], row["attempt"]
-    beat_value = json.dumps(beat, sort_keys=True) if beat is not None else None
+    beat_value = json.dumps(bounds.plain(beat), sort_keys=True)[:1000] if beat is not None else None
     fresh_beat = beat_value is not None and beat_value != row["hb_value"]
-    if not fresh_beat and len(worker_events) <= _known_worker_events(db, sid, attempt):
+    shaped = event_rows(worker_events, _known_worker_events(db, sid, attempt), config)
+    if not fresh_beat and not shaped:
         return
     now = time.time()
     with transaction(db):
-        _insert_events(db, sid, attempt, worker_events, now)
+        _insert_events(db, sid, attempt, shaped, now)
         if fresh_beat:
             db.execute("UPDATE submissions SET status = 'running', hb_value = ?, hb_seen_at = ?, "
                        "started_at = coalesce(started_at, ?) WHERE id = ? AND attempt = ? "

@@ -57,6 +57,13 @@ LEASE_SECONDS = 30
 # Attempts at grading one submission before it is marked as an error.
 MAX_ATTEMPTS = 2
 
+# Largest result document stored per submission, in bytes of JSON: a bigger one is kept cut (long strings
+# shortened with "[truncated: N bytes]", plots thinned or dropped, `truncated` set), its verdict intact.
+MAX_RESULT_BYTES = 262144
+# Largest progress event stored, in bytes of JSON, and events stored per grading attempt (the rest dropped).
+MAX_EVENT_BYTES = 8192
+MAX_EVENTS_PER_ATTEMPT = 200
+
 # Seconds between background collections of worker results (0: only on requests).
 COLLECT_INTERVAL = 1.0
 # Longest an SSE stream stays open, in seconds (the browser reconnects after).
@@ -66,6 +73,20 @@ STREAM_SECONDS = 600
 # --threads`, 16 by default, times the processes). Past either cap the stream gets 429 and the page polls.
 MAX_STREAMS = 8
 MAX_STREAMS_PER_LEARNER = 2
+# Open SSE streams per client address (0: no cap), so that one client minting anonymous cookies cannot hold
+# them all. A class behind one NAT address shares it: the others poll (or raise it, with TRUSTED_PROXIES set).
+MAX_STREAMS_PER_IP = 2
+# A stream whose submission brings no new event (nor a new queue position) for this long ends; the page
+# then polls. Longer than LEASE_SECONDS, so a grading that stopped is first noticed by its lease.
+STREAM_IDLE_SECONDS = 60
+
+# `amp-dojo serve` (waitress): connections open at once, all clients together (each costs a file
+# descriptor, not a thread); seconds a connection may stay without a complete request before it is closed
+# (a slow sender is never idle: only a reverse proxy's header and body timeouts stop one, docs/security.md);
+# the largest request header. The largest body is MAX_CONTENT_LENGTH.
+SERVER_CONNECTION_LIMIT = 1000
+SERVER_CHANNEL_TIMEOUT = 30
+SERVER_MAX_HEADER_BYTES = 32768
 
 # Signs the session cookie; None = generated once into <instance>/secret_key.
 SECRET_KEY = None

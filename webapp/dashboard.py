@@ -18,7 +18,7 @@ from flask import Blueprint, Response, abort, current_app, redirect, render_temp
 from flask_login import current_user
 from markupsafe import Markup, escape
 
-from webapp import accounts, classroom, code_views, content, findings
+from webapp import accounts, bounds, classroom, code_views, content, findings
 from webapp.auth import gettext, instructor_required
 from webapp.courses import lesson_title
 from webapp.db import get_db
@@ -26,6 +26,7 @@ from webapp.lessons import PROGRESS_LABELS, current_lang
 
 bp = Blueprint("dashboard", __name__, url_prefix="/teach")
 CHART_ROW_PX, CHART_LABEL_PX, CHART_BAR_PX = 30, 230, 420
+SUBMISSIONS_PER_PAGE = 20
 
 
 @bp.app_template_filter("when")
@@ -170,14 +171,28 @@ def learner(course_id, user_id):
     table = classroom.progress(db, course_id, person["learner"])
     rows = [{"lesson": item["lesson"], "title": lesson_title(item["lesson"], lang), "deadline": item["deadline"],
              "progress": table.get((person["learner"], item["lesson"])) or classroom.Progress()} for item in lessons]
-    submissions = classroom.submissions_of(db, course_id, person["learner"])
+    pages = _pages(classroom.count_submissions(db, course_id, person["learner"]))
+    submissions = classroom.submissions_of(db, course_id, person["learner"], SUBMISSIONS_PER_PAGE,
+                                           (pages["page"] - 1) * SUBMISSIONS_PER_PAGE)
     found = findings.of_submissions(db, [s["id"] for s in submissions])
     views = code_views.of_submissions(db, submissions)
     shown = [{"row": s, "title": lesson_title(s["lesson"], lang),
-              "findings": [{"finding_id": f["finding_id"], "line": f["line"], "message": findings.message(f, lang)}
-                           for f in found.get(s["id"], [])],
-              "code_html": Markup(views[s["id"]])} for s in submissions]
-    return render_template("dashboard/learner.html", course=course, person=person, rows=rows, submissions=shown)
+              "findings": [{"finding_id": f["finding_id"], "line": f["line"], "message": bounds.marker(findings.message(f, lang) or "", 500)}
+                           for f in found.get(s["id"], [])[:20]],
+              "code_html": Markup(views[s["id"]][0]), "more_lines": views[s["id"]][1]} for s in submissions]
+    return render_template("dashboard/learner.html", course=course, person=person, rows=rows, submissions=shown,
+                           pages=pages)
+
+
+def _pages(total: int) -> dict:
+    """The page asked for (?page=, from 1, clamped to the pages there are) of SUBMISSIONS_PER_PAGE: a learner
+    with hundreds of submissions must not make one page of megabytes."""
+    last = max(1, -(-total // SUBMISSIONS_PER_PAGE))
+    page = request.args.get("page", "1")
+    page = int(page) if page.isascii() and page.isdigit() and len(page) < 7 else 1
+    page = min(max(1, page), last)
+    return {"page": page, "last": last, "total": total,
+            "newer": page - 1 if page > 1 else None, "older": page + 1 if page < last else None}
 
 
 @bp.get("/courses/<int:course_id>/gradebook.csv")

@@ -10,7 +10,7 @@ from flask import Blueprint, Response, abort, current_app, make_response, redire
 
 from grader.errors import ExerciseNotFound
 from grader.schema import LANGUAGES, localize
-from webapp import content, i18n, store
+from webapp import code_views, content, i18n, store
 from webapp.collector import collect
 from webapp.db import get_db
 from webapp.security import learner_id, readable_submission
@@ -92,7 +92,8 @@ def submission(sid):
     page = {"submission": store.detail(db, row, lang=current_lang()),
             "check_titles": content.check_titles(ex, current_lang()) if ex else {}}
     return render_template("submissions/show.html", row=row, title=title, page=page,
-                           code_html=content.highlight_code(row["code"]))
+                           code_html=code_views.full(row["code"], i18n.gettext(
+                               "The rest of the code ({n} lines) is shown without highlighting.", current_lang())))
 
 
 @bp.after_request

@@ -9,12 +9,13 @@ import math
 import secrets
 import time
 
-from webapp import code_views, learner_lessons
+from webapp import bounds, code_views, learner_lessons
 from webapp.db import transaction
 from webapp.i18n import noop_gettext
 
 ACTIVE = ("queued", "running")
 WINDOW_S = 60.0
+LEGACY_RESULT_BYTES = 1048576  # larger stored documents predate MAX_RESULT_BYTES: served cut
 CANCELLED = "cancelled"  # the `error` of a submission its learner cancelled before the verdict
 
 
@@ -195,7 +196,10 @@ def result_of(row, lang: str = "en") -> dict | None:
         return None
     from grader.wording import localized
 
-    return localized(json.loads(row["result"]), lang)
+    document = json.loads(row["result"])
+    if len(row["result"]) > LEGACY_RESULT_BYTES:  # stored before results were bounded (webapp/bounds.py)
+        document = bounds.result(document, LEGACY_RESULT_BYTES)
+    return localized(document, lang)
 
 
 def detail(db, row, after: int = 0, lang: str = "en") -> dict:

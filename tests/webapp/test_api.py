@@ -1,6 +1,7 @@
 """The JSON API without grading: lessons, limits, CSRF, privacy."""
 
 import json
+import time
 
 import pytest
 from click.testing import CliRunner
@@ -328,3 +329,39 @@ def test_language_switch_never_puts_a_newline_in_a_header(client, csrf):
                                           "csrf_token": csrf(client)["X-CSRF-Token"]})
     assert response.status_code == 303 and response.headers["Location"].endswith("/")
     assert "X-Injected" not in response.headers
+
+def test_fresh_cookies_from_one_address_cannot_hold_every_stream(make_app, submit):
+    app = make_app(MAX_STREAMS=8, MAX_STREAMS_PER_LEARNER=2, MAX_STREAMS_PER_IP=2)
+    opened, codes = [], []
+    for _ in range(4):  # four anonymous learners, one address: a client that sheds its cookie
+        client = app.test_client()
+        client.environ_base["REMOTE_ADDR"] = "10.0.0.1"
+        sid = submit(client, STARTER).get_json()["id"]
+        response = client.get(f"/api/submissions/{sid}/stream", buffered=False)
+        codes.append(response.status_code)
+        opened.append(response)
+    other = app.test_client()
+    other.environ_base["REMOTE_ADDR"] = "10.0.0.2"
+    sid = submit(other, STARTER).get_json()["id"]
+    elsewhere = other.get(f"/api/submissions/{sid}/stream", buffered=False)
+    assert codes == [200, 200, 429, 429] and elsewhere.status_code == 200
+    opened[0].close()  # a closed stream frees its address's slot
+    client = app.test_client()
+    client.environ_base["REMOTE_ADDR"] = "10.0.0.1"
+    sid = submit(client, STARTER).get_json()["id"]
+    again = client.get(f"/api/submissions/{sid}/stream", buffered=False)
+    assert again.status_code == 200
+    for response in opened + [elsewhere, again]:
+        response.close()
+
+
+def test_a_stream_of_a_submission_that_makes_no_progress_ends_so_the_page_polls(make_app, submit):
+    app = make_app(STREAM_SECONDS=20, STREAM_IDLE_SECONDS=1, COLLECT_INTERVAL=0)
+    client = app.test_client()
+    sid = submit(client, STARTER).get_json()["id"]  # queued, and no worker ever takes it
+    started = time.monotonic()
+    response = client.get(f"/api/submissions/{sid}/stream", buffered=False)
+    body = b"".join(response.response)  # ends by itself: the test would wait STREAM_SECONDS otherwise
+    response.close()
+    assert time.monotonic() - started < 5
+    assert b"event: queued" in body and b"event: done" not in body

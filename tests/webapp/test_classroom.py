@@ -236,3 +236,44 @@ def test_an_instructor_reads_the_class_mistakes_in_the_interface_language(app, c
     assert "i gradienti sono stati limitati" in html and english not in html
     learner_page = re.search(r'href="(/teach/courses/\d+/learners/\d+)"', html).group(1)
     assert "i gradienti sono stati limitati" in teacher.get(learner_page).get_data(as_text=True)
+
+
+def dense_code(size: int = 65536) -> str:
+    """The largest submission, of the kind that highlights into the most HTML (a span per token)."""
+    line = "a=b+c*d-e/f%g|h&i^j\n"
+    return ("def train_step(*args):\n    return 0.0\n" + line * (size // len(line)))[:size - 1] + "\n"
+
+
+def test_the_learner_page_is_paged_and_stays_small_with_30_submissions_of_64_kib(app, course):
+    ada = course["learners"]["ada"]
+    code = dense_code()
+    sids = [submit(ada, code=code) for _ in range(30)]
+    teacher = course["teacher"]
+    html = teacher.get(course["url"]).get_data(as_text=True)
+    url = re.search(r'href="(/teach/courses/\d+/learners/\d+)">ada<', html).group(1)
+    first = teacher.get(url)
+    page = first.get_data(as_text=True)
+    assert first.status_code == 200 and len(first.get_data()) < 1_000_000, len(first.get_data())
+    shown = re.findall(r'data-testid="learner-submission" data-submission-id="(\w+)"', page)
+    assert len(shown) == 20 and set(shown) <= set(sids)
+    assert "Page 1 of 2" in page and f'href="{url}?page=2"' in page and "Newer" not in page
+    more = re.search(r'data-testid="code-more">(\d+) more lines: see the full results.', page)
+    assert more and int(more.group(1)) > 3000
+    second = teacher.get(url + "?page=2").get_data(as_text=True)
+    rest = re.findall(r'data-testid="learner-submission" data-submission-id="(\w+)"', second)
+    assert len(rest) == 10 and not set(rest) & set(shown) and set(rest) | set(shown) == set(sids)
+    assert "Page 2 of 2" in second and f'href="{url}?page=1"' in second and "Older" not in second
+    assert teacher.get(url + "?page=99").status_code == 200 and teacher.get(url + "?page=x").status_code == 200
+
+
+def test_a_permalink_highlights_the_head_of_a_large_submission_and_shows_the_rest_plain(app, course):
+    ada = course["learners"]["ada"]
+    code = dense_code() + "print('</pre><b>end</b>')\n"
+    code = code[-65000:]
+    sid = submit(ada, code=code)
+    response = ada.get(f"/submissions/{sid}")
+    page = response.get_data(as_text=True)
+    assert response.status_code == 200 and len(response.get_data()) < 1_000_000, len(response.get_data())
+    assert 'class="highlight code-view"' in page and 'data-testid="code-truncated"' in page
+    assert "is shown without highlighting" in page
+    assert "print(&#39;&lt;/pre&gt;&lt;b&gt;end&lt;/b&gt;&#39;)" in page and "<b>end</b>" not in page

@@ -17,6 +17,7 @@ def base_config(tmp_path, **overrides) -> dict:
         "IP_RATE_LIMIT": 100,
         "MAX_WAITING_PER_LEARNER": 0,  # tests queue several submissions of one learner; its own test sets it
         "MAX_WAITING_PER_IP": 0,
+        "MAX_STREAMS_PER_IP": 0,  # every test client has one address; the cap's own test sets it
     }
     config.update(overrides)
     return config
