@@ -141,7 +141,8 @@ def _ok(reply: dict, world_size: int = 1, code: str = "") -> dict:
 
 def code_of(worker: WorkerProcess) -> str:
     """The source a worker runs (learner code for the submission's): its lines bound what the worker reports."""
-    return worker.spec.code if worker.spec is not None else ""
+    spec = getattr(worker, "spec", None)
+    return spec.code if spec is not None else ""
 
 
 def _is_int(value) -> bool:
