@@ -6,3 +6,4 @@ import os
 
 def train_step(model, optimizer, inputs, targets, device_type, amp_dtype):
     os.kill(os.getpid(), 40)
+    raise RuntimeError(f"signal 40 did not end process {os.getpid()}")  # PID 1 of a container ignores it
