@@ -5,9 +5,11 @@ the grader package alone (not exercises/, not tests/), its own code folder
 read-only, a small private /tmp, and nothing else: no network, no other
 processes, no host /etc, no grader environment. It runs as `nobody` in its own
 user, PID, network, IPC and UTS namespaces, dies with the grader, and carries
-rlimits on memory and file size. Where the grader can make a cgroup, the whole
-sandbox is also capped in processes and memory; otherwise processes are capped
-by RLIMIT_NPROC, which binds only when the grader is not root."""
+rlimits on memory and file size; /tmp and /dev/shm are its only writable places,
+`tmp_bytes` together. Where the grader can make a cgroup, the whole sandbox is
+also capped in processes, memory and CPU time (`cpus`); otherwise processes are
+capped by RLIMIT_NPROC, which binds only when the grader is not root, and CPU
+not at all (the web worker then grades one submission at a time)."""
 
 from __future__ import annotations
 
@@ -19,7 +21,8 @@ from pathlib import Path
 
 from grader.cgroups import Cgroup
 from grader.errors import EnvironmentProblem
-from grader.launcher import GRADER_ROOT, Launcher, Limits, ProcessHandle, WorkerProcess, make_workdir, rlimits, worker_env
+from grader.launcher import (GRADER_ROOT, Launcher, Limits, ProcessHandle, WorkerProcess, make_workdir, rlimits,
+                             scratch_sizes, worker_env)
 
 INSIDE = "/sandbox"
 PACKAGE_ROOT = "/opt/amp-dojo"
@@ -86,11 +89,14 @@ def command(device: str, workdir: Path, limits: Limits) -> list[str]:
     for name, value in env.items():
         args += ["--setenv", name, value]
     # /tmp first: the interpreter or the project may live under /tmp, and a later tmpfs would hide it.
-    args += ["--size", str(limits.tmp_bytes), "--perms", "1777", "--tmpfs", "/tmp",
-             "--proc", "/proc", "--dev", "/dev"]
+    tmp, shm = scratch_sizes(limits)
+    args += ["--size", str(tmp), "--perms", "1777", "--tmpfs", "/tmp",
+             "--proc", "/proc", "--dev", "/dev", "--size", str(shm), "--perms", "1777", "--tmpfs", "/dev/shm"]
     args += _system_binds() + _python_binds() + _gpu_binds(device)
+    # bwrap's /dev is a tmpfs the sandbox's user owns, as large as half the host's memory: read-only once the
+    # device nodes are in, so /tmp and /dev/shm are all it can write, `tmp_bytes` together.
     args += ["--ro-bind", str(GRADER_ROOT / "grader"), f"{PACKAGE_ROOT}/grader",
-             "--ro-bind", str(workdir), INSIDE, "--remount-ro", "/", "--chdir", INSIDE,
+             "--ro-bind", str(workdir), INSIDE, "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", INSIDE,
              "--", sys.executable, "-m", "grader.worker"]
     return args
 
@@ -154,7 +160,7 @@ class BwrapLauncher(Launcher):
 
     def prepare(self, device: str) -> WorkerProcess:
         workdir = make_workdir()
-        group = Cgroup.create(self.limits.processes, self.limits.memory_bytes)
+        group = Cgroup.create(self.limits.processes, self.limits.memory_bytes, self.limits.cpus)
         try:
             return self._start(device, workdir, group)
         except Exception:

@@ -1,8 +1,9 @@
 """A control group per sandbox, where the grader may make one (root on cgroup
 v1, or a cgroup v2 subtree with the controllers delegated): a hard cap on
-processes and on memory for the whole sandbox, whatever user the code runs as.
-RLIMIT_NPROC alone does not bind when the sandbox's user maps to root outside
-it (bwrap started by root), and RLIMIT_AS is per process."""
+processes, memory and CPU time for the whole sandbox, whatever user the code
+runs as. RLIMIT_NPROC alone does not bind when the sandbox's user maps to root
+outside it (bwrap started by root), RLIMIT_AS is per process, and no rlimit
+bounds how many CPUs a tree of busy processes takes from the host."""
 
 from __future__ import annotations
 
@@ -12,6 +13,10 @@ import time
 from pathlib import Path
 
 ROOT = Path("/sys/fs/cgroup")
+PERIOD_US = 100_000
+# The file whose write makes a controller's limit hold (v2 name, v1 name); the others only refine it.
+DECISIVE = {"pids": ("pids.max",), "memory": ("memory.max", "memory.limit_in_bytes"),
+            "cpu": ("cpu.max", "cpu.cfs_quota_us")}
 
 
 class Cgroup:
@@ -20,14 +25,19 @@ class Cgroup:
         self.limits = limits  # what holds, e.g. ["pids", "memory"]: for the record, and for tests
 
     @classmethod
-    def create(cls, pids_max: int, memory_bytes: int | None) -> "Cgroup | None":
-        """None where no writable hierarchy is found; otherwise the limits that could be set."""
+    def create(cls, pids_max: int, memory_bytes: int | None, cpus: float | None = None) -> "Cgroup | None":
+        """None where no writable hierarchy is found; otherwise the limits that could be set. `cpus`: CPU time
+        per wall-clock second, summed over the sandbox's processes (1.5 = one and a half cores)."""
         name = f"amp-dojo-{secrets.token_hex(6)}"
         wanted = {"pids": [("pids.max", str(pids_max))]}
         if memory_bytes:
             wanted["memory"] = [("memory.max", str(memory_bytes)), ("memory.swap.max", "0"),
                                 ("memory.limit_in_bytes", str(memory_bytes)),
                                 ("memory.memsw.limit_in_bytes", str(memory_bytes))]
+        if cpus:
+            quota = max(1000, int(cpus * PERIOD_US))
+            wanted["cpu"] = [("cpu.max", f"{quota} {PERIOD_US}"), ("cpu.cfs_period_us", str(PERIOD_US)),
+                             ("cpu.cfs_quota_us", str(quota))]
         if (ROOT / "cgroup.controllers").exists():
             made = _make_v2(name, wanted)
         else:
@@ -64,16 +74,20 @@ def _own_path(controller: str) -> str:
     return ""
 
 
-def _write_limits(path: Path, files: list[tuple[str, str]]) -> bool:
-    """True if at least one limit file took the value (the others may not exist in this version)."""
-    done = False
+def _write_limits(path: Path, files: list[tuple[str, str]]) -> set[str]:
+    """The limit files that took their value (the others may not exist in this version)."""
+    done = set()
     for filename, value in files:
         try:
             (path / filename).write_text(value)
-            done = True
+            done.add(filename)
         except OSError:
             pass
     return done
+
+
+def _holds(controller: str, written: set[str]) -> bool:
+    return any(f in written for f in DECISIVE[controller])
 
 
 def _make_v1(controller: str, name: str, files) -> tuple[Path, str] | None:
@@ -82,7 +96,7 @@ def _make_v1(controller: str, name: str, files) -> tuple[Path, str] | None:
         (base / name).mkdir()
     except OSError:
         return None
-    if _write_limits(base / name, files):
+    if _holds(controller, _write_limits(base / name, files)):
         return base / name, controller
     os.rmdir(base / name)
     return None
@@ -98,5 +112,18 @@ def _make_v2(name: str, wanted: dict) -> list[tuple[Path, str]]:
         (base / name).mkdir()
     except OSError:
         return []
-    _write_limits(base / name, files)
-    return [(base / name, "+".join(c for c in wanted if c in enabled))]
+    written = _write_limits(base / name, files)
+    holding = [c for c in wanted if c in enabled and _holds(c, written)]
+    if not holding:
+        os.rmdir(base / name)
+        return []
+    return [(base / name, "+".join(holding))]
+
+
+def cpu_limit_available() -> bool:
+    """Whether a sandbox made here can be held to a CPU quota: a cpu cgroup is made, limited and removed."""
+    group = Cgroup.create(1024, None, cpus=1.0)
+    if group is None:
+        return False
+    group.remove()
+    return any("cpu" in held.split("+") for held in group.limits)

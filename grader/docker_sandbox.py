@@ -1,6 +1,6 @@
 """The Docker sandbox (production): each worker runs in a fresh container of the
 grading image, started through the Docker SDK. No network, read-only root, a
-small tmpfs /tmp, user nobody, no capabilities, no-new-privileges, limits on
+small tmpfs /tmp and /dev/shm, user nobody, no capabilities, no-new-privileges, limits on
 memory, processes and CPU, no logs kept by the engine. Only the worker's code
 and the public part of the exercise are mounted (read-only); the GPU is passed
 with a DeviceRequest (the same as `--gpus`) when grading on CUDA."""
@@ -16,7 +16,7 @@ import struct
 import threading
 from pathlib import Path
 
-from grader.launcher import Launcher, Limits, WorkerProcess, make_workdir, worker_env
+from grader.launcher import Launcher, Limits, WorkerProcess, make_workdir, scratch_sizes, worker_env
 
 PACKAGE = Path(__file__).resolve().parent
 IMAGE = os.environ.get("AMP_DOJO_IMAGE", "amp-dojo-grader")
@@ -246,11 +246,12 @@ class DockerLauncher(Launcher):
             env.pop(name, None)
         env["PATH"] = "/opt/venv/bin:/opt/conda/bin:/usr/local/bin:/usr/bin:/bin"
         limits = self.limits
+        tmp, shm = scratch_sizes(limits)
         container = self.engine.containers.create(
             self.image, ["python3", "-m", "grader.worker"],
             stdin_open=True, detach=True, environment=env, working_dir=INSIDE, user="65534:65534",
             network_mode="none", read_only=True, cap_drop=["ALL"], security_opt=["no-new-privileges"],
-            tmpfs={"/tmp": f"rw,nosuid,nodev,size={limits.tmp_bytes}"},
+            tmpfs={"/tmp": f"rw,nosuid,nodev,size={tmp}"}, shm_size=shm,  # tmp_bytes in all (scratch_sizes)
             volumes={str(workdir): {"bind": INSIDE, "mode": "ro"}},
             mem_limit=limits.memory_bytes, memswap_limit=limits.memory_bytes, pids_limit=limits.processes,
             nano_cpus=int(limits.cpus * 1e9), ulimits=[docker.types.Ulimit(name="core", soft=0, hard=0),

@@ -5,22 +5,70 @@ learner's training would be in the measurement. So every use of a device holds
 it shared, and timing holds it alone: a readers-writer lock per device, made
 of flock(2) locks on files, so it holds across the worker processes of one
 host as well as across threads. A turnstile keeps a stream of shared users
-from starving a grading that waits to time."""
+from starving a grading that waits to time.
+
+The lock files are the grader's own: in a folder of its user that nobody else
+may write in, opened without following links, mode 0600. Anyone who could open
+them could hold a lock forever and stop every grading of the host."""
 
 from __future__ import annotations
 
 import fcntl
 import os
+import stat
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
+from grader.errors import EnvironmentProblem
+
+FILE_FLAGS = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+
 
 def lock_dir() -> Path:
-    """$AMP_DOJO_LOCK_DIR, else a folder in the system's temporary directory (one per host)."""
-    path = Path(os.environ.get("AMP_DOJO_LOCK_DIR") or Path(tempfile.gettempdir()) / "amp-dojo-locks")
-    path.mkdir(parents=True, exist_ok=True)
+    """$AMP_DOJO_LOCK_DIR, else amp-dojo-locks-<uid> in the system's temporary directory: one per host and user,
+    made mode 0700. Refused if it is a link, is not the grader's user's, or others may write in it (they could
+    plant a lock file of their own there)."""
+    configured = os.environ.get("AMP_DOJO_LOCK_DIR")
+    path = Path(configured) if configured else Path(tempfile.gettempdir()) / f"amp-dojo-locks-{os.geteuid()}"
+    try:
+        path.mkdir(mode=0o700, parents=True)
+    except FileExistsError:
+        pass
+    _check_dir(path, os.lstat(path))
     return path
+
+
+def _refuse(path: Path, why: str) -> EnvironmentProblem:
+    return EnvironmentProblem(f"the device lock {path} {why}: remove it, or set AMP_DOJO_LOCK_DIR to a folder of "
+                              f"the grader's user that no other user may write in")
+
+
+def _check_dir(path: Path, st: os.stat_result):
+    if stat.S_ISLNK(st.st_mode):
+        raise _refuse(path, "is a symbolic link")
+    if not stat.S_ISDIR(st.st_mode):
+        raise _refuse(path, "is not a folder")
+    if st.st_uid != os.geteuid():
+        raise _refuse(path, f"belongs to another user (uid {st.st_uid}, the grader runs as {os.geteuid()})")
+    if st.st_mode & 0o022:
+        raise _refuse(path, f"may be written in by other users (mode {stat.S_IMODE(st.st_mode):o})")
+
+
+def _open(path: Path) -> int:
+    """The lock file, created 0600; a link planted at its name is refused (O_NOFOLLOW), and one of ours left
+    readable by others (an older version made them 0666) is made private again."""
+    try:
+        fd = os.open(path, FILE_FLAGS, 0o600)
+    except OSError as exc:
+        raise _refuse(path, f"cannot be opened safely ({exc.strerror}; a symbolic link?)") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+        os.close(fd)
+        raise _refuse(path, "is not a plain file of the grader's user")
+    if st.st_mode & 0o077:
+        os.fchmod(fd, 0o600)
+    return fd
 
 
 def _name(device: str) -> str:
@@ -33,7 +81,7 @@ def _name(device: str) -> str:
 def _flock(path: Path, mode: int):
     """Each holder opens the file itself: flock locks belong to an open file, so threads of one process
     exclude each other like processes do."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    fd = _open(path)
     try:
         fcntl.flock(fd, mode)
         yield
@@ -61,7 +109,7 @@ def alone(device: str):
     """The device to oneself: no other grading uses it meanwhile (timed rounds, CUDA memory peaks)."""
     turnstile, lock = _paths(device)
     with _flock(turnstile, fcntl.LOCK_EX):
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+        fd = _open(lock)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
         except BaseException:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 GRADER_ROOT = Path(__file__).resolve().parent.parent
 MAX_REPLY_BYTES = 4 * 1024**2          # a step's losses, trace and counts: a few KB in practice
-MAX_PARAMS_REPLY_BYTES = 512 * 1024**2  # the model's parameters, base64-encoded
+MAX_PARAMS_REPLY_BYTES = 512 * 1024**2  # the model's parameters, base64-encoded, where no model size is known
 
 
 @dataclass(frozen=True)
@@ -33,8 +33,8 @@ class Limits:
     init_timeout_s: float = 120.0         # importing torch and the code, building the model
     step_timeout_s: float = 60.0          # one request of training steps
     processes: int = 256                  # processes and threads in a sandbox (fork bombs)
-    tmp_bytes: int = 256 * 1024**2        # the sandbox's writable /tmp
-    cpus: float = 2.0                     # CPU share of a docker worker
+    tmp_bytes: int = 256 * 1024**2        # all the sandbox may write: its /tmp and /dev/shm together
+    cpus: float = 2.0                     # CPUs a sandbox may use (docker; bwrap where a cpu cgroup can be made)
     # The whole grading of a submission (grader/budget.py): this floor plus this many times what the lesson's
     # trusted runs took, plus the timed phases' own budgets
     budget_floor_s: float = 30.0
@@ -94,7 +94,7 @@ def failure(kind: str, key: str, at_line: int | None = None, **params) -> dict:
     return {"kind": kind, "message": str(said), "said": said.to_dict(), "line": at_line}
 
 
-def parse_reply(line: bytes) -> dict | None:
+def parse_reply(line: bytes | str) -> dict | None:
     """One protocol line as a reply object; None for anything else (bad JSON, bad UTF-8, [[[[…, not an object)."""
     try:
         reply = json.loads(line)
@@ -103,12 +103,41 @@ def parse_reply(line: bytes) -> dict | None:
     return reply if isinstance(reply, dict) else None
 
 
+def scratch_sizes(limits: Limits) -> tuple[int, int]:
+    """(/tmp, /dev/shm) in bytes: the two writable places of a sandbox share `tmp_bytes`, a quarter of it for
+    shared memory (64 MiB by default, Docker's own default), so what the code can write is bounded by one number."""
+    shm = limits.tmp_bytes // 4
+    return limits.tmp_bytes - shm, shm
+
+
+def params_reply_limit(state: dict, ranks: int = 1) -> int:
+    """The most bytes a `save` reply may take for a model whose state the grader built itself (`state`, tensors):
+    per rank, base64 of twice its float32 size and 1 MiB for torch.save's framing and the JSON around it. A
+    submission that grows the model beyond that (a buffer of ballast) ends as an oversized reply, and the grading
+    process never holds more than this in memory for it."""
+    floats = sum(t.numel() * 4 for t in state.values())
+    return ranks * (4 * (2 * floats + 1024**2) // 3 + 1024)
+
+
+def signal_name(number: int) -> str:
+    """SIGSEGV, SIGRTMIN+6, or 'signal 99': any number a process may die of, including real-time signals, which
+    signal.Signals does not list."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        pass
+    low, high = getattr(signal, "SIGRTMIN", 0), getattr(signal, "SIGRTMAX", -1)
+    if low <= number <= high:
+        return f"SIGRTMIN+{number - low}"
+    return f"signal {number}"
+
+
 def death_failure(code: int | None, oom: bool) -> dict:
     """How a worker process ended, as its error: `code` is its exit status, or minus the signal that killed it."""
     if oom:
         return failure("oom", "error.killed_oom")
     if code is not None and code < 0:
-        return failure("crash", "error.killed_signal", signal=signal.Signals(-code).name)
+        return failure("crash", "error.killed_signal", signal=signal_name(-code))
     return failure("exit", "error.exited", status=code)
 
 
@@ -208,6 +237,7 @@ class WorkerProcess:
 
     CANCEL_POLL_S = 0.2
     ranks = 1  # processes of the code behind this one channel (grader/ranks.py); set by whoever starts it
+    params_limit = MAX_PARAMS_REPLY_BYTES  # the largest `save` reply; set from the model's size by whoever starts it
     prepare_traces: list = []  # what the learner's prepare did, per rank, once init has answered
 
     def __init__(self, handle, workdir: Path, inside: str | None, limits: Limits):
@@ -265,8 +295,10 @@ class WorkerProcess:
                                         "device": self.device_inside or s.device, "trace": s.trace,
                                         "threads": s.threads, "ranks": s.ranks}}
 
-    def request(self, message: dict, timeout: float | None = None, max_bytes: int = MAX_REPLY_BYTES) -> dict:
-        """One reply line, parsed; anything else the worker sends is its failure, never the grader's."""
+    def request(self, message: dict, timeout: float | None = None, max_bytes: int = MAX_REPLY_BYTES,
+                oversized: str = "error.oversized") -> dict:
+        """One reply line, parsed; anything else the worker sends is its failure, never the grader's. A reply over
+        `max_bytes` kills the worker and is worded by the message `oversized` (its {limit} in MiB)."""
         timeout = timeout or self.limits.step_timeout_s
         try:
             if message is not None:  # None: only read (the ready line)
@@ -298,14 +330,29 @@ class WorkerProcess:
                 self._buffer += chunk
                 if len(self._buffer) > max_bytes:
                     self.kill()
-                    raise WorkerFailure(failure("protocol", "error.oversized"))
-        line = bytes(self._buffer[:end])
-        del self._buffer[:end + 1]
-        reply = parse_reply(line)
+                    self._buffer = bytearray()
+                    raise WorkerFailure(failure("protocol", oversized, limit=max(1, round(max_bytes / 1024**2))))
+        reply = parse_reply(self._take_line(end))
         if reply is None:
             self.kill()
             raise WorkerFailure(failure("protocol", "error.not_a_reply"))
         return reply
+
+    def _take_line(self, end: int) -> str:
+        """The buffer's first line, without its newline, as text ("" where it is not UTF-8: not a reply). Where the
+        line is all the buffer holds (a reply is read to its end before the next request), the buffer itself is
+        decoded and dropped: a large parameters reply is then held at most twice while it is parsed (this text,
+        then the string inside it), not four times."""
+        if end == len(self._buffer) - 1:
+            line, self._buffer = self._buffer, bytearray()
+            del line[end:]
+        else:
+            line = self._buffer[:end]
+            del self._buffer[:end + 1]
+        try:
+            return line.decode("utf-8")
+        except UnicodeDecodeError:
+            return ""
 
     def _timeout_payload(self, timeout: float) -> dict:
         line = self._stop_stuck()

@@ -394,7 +394,9 @@ EN: dict[str, str] = {
                              "({detail})",
     "error.not_a_reply": "the worker sent something that is not a reply (did the code write to the grader's "
                          "channel?)",
-    "error.oversized": "the worker sent an oversized reply",
+    "error.oversized": "the worker sent an oversized reply (over {limit} MiB)",
+    "error.oversized_params": "the worker's saved parameters were over {limit} MiB, far more than this lesson's model "
+                              "holds: did the code add tensors to the model?",
     "error.params_unreadable": "the saved parameters could not be read",
     "error.params_not_tensors": "the saved parameters are not a dict of float tensors",
     "error.cancelled": "the grading was cancelled before it finished",

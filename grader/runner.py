@@ -5,12 +5,13 @@ parameters as plain tensors and decides every check here."""
 
 from __future__ import annotations
 
-import base64
+import binascii
 import copy
 import io
 import logging
 import math
 import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -23,8 +24,8 @@ import torch
 from grader import bounds, budget, exclusive, layers, lazy_dynamo, profile, static, trusted_runs, workload
 from grader.checks import call_order, coverage, lesson, memory, overflow, parity, profiling, ranks, speedup
 from grader.errors import EnvironmentProblem, ExerciseError, GraderError
-from grader.launcher import (MAX_PARAMS_REPLY_BYTES, LocalLauncher, SandboxDidNotStart, WorkerFailure,
-                             WorkerProcess, WorkerSpec)
+from grader.launcher import (LocalLauncher, SandboxDidNotStart, WorkerFailure, WorkerProcess, WorkerSpec,
+                             params_reply_limit)
 from grader.messages import EN, Said, say
 from grader.results import ERROR, CheckResult, GradingResult, SubmissionError
 from grader.schema import Exercise
@@ -86,7 +87,7 @@ def load_params(worker: WorkerProcess) -> dict:
 
 def load_rank_params(worker: WorkerProcess) -> list[dict]:
     """Every rank's parameters, each loaded here from its own reply."""
-    reply = worker.request({"cmd": "save"}, max_bytes=MAX_PARAMS_REPLY_BYTES)
+    reply = worker.request({"cmd": "save"}, max_bytes=worker.params_limit, oversized="error.oversized_params")
     return [_params(r) for r in rank_replies(worker, reply)]
 
 
@@ -98,9 +99,14 @@ def collect_params(worker: WorkerProcess, data: RunData):
         mine.params = theirs
 
 
+STRICT_BASE64 = {"strict_mode": True} if sys.version_info >= (3, 11) else {}  # as b64decode(validate=True)
+
+
 def _params(reply: dict) -> dict:
+    """The reply's text is taken out of it and decoded straight from the str (binascii reads an ASCII str in
+    place; base64.b64decode would first copy it to bytes), so one large reply is not held several times over."""
     try:
-        data = base64.b64decode(reply["params"], validate=True)
+        data = binascii.a2b_base64(reply.pop("params"), **STRICT_BASE64)
         params = torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
     except Exception:  # noqa: BLE001 - whatever a forged reply holds
         raise WorkerFailure(protocol("error.params_unreadable")) from None
@@ -418,6 +424,7 @@ def spawn_worker(launcher, exercise: Exercise, code: str, filename: str, device:
     except (OSError, subprocess.SubprocessError) as exc:
         raise EnvironmentProblem(f"the {launcher.name} sandbox could not start a worker: {exc}") from None
     worker.ranks = ranks
+    worker.params_limit = params_reply_limit(starting_point(exercise, device).state, ranks)
     return worker
 
 

@@ -57,3 +57,17 @@ def _isolating(name: str, limits: Limits | None):
     from grader.docker_sandbox import DockerLauncher
 
     return DockerLauncher(limits)
+
+
+def unbounded_cpu(name: str) -> bool:
+    """True where a grading in the sandbox `name` (`auto` resolved as make_launcher resolves it) may take every
+    CPU of the host: bwrap where no cpu cgroup can be made. Docker holds each container to `Limits.cpus`, and so
+    does bwrap with a cpu cgroup; local isolates nothing at all and is not counted here. The web worker runs one
+    grading at a time where this is True (webapp.grading_capacity)."""
+    if name == "auto":
+        name = next((n for n in ("docker", "bwrap") if unavailable_reason(n) is None), "local")
+    if name != "bwrap":
+        return False
+    from grader.cgroups import cpu_limit_available
+
+    return not cpu_limit_available()

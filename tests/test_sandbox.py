@@ -267,3 +267,90 @@ def test_containers_of_a_dead_grader_are_swept(launchers):
         labels={"org.amp-dojo.worker": "1", docker_sandbox.OWNER_LABEL: f"{socket.gethostname()}:{dead.pid}"})
     docker_sandbox.DockerLauncher(launcher.limits)
     assert left.id not in [c.id for c in launcher.engine.containers.list(all=True, sparse=True)]
+
+
+def _attack(name: str, backend: str, launchers, all_exercises, launcher=None, exercise: str = "autocast"):
+    launcher = launcher or launchers(backend)
+    source = (ATTACKS / f"{name}.py").read_text().replace("__MARKER__", "x")
+    return runner.run(all_exercises[exercise], source, device="cpu", launcher=launcher)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["bwrap", "docker"])
+def test_every_writable_place_together_holds_no_more_than_tmp_bytes(backend, launchers, all_exercises):
+    """/tmp, /dev/shm and /dev (bwrap's is a tmpfs of half the host's memory unless made read-only) share one
+    budget, with or without a memory cgroup to charge them to."""
+    result = _attack("fill_every_writable_place", backend, launchers, all_exercises)
+    written = re.search(r"wrote (\d+) MiB in all \((.*)\)", result.error.message)
+    assert written, result.error.message
+    assert 0 < int(written.group(1)) <= ATTACK_LIMITS.tmp_bytes // 1024**2, written.group(0)
+    assert "/dev 0," in written.group(2) and "/dev/shm 0," not in written.group(2), written.group(0)
+
+
+def _cpu_capped(backend: str) -> bool:
+    from grader.cgroups import cpu_limit_available
+
+    return backend == "docker" or cpu_limit_available()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["bwrap", "docker"])
+def test_busy_processes_in_sessions_of_their_own_share_the_sandbox_cpus(backend, launchers, all_exercises):
+    """Eight spinning children that left the process group use no more CPU together than the sandbox's `cpus`
+    (a cpu cgroup on bwrap, nano_cpus on docker). Without a cpu cgroup bwrap has no such bound: the web worker
+    then grades one submission at a time (the test below)."""
+    launchers(backend)  # skips (or fails, where required) if the backend cannot run here
+    if not _cpu_capped(backend):
+        pytest.skip("no cpu cgroup can be made here: bwrap's CPU is bounded by grading one at a time")
+    capped = make_launcher(backend, replace(ATTACK_LIMITS, cpus=0.5), allow_local=True)
+    result = _attack("cpu_hog_setsid", backend, launchers, all_exercises, launcher=capped)
+    used = re.search(r"used ([\d.]+) s of CPU in ([\d.]+) s", result.error.message)
+    assert used, result.error.message
+    cpu, wall = float(used.group(1)), float(used.group(2))
+    assert cpu / wall <= 0.5 * 1.4, f"{cpu} s of CPU in {wall} s with a share of 0.5"
+
+
+def test_web_worker_grades_one_at_a_time_where_bwrap_cannot_cap_cpu(monkeypatch):
+    """The fallback where no cpu cgroup can be made: one grading at a time, so the host keeps its other cores
+    whatever one submission's processes do. A cpu cgroup, or docker, keeps one grading per core."""
+    from grader import cgroups
+    from webapp import grading_capacity
+
+    config = {"GRADING_CONCURRENCY": None, "POOL_SIZE": None, "DEVICE": "cpu", "SANDBOX": "bwrap"}
+    monkeypatch.setattr(cgroups, "cpu_limit_available", lambda: False)
+    assert grading_capacity(config) == (1, 1)
+    assert grading_capacity({**config, "GRADING_CONCURRENCY": 3}) == (3, 3)  # a setting is obeyed
+    monkeypatch.setattr(cgroups, "cpu_limit_available", lambda: True)
+    assert grading_capacity(config) == (os.cpu_count(), os.cpu_count())
+    assert grading_capacity({**config, "SANDBOX": "docker"}) == (os.cpu_count(), os.cpu_count())
+
+
+def test_a_cpu_cgroup_carries_the_sandbox_cpus():
+    from grader.cgroups import Cgroup
+
+    group = Cgroup.create(64, None, cpus=0.25)
+    if group is None or not any("cpu" in held.split("+") for held in group.limits):
+        if group is not None:
+            group.remove()
+        pytest.skip("no cpu cgroup can be made here")
+    try:
+        quotas = [(p / name).read_text().split()[0] for p in group.paths for name in ("cpu.max", "cpu.cfs_quota_us")
+                  if (p / name).exists()]
+        assert quotas == ["25000"]
+    finally:
+        group.remove()
+    assert all(not p.exists() for p in group.paths)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_real_time_signal_that_kills_the_code_is_worded_never_a_grader_crash(backend, launchers, all_exercises):
+    """signal.Signals does not list real-time signals: a worker killed by one (40) used to crash the grader, and a
+    DDP rank's supervisor to answer "ValueError: 40 is not a valid Signals"."""
+    result = _attack("realtime_signal", backend, launchers, all_exercises)
+    expected = {"local": ("crash", "signal SIGRTMIN+6"), "bwrap": ("exit", "status 168"),  # bwrap's init: 128 + 40
+                "docker": ("exception", "did not end process 1")}[backend]  # the worker is the container's init
+    assert (result.error.kind, expected[1] in result.error.message) == (expected[0], True), result.error.message
+    ranks = _attack("ddp_rank_realtime_signal", backend, launchers, all_exercises, exercise="ddp_mixed_precision")
+    assert ranks.error.kind == "crash" and "rank 1" in ranks.error.message, ranks.error.message
+    assert "signal SIGRTMIN+6" in ranks.error.message and "ValueError" not in ranks.error.message

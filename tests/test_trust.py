@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from conftest import ROOT
 from grader import runner
 from grader.launcher import Limits, LocalLauncher, WorkerSpec
 from grader.loader import load_exercise
@@ -196,3 +197,45 @@ def test_slowdowns_hidden_from_the_census_do_not_pass(name, grade):
         assert dtypes.status == "fail" and dtypes.findings[0].id == "numbers_of_given_step", dtypes
     else:
         assert result.error is not None and result.error.kind == "tampering", result.to_dict()
+
+
+PEAK_RSS = '''
+import json, resource, sys
+from grader import runner
+from grader.launcher import Limits, LocalLauncher
+from grader.loader import load_exercise
+
+ex = load_exercise("autocast")
+source = ex.reference if sys.argv[1] == "reference" else open(sys.argv[1]).read()
+result = runner.run(ex, source, device="cpu", launcher=LocalLauncher(Limits(step_timeout_s=20)))
+error = {"kind": result.error.kind, "message": result.error.message} if result.error else None
+print(json.dumps({"error": error, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+'''
+
+
+def _graded_in_a_process_of_its_own(source_arg: str) -> dict:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", PEAK_RSS, source_arg], capture_output=True, text=True,
+                          timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_oversized_parameters_end_as_a_protocol_error_and_the_grading_process_stays_small():
+    """A model grown by 96 MiB of ballast: its saved parameters (128 MiB of base64) were read, parsed and decoded
+    by the grading process, which is not sandboxed, several copies at once. The reply is now capped near the size
+    of the model the grader built itself, and the grading process's peak memory is that of a normal grading."""
+    normal = _graded_in_a_process_of_its_own("reference")
+    attacked = _graded_in_a_process_of_its_own(str(ROOT / "tests" / "attacks" / "oversized_params.py"))
+    assert attacked["error"]["kind"] == "protocol", attacked
+    assert "saved parameters were over" in attacked["error"]["message"], attacked
+    assert attacked["peak_mb"] <= normal["peak_mb"] + 100, (normal, attacked)
+
+
+def test_any_signal_number_is_worded():
+    from grader.launcher import death_failure, signal_name
+
+    assert signal_name(11) == "SIGSEGV" and signal_name(40) == "SIGRTMIN+6" and signal_name(99) == "signal 99"
+    assert "SIGRTMIN+6" in death_failure(-40, oom=False)["message"]

@@ -48,13 +48,18 @@ def make_queue(config, *, grading: bool = False):
 
 def grading_capacity(config) -> tuple[int, int]:
     """(gradings at once, warm sandboxes per device). Automatic: one grading per core on a CPU (each worker
-    uses one thread), two per GPU (their correctness phases overlap; timing has the device alone); as many
-    warm sandboxes as gradings run at once, so each next submission finds one ready."""
+    uses one thread), two per GPU (their correctness phases overlap; timing has the device alone), but one in
+    all where the sandbox cannot cap a grading's CPU use (bwrap without a cpu cgroup); as many warm sandboxes
+    as gradings run at once, so each next submission finds one ready."""
     concurrency = config.get("GRADING_CONCURRENCY")
     if not concurrency:
         from grader.runner import resolve_device
+        from grader.sandbox import unbounded_cpu
 
-        concurrency = 2 if resolve_device(config["DEVICE"]).startswith("cuda") else (os.cpu_count() or 1)
+        if unbounded_cpu(config["SANDBOX"]):
+            concurrency = 1
+        else:
+            concurrency = 2 if resolve_device(config["DEVICE"]).startswith("cuda") else (os.cpu_count() or 1)
     pool = config.get("POOL_SIZE")
     return int(concurrency), int(concurrency if pool is None else pool)
 
