@@ -38,9 +38,10 @@ CSP = "; ".join([
 def secret_key(instance_path: str) -> str:
     """Generated once per installation, kept in the instance folder (mode 0600),
     so sessions survive restarts and the key is never in the repository."""
-    path = Path(instance_path) / "secret_key"
+    from webapp.files import private_dir
+
+    path = private_dir(instance_path) / "secret_key"
     if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as fh:
             fh.write(secrets.token_hex(32))
