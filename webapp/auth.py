@@ -16,7 +16,7 @@ from flask_login import LoginManager, current_user, login_user, logout_user
 
 from webapp import accounts, i18n
 from webapp.db import get_db
-from webapp.security import client_ip, csrf_token
+from webapp.security import client_ip, new_csrf_token
 
 bp = Blueprint("auth", __name__)
 login_manager = LoginManager()
@@ -96,7 +96,7 @@ def _start_session(user: accounts.User) -> None:
     session.clear()
     login_user(user)
     session.permanent = True
-    csrf_token()
+    new_csrf_token()
 
 
 @bp.route("/signup", methods=["GET", "POST"])

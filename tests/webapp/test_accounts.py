@@ -143,3 +143,62 @@ def test_a_nul_character_in_a_form_path_or_code_is_a_400_on_either_database(app)
     assert form(client, "/signin", {"username": "ada\x00", "password": PASSWORD}).status_code == 400
     assert client.get("/api/submissions/ab%00cd").status_code == 400
     assert submit(client, code="x = 1\x00\n").status_code == 400
+
+
+MALFORMED_TOKENS = ["é", "ünïcödé-" * 8, "", " ", "a" * 100_000, ".", "x.y.z", "IjAi.Zm9v.YmFy", "\u2603", "%00",
+                    "null", "0" * 64]
+
+
+def _post(client, rule: str, token: str, where: str):
+    url = rule.replace("<lesson_id>", "autocast").replace("<int:index>", "0").replace("<sid>", "abc")
+    if where == "form":
+        return client.post(url, data={"csrf_token": token, "username": "u", "choice": "0"})
+    header = token.encode("utf-8").decode("latin-1")  # the bytes a client sends, as WSGI hands them on
+    return client.post(url, json={"choice": 0, "code": "x = 1"}, headers={"X-CSRF-Token": header})
+
+
+@pytest.mark.parametrize("where", ["header", "form"])
+@pytest.mark.parametrize("signed_in", [False, True])
+def test_any_malformed_csrf_token_on_any_post_route_is_a_403_never_a_500(app, where, signed_in):
+    rules = sorted({r.rule for r in app.url_map.iter_rules() if "POST" in r.methods})
+    assert len(rules) >= 8
+    client = app.test_client()
+    if signed_in:
+        signup(client, "gosling")
+    else:
+        client.get("/")  # an anonymous session, with a token of its own
+    other = app.test_client()
+    stolen = csrf_headers(other)["X-CSRF-Token"]  # a real token, of another session
+    with client.session_transaction() as session:
+        raw = session.get("csrf_token", "")  # the session's raw token, unsigned
+    for rule in rules:
+        for token in MALFORMED_TOKENS + [stolen, raw]:
+            response = _post(client, rule, token, where)
+            assert response.status_code == 403, (rule, token[:20], response.status_code)
+            assert "CSRF" in response.get_json()["error"]
+
+
+def test_the_csrf_token_changes_on_sign_in_and_the_old_one_is_refused(app):
+    signup(app.test_client(), "ritchie")
+    client = app.test_client()
+    before = csrf_headers(client)
+    assert signin(client, "ritchie").status_code == 303
+    after = csrf_headers(client)
+    assert before != after
+    assert client.post("/api/lessons/autocast/submissions", json={"code": STARTER}, headers=before).status_code == 403
+    assert client.post("/api/lessons/autocast/submissions", json={"code": STARTER}, headers=after).status_code == 202
+    page = client.get("/lessons/autocast").get_data(as_text=True)
+    meta = page.split('<meta name="csrf-token" content="', 1)[1].split('"', 1)[0]
+    assert client.post("/lang", data={"csrf_token": meta, "lang": "it"}).status_code in (302, 303)
+
+
+def test_a_page_left_open_for_two_hours_can_still_post(app, monkeypatch):
+    import time
+
+    from itsdangerous.timed import TimestampSigner
+
+    client = app.test_client()
+    headers = csrf_headers(client)
+    later = int(time.time()) + 7200
+    monkeypatch.setattr(TimestampSigner, "get_timestamp", lambda self: later)
+    assert client.post("/api/lessons/autocast/submissions", json={"code": STARTER}, headers=headers).status_code == 202
