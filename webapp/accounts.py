@@ -160,7 +160,6 @@ class Attempt:
 
     wait: int | None
     at: float
-    keys: tuple[str, ...] = ()
 
 
 def retry_after(db, limits: list[tuple[str, int]], window_s: float, now: float) -> int | None:
@@ -179,15 +178,14 @@ def take_attempt(db, limits: list[tuple[str, int]], window_s: float, now: float)
     """Counts an attempt against every (key, limit), in one write transaction with the check: refused when any
     key is at its limit, else recorded under every key before the caller does the costly part (a password
     hash). A check and a later record would let N concurrent attempts all pass a limit of 5."""
-    keys = tuple(key for key, _limit in limits)
     with transaction(db):
         wait = retry_after(db, limits, window_s, now)
         if wait:
             return Attempt(wait, now)
         db.execute("DELETE FROM login_attempts WHERE at < ?", (now - max(86400.0, window_s),))
-        for key in keys:
+        for key, _limit in limits:
             db.execute("INSERT INTO login_attempts (key, at) VALUES (?, ?)", (key, now))
-    return Attempt(None, now, keys)
+    return Attempt(None, now)
 
 
 def forget_attempts(db, key: str) -> None:

@@ -130,7 +130,8 @@ def test_accounts_made_before_look_alike_names_were_refused_keep_signing_in_and_
         skeletons = dict(db.execute("SELECT username, username_skeleton FROM users").rows())
     finally:
         db.close()
-    assert skeletons["admin"] == "admln" and skeletons["adm1n"].startswith("admln#") and skeletons["Grace.H"] == "graceh"
+    assert skeletons["admin"] == "admln" and skeletons["adm1n"].startswith("admln#")
+    assert skeletons["Grace.H"] == "graceh"
     for name in ("admin", "adm1n", "grace.h"):
         assert signin(app.test_client(), name).status_code == 303
     for name in ("ADMlN", "grace_h"):
