@@ -31,6 +31,10 @@ def load_settings(test_config: dict | None = None) -> Flask:
     instance = app.instance_path
     app.config["DATABASE"] = app.config["DATABASE"] or os.path.join(instance, "amp_dojo.sqlite3")
     app.config["QUEUE_URL"] = app.config["QUEUE_URL"] or f"sqlite:///{os.path.join(instance, 'queue.sqlite3')}"
+    if os.path.isdir(instance):  # an older installation's (0755): the grader's alone, like what it holds
+        from webapp.files import private_dir
+
+        private_dir(instance)
     return app
 
 
@@ -66,21 +70,18 @@ def grading_capacity(config) -> tuple[int, int]:
 
 def create_app(test_config: dict | None = None) -> Flask:
     app = load_settings(test_config)
+    from webapp import api, auth, courses, dashboard, db, lessons, security
+
     # "/api/lessons//submissions" is a 404 like any unknown path, not a redirect as HTML (the fuzz test found it)
     app.url_map.merge_slashes = False
+    app.url_map.converters["int"] = db.DatabaseIntConverter  # before any route: every <int:...> is bounded
     if not app.config.get("SECRET_KEY"):
-        from webapp.security import secret_key
-
-        app.config["SECRET_KEY"] = secret_key(app.instance_path)
+        app.config["SECRET_KEY"] = security.secret_key(app.instance_path)
     # JSON escapes can make the body up to 6 times the code; the code itself is checked after parsing.
     if app.config.get("MAX_CONTENT_LENGTH") is None:
         app.config["MAX_CONTENT_LENGTH"] = 6 * int(app.config["MAX_CODE_BYTES"]) + 65536
 
-    from webapp import api, auth, courses, dashboard, db, lessons, security
-
-    if db.is_sqlite(app.config["DATABASE"]):
-        os.makedirs(os.path.dirname(os.path.abspath(app.config["DATABASE"])), exist_ok=True)
-    db.init_app(app)
+    db.init_app(app)  # a SQLite file (and a missing folder for it) is made private when first opened
     security.init_app(app)
     auth.init_app(app)
     with app.app_context():

@@ -65,7 +65,25 @@ def _user(row) -> User | None:
 
 
 def username_key(username: str) -> str:
+    """What sign-in looks an account up by: the name as typed, case-folded (Ada and ada are one account)."""
     return username.strip().casefold()
+
+
+# Characters a reader takes for one another in a username (only ASCII letters, digits and . - _ are allowed),
+# each mapped to one of them; then pairs of letters that read as one.
+_LOOKALIKES = str.maketrans({"0": "o", "1": "l", "i": "l", "2": "z", "3": "e", "4": "a", "5": "s", "6": "b",
+                             "7": "t", "8": "b", "9": "g"})
+_LOOKALIKE_PAIRS = (("rn", "m"), ("vv", "w"))
+
+
+def username_skeleton(username: str) -> str:
+    """The name as a reader might take it: case-folded, without separators (., -, _: so ada.l, ada_l, adal and
+    adal. are one), digits and letters that look alike made one (0/o, 1/l/i, 5/s, ...). Two accounts never share
+    one (a unique index), so a learner cannot sign up as a look-alike of a classmate or of the instructor."""
+    skeleton = re.sub(r"[._-]", "", username_key(username)).translate(_LOOKALIKES)
+    for pair, letter in _LOOKALIKE_PAIRS:
+        skeleton = skeleton.replace(pair, letter)
+    return skeleton
 
 
 def check_new(username: str, password: str) -> None:
@@ -77,18 +95,31 @@ def check_new(username: str, password: str) -> None:
                            max=MAX_PASSWORD)
 
 
+def check_free(db, username: str) -> None:
+    """Raises AccountError when an account has this name, or one that looks like it (username_skeleton)."""
+    row = db.execute("SELECT username_key FROM users WHERE username_key = ? OR username_skeleton = ?",
+                     (username_key(username), username_skeleton(username))).fetchone()
+    if row is None:
+        return
+    if row["username_key"] == username_key(username):
+        raise AccountError(noop_gettext("That username is taken: choose another."))
+    raise AccountError(noop_gettext("That username looks too much like one that is taken: choose another."))
+
+
 def create(db, username: str, password: str, role: str = "learner", reown_from: str | None = None) -> User:
-    """A new account; with `reown_from`, that anonymous learner's submissions become the account's."""
+    """A new account; with `reown_from`, that anonymous learner's submissions become the account's.
+    A taken name is refused before the password is hashed (scrypt is the costly part of a sign-up)."""
     check_new(username, password)
     assert role in ROLES
+    check_free(db, username)
     password_hash = generate_password_hash(password)  # slow on purpose: outside the write lock
     learner, token = secrets.token_urlsafe(16), secrets.token_urlsafe(32)
     with transaction(db):
-        if by_username(db, username) is not None:
-            raise AccountError(noop_gettext("That username is taken: choose another."))
-        db.execute("INSERT INTO users (username, username_key, password_hash, role, learner, session_token, "
-                   "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                   (username.strip(), username_key(username), password_hash, role, learner, token, time.time()))
+        check_free(db, username)  # again: another sign-up may have taken it while this one hashed
+        db.execute("INSERT INTO users (username, username_key, username_skeleton, password_hash, role, learner, "
+                   "session_token, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                   (username.strip(), username_key(username), username_skeleton(username), password_hash, role,
+                    learner, token, time.time()))
         if reown_from:  # the account is new: it has no record of its own to merge these into
             for table in ("submissions", "findings", "learner_lessons"):
                 db.execute(f"UPDATE {table} SET learner = ? WHERE learner = ?", (learner, reown_from))
@@ -123,6 +154,14 @@ def end_sessions(db, user_id: int) -> None:
 
 # ---------- rate limits on sign-in and sign-up, shared by every app process ----------
 
+@dataclass
+class Attempt:
+    """One counted sign-in or sign-up attempt: refused (`wait` seconds, nothing recorded) or recorded."""
+
+    wait: int | None
+    at: float
+
+
 def retry_after(db, limits: list[tuple[str, int]], window_s: float, now: float) -> int | None:
     """Seconds to wait when any (key, limit) already has `limit` attempts within the window, else None."""
     for key, limit in limits:
@@ -135,15 +174,28 @@ def retry_after(db, limits: list[tuple[str, int]], window_s: float, now: float) 
     return None
 
 
-def record_attempt(db, keys: list[str], now: float) -> None:
+def take_attempt(db, limits: list[tuple[str, int]], window_s: float, now: float) -> Attempt:
+    """Counts an attempt against every (key, limit), in one write transaction with the check: refused when any
+    key is at its limit, else recorded under every key before the caller does the costly part (a password
+    hash). A check and a later record would let N concurrent attempts all pass a limit of 5."""
     with transaction(db):
-        db.execute("DELETE FROM login_attempts WHERE at < ?", (now - 86400,))
-        for key in keys:
+        wait = retry_after(db, limits, window_s, now)
+        if wait:
+            return Attempt(wait, now)
+        db.execute("DELETE FROM login_attempts WHERE at < ?", (now - max(86400.0, window_s),))
+        for key, _limit in limits:
             db.execute("INSERT INTO login_attempts (key, at) VALUES (?, ?)", (key, now))
+    return Attempt(None, now)
 
 
 def forget_attempts(db, key: str) -> None:
     db.execute("DELETE FROM login_attempts WHERE key = ?", (key,))
+
+
+def forget_attempt(db, attempt: Attempt, key: str) -> None:
+    """Uncounts one recorded attempt under `key` (a sign-in that turned out right is no failure)."""
+    db.execute("DELETE FROM login_attempts WHERE id IN (SELECT id FROM login_attempts WHERE key = ? AND at = ? "
+               "ORDER BY id LIMIT 1)", (key, attempt.at))
 
 
 # ---------- site settings ----------

@@ -16,7 +16,7 @@ from flask_login import LoginManager, current_user, login_user, logout_user
 
 from webapp import accounts, i18n
 from webapp.db import get_db
-from webapp.security import client_ip, csrf_token
+from webapp.security import client_ip, new_csrf_token
 
 bp = Blueprint("auth", __name__)
 login_manager = LoginManager()
@@ -96,20 +96,23 @@ def _start_session(user: accounts.User) -> None:
     session.clear()
     login_user(user)
     session.permanent = True
-    csrf_token()
+    new_csrf_token()
 
 
 @bp.route("/signup", methods=["GET", "POST"])
 def signup():
+    """Every attempt counts toward the address's limit before anything else is done with it: a taken name, two
+    passwords that differ and a new account alike, so the password hash (the costly part) runs at most
+    SIGNUPS_PER_IP times an hour per address, and a taken name never runs it."""
     if request.method == "GET":
         return render_template("auth/signup.html", next=_next(), error=None, username="")
-    db, now = get_db(), time.time()
+    db = get_db()
     username, password = request.form.get("username", ""), request.form.get("password", "")
     ip = client_ip() or "-"
-    wait = accounts.retry_after(db, [(f"signup:{ip}", current_app.config["SIGNUPS_PER_IP"])], 3600, now)
-    if wait:
-        message = gettext("Too many new accounts from this address: try again in {n} s.", n=wait)
-        return _form_error("auth/signup.html", 429, message, wait, username=username)
+    attempt = accounts.take_attempt(db, [(f"signup:{ip}", current_app.config["SIGNUPS_PER_IP"])], 3600, time.time())
+    if attempt.wait:
+        message = gettext("Too many new accounts from this address: try again in {n} s.", n=attempt.wait)
+        return _form_error("auth/signup.html", 429, message, attempt.wait, username=username)
     if password != request.form.get("password2", ""):
         return _form_error("auth/signup.html", 400, gettext("The two passwords differ."), username=username)
     anonymous = None if current_user.is_authenticated else session.get("learner")
@@ -117,30 +120,32 @@ def signup():
         user = accounts.create(db, username, password, "learner", reown_from=anonymous)
     except accounts.AccountError as exc:
         return _form_error("auth/signup.html", 400, gettext(exc.message, **exc.values), username=username)
-    accounts.record_attempt(db, [f"signup:{ip}"], now)
     _start_session(user)
     return redirect(_next(), code=303)
 
 
 @bp.route("/signin", methods=["GET", "POST"])
 def signin():
+    """The attempt is counted (per account and address, and per address) in the same write transaction that
+    checks the limits, before the password is: N guesses sent at once count as N. A right password uncounts
+    its own attempt and forgets the account's failures from this address."""
     if request.method == "GET":
         return render_template("auth/signin.html", next=_next(), error=None, username="")
-    db, now = get_db(), time.time()
-    config = current_app.config
+    db, config = get_db(), current_app.config
     username, password = request.form.get("username", ""), request.form.get("password", "")
     ip = client_ip() or "-"
     account_key, ip_key = f"signin:{accounts.username_key(username)}|{ip}", f"signin-ip:{ip}"
     limits = [(account_key, config["LOGIN_FAILURES_PER_ACCOUNT"]), (ip_key, config["LOGIN_FAILURES_PER_IP"])]
-    wait = accounts.retry_after(db, limits, float(config["LOGIN_WINDOW_S"]), now)
-    if wait:
-        return _form_error("auth/signin.html", 429, gettext("Too many failed sign-ins: try again in {n} s.", n=wait),
-                           wait, username=username)
+    attempt = accounts.take_attempt(db, limits, float(config["LOGIN_WINDOW_S"]), time.time())
+    if attempt.wait:
+        return _form_error("auth/signin.html", 429,
+                           gettext("Too many failed sign-ins: try again in {n} s.", n=attempt.wait), attempt.wait,
+                           username=username)
     user = accounts.authenticate(db, username, password)
     if user is None:
-        accounts.record_attempt(db, [account_key, ip_key], now)
         return _form_error("auth/signin.html", 401, gettext("Wrong username or password."), username=username)
     accounts.forget_attempts(db, account_key)
+    accounts.forget_attempt(db, attempt, ip_key)
     _start_session(user)
     return redirect(_next(), code=303)
 

@@ -30,11 +30,16 @@ import sqlalchemy as sa
 from flask import current_app, g
 from flask.cli import with_appcontext
 from sqlalchemy.pool import NullPool
+from werkzeug.routing import IntegerConverter
+
+from webapp.files import private_file
 
 BUSY_TIMEOUT_S = 10
 # One advisory lock for all of the app's transactions (any constant; this spells "ampd").
 WRITE_LOCK = 0x616D7064
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+# The largest integer SQLite stores (a larger bound parameter is an OverflowError); PostgreSQL's bigint's too.
+MAX_INTEGER = 2**63 - 1
 
 _engines: dict[str, sa.Engine] = {}
 _engines_lock = threading.Lock()
@@ -68,8 +73,16 @@ def engine(database: str) -> sa.Engine:
         return _engines[url]
 
 
+def sqlite_path(url: str) -> str | None:
+    """The file of a SQLite URL (None for an in-memory database)."""
+    path = sa.engine.make_url(url).database
+    return None if not path or path == ":memory:" or path.startswith("file:") else path
+
+
 def _make_engine(url: str) -> sa.Engine:
     if url.startswith("sqlite"):
+        if sqlite_path(url):  # made 0600 before SQLite opens it: its -wal and -shm files take that mode
+            private_file(sqlite_path(url))
         # A connection per use, as sqlite3.connect was: opening a file is cheap, and none is held open.
         eng = sa.create_engine(url, poolclass=NullPool,
                                connect_args={"timeout": BUSY_TIMEOUT_S, "check_same_thread": False,
@@ -267,6 +280,18 @@ def init_db_command():
 
 def now() -> float:
     return time.time()
+
+
+class DatabaseIntConverter(IntegerConverter):
+    """What <int:...> means in every route of the app: a number the database can hold. A larger one (2**63 and
+    up, or a string of a thousand digits), like a negative one, matches no route and is a 404 (JSON under
+    /api), where SQLite raised OverflowError on binding it (a 500)."""
+
+    regex = r"[0-9]{1,19}"  # ASCII digits only: \d takes "１" (fullwidth) too
+
+    def __init__(self, map, fixed_digits=0, min=None, max=None, signed=False):
+        super().__init__(map, fixed_digits=fixed_digits, min=min, max=MAX_INTEGER if max is None else max,
+                         signed=signed)
 
 
 def init_app(app):

@@ -18,10 +18,11 @@ from __future__ import annotations
 import os
 import socket
 from dataclasses import dataclass
-from pathlib import Path
 from urllib.parse import urlparse
 
 from huey import RedisHuey, SqliteHuey
+
+from webapp.files import private_file
 
 KINDS = ("claim", "hb", "events", "result", "cancel")
 HUEY_NAME = "amp-dojo"
@@ -49,7 +50,7 @@ def make_huey(url: str):
         path = url[len("sqlite:///"):] if url.startswith("sqlite:///") else ""
         if not path:
             raise ValueError(f"QUEUE_URL {url!r}: expected sqlite:///<path to a file>")
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        private_file(path)  # 0600 before Huey opens it (its -wal and -shm follow); a missing folder 0700
         return SqliteHuey(HUEY_NAME, filename=path, results=False)
     if scheme in ("redis", "rediss", "unix"):
         return RedisHuey(HUEY_NAME, url=url, results=False)

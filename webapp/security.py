@@ -3,22 +3,26 @@
 A learner is the signed-in account's learner id (webapp/auth.py), else an
 anonymous one: a random id in the signed session cookie, created on the first
 visit. Every state-changing request must echo the session's CSRF
-token in the X-CSRF-Token header (JavaScript reads it from a <meta> tag); a
-cross-site form cannot set headers, and the token is unguessable."""
+token in the X-CSRF-Token header (JavaScript reads it from a <meta> tag) or,
+from the site's own plain forms, in a csrf_token field; a cross-site form
+cannot set headers, and the token is unguessable. The tokens are Flask-WTF's
+CSRFProtect (signed with the app's key, checked against the session's); any
+other value, however malformed, is a 403."""
 
 from __future__ import annotations
 
-import hmac
 import os
 import secrets
 from pathlib import Path
 
-from flask import has_request_context, jsonify, request, session
+from flask import g, has_request_context, jsonify, request, session
 from flask.sessions import SecureCookieSessionInterface
 from flask_login import current_user
+from flask_wtf.csrf import CSRFError, CSRFProtect, generate_csrf
 
-UNSAFE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 CSRF_HEADER = "X-CSRF-Token"
+CSRF_FIELD = "csrf_token"  # the forms' hidden field, and where the session keeps its raw token
+csrf = CSRFProtect()
 
 CSP = "; ".join([
     "default-src 'self'",
@@ -38,9 +42,10 @@ CSP = "; ".join([
 def secret_key(instance_path: str) -> str:
     """Generated once per installation, kept in the instance folder (mode 0600),
     so sessions survive restarts and the key is never in the repository."""
-    path = Path(instance_path) / "secret_key"
+    from webapp.files import private_dir
+
+    path = private_dir(instance_path) / "secret_key"
     if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as fh:
             fh.write(secrets.token_hex(32))
@@ -69,24 +74,32 @@ def readable_submission(db, sid: str):
 
 
 def csrf_token() -> str:
-    if "csrf" not in session:
-        session["csrf"] = secrets.token_urlsafe(32)
-    return session["csrf"]
+    """This session's CSRF token as pages and /api/session hand it out (signed; the session keeps the raw one)."""
+    return generate_csrf()
 
 
-def check_csrf():
-    """before_request: refuses unsafe methods without the session's token."""
-    if request.method not in UNSAFE_METHODS:
-        return None
-    expected = session.get("csrf")
-    sent = request.headers.get(CSRF_HEADER, "")
-    if not sent and request.mimetype == "application/x-www-form-urlencoded":
-        sent = request.form.get("csrf_token", "")  # the language switch is a plain form
-    if not expected or not hmac.compare_digest(expected, sent):
-        response = jsonify(error="missing or wrong CSRF token: reload the page and try again")
-        response.status_code = 403
-        return response
-    return None
+def new_csrf_token() -> str:
+    """After session.clear() (signing in): a token of the new session, not the one this request cached."""
+    g.pop(CSRF_FIELD, None)
+    return generate_csrf()
+
+
+def _csrf_refused(_exc: CSRFError):
+    """A missing, wrong, expired or malformed token (any value: Flask-WTF reads it as signed data) is a 403."""
+    response = jsonify(error="missing or wrong CSRF token: reload the page and try again")
+    response.status_code = 403
+    return response
+
+
+def _csrf_settings(app) -> None:
+    """Flask-WTF, held to this app's contract: the token in X-CSRF-Token or the forms' csrf_token field, valid
+    as long as the session (not an hour: a lesson page stays open longer), and no Referer check over HTTPS
+    (privacy settings drop the header, so learners would be refused; urlparse raises on some malformed
+    Referer values; the token and the SameSite cookie already refuse other sites)."""
+    app.config.setdefault("WTF_CSRF_HEADERS", [CSRF_HEADER])
+    app.config.setdefault("WTF_CSRF_FIELD_NAME", CSRF_FIELD)
+    app.config.setdefault("WTF_CSRF_TIME_LIMIT", None)
+    app.config.setdefault("WTF_CSRF_SSL_STRICT", False)
 
 
 def refuse_nul():
@@ -131,6 +144,7 @@ def init_app(app):
 
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies)
     app.before_request(refuse_nul)
-    app.before_request(check_csrf)
+    _csrf_settings(app)
+    csrf.init_app(app)  # its before_request runs after refuse_nul's
+    app.register_error_handler(CSRFError, _csrf_refused)
     app.after_request(set_headers)
-    app.jinja_env.globals["csrf_token"] = csrf_token

@@ -143,3 +143,153 @@ def test_a_nul_character_in_a_form_path_or_code_is_a_400_on_either_database(app)
     assert form(client, "/signin", {"username": "ada\x00", "password": PASSWORD}).status_code == 400
     assert client.get("/api/submissions/ab%00cd").status_code == 400
     assert submit(client, code="x = 1\x00\n").status_code == 400
+
+
+def at_once(app, n: int, request) -> list[int]:
+    """`request(client)` from n clients in n threads released together (a barrier), each with its own
+    session; their status codes. Password hashing releases the GIL, so the requests really overlap."""
+    import threading
+
+    clients = [app.test_client() for _ in range(n)]
+    tokens = [csrf_headers(c)["X-CSRF-Token"] for c in clients]
+    barrier, codes = threading.Barrier(n), []
+
+    def one(client, token):
+        barrier.wait()
+        codes.append(request(client, token))
+
+    threads = [threading.Thread(target=one, args=pair) for pair in zip(clients, tokens)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sorted(codes)
+
+
+def test_sixteen_wrong_guesses_sent_at_once_are_counted_as_sixteen_against_a_limit_of_five(make_app):
+    app = make_app(LOGIN_FAILURES_PER_ACCOUNT=5)
+    signup(app.test_client(), "liskov")
+    codes = at_once(app, 16, lambda client, token: client.post(
+        "/signin", data={"csrf_token": token, "username": "liskov", "password": "a-wrong-guess"}).status_code)
+    assert set(codes) <= {401, 429} and codes.count(401) <= 5 and codes.count(429) >= 11, codes
+    assert signin(app.test_client(), "liskov").status_code == 429  # the right password waits too
+
+
+def test_sixteen_sign_ups_sent_at_once_from_one_address_make_at_most_the_limit_of_accounts(make_app):
+    app = make_app(SIGNUPS_PER_IP=5)
+    names = iter(f"newcomer{n:02d}" for n in range(16))
+    codes = at_once(app, 16, lambda client, token: client.post(
+        "/signup", data={"csrf_token": token, "username": next(names), "password": PASSWORD,
+                         "password2": PASSWORD}).status_code)
+    assert codes.count(303) <= 5 and codes.count(429) >= 11, codes
+
+
+def test_a_sign_up_for_a_taken_name_costs_no_password_hash_and_counts_toward_the_limit(make_app, monkeypatch):
+    from webapp import accounts
+
+    app = make_app(SIGNUPS_PER_IP=4)
+    signup(app.test_client(), "hoare")
+    hashed = []
+    real = accounts.generate_password_hash
+    monkeypatch.setattr(accounts, "generate_password_hash", lambda *a, **k: hashed.append(1) or real(*a, **k))
+    client = app.test_client()
+    for name in ("hoare", "HOARE", "h0are"):
+        assert form(client, "/signup", {"username": name, "password": PASSWORD, "password2": PASSWORD}).status_code \
+            == 400
+    assert hashed == []
+    limited = form(client, "/signup", {"username": "dahl", "password": PASSWORD, "password2": PASSWORD})
+    assert limited.status_code == 429 and int(limited.headers["Retry-After"]) > 0 and hashed == []
+
+
+def test_a_right_password_does_not_count_as_a_failure_from_its_address(make_app):
+    app = make_app(LOGIN_FAILURES_PER_IP=3, LOGIN_FAILURES_PER_ACCOUNT=10)
+    signup(app.test_client(), "milner")
+    for _ in range(5):  # a class behind one address signing in rightly, more times than the address's limit
+        assert signin(app.test_client(), "milner").status_code == 303
+    assert signin(app.test_client(), "milner", "wrong-one").status_code == 401
+
+
+@pytest.mark.parametrize("name", ["Knuth", "kNUTH", "knuth.", "k.nuth", "kn-uth", "k_n_u_t_h", "knu7h",
+                                  "KNU-TH."])
+def test_a_username_that_looks_like_a_taken_one_is_refused(app, name):
+    signup(app.test_client(), "knuth")
+    response = form(app.test_client(), "/signup", {"username": name, "password": PASSWORD, "password2": PASSWORD})
+    assert response.status_code == 400 and "taken" in response.get_data(as_text=True)
+
+
+def test_look_alike_digits_and_letters_are_refused_and_sign_in_still_takes_the_exact_name(app):
+    signup(app.test_client(), "admin_Ilya")
+    for name in ("adm1n_ilya", "ADMIN-1LYA", "admin.lly4", "4dmin_i1ya", "admln.ilya"):
+        response = form(app.test_client(), "/signup", {"username": name, "password": PASSWORD, "password2": PASSWORD})
+        assert response.status_code == 400 and "looks too much like" in response.get_data(as_text=True), name
+    assert signin(app.test_client(), "ADMIN_ilya").status_code == 303  # case-folded: the same account
+    assert signin(app.test_client(), "adm1n_ilya").status_code == 401  # a look-alike is not the account
+    signup(app.test_client(), "admiral")  # a different name is free
+
+
+def test_the_username_skeleton_folds_look_alikes_and_separators():
+    from webapp.accounts import username_skeleton
+
+    assert username_skeleton("G.Hopper-") == username_skeleton("g_hopper") == username_skeleton("ghopper")
+    assert username_skeleton("B0b5") == username_skeleton("bobs") == username_skeleton("8OBS")
+    assert username_skeleton("l1Ii") == "llll" and username_skeleton("rnary") == username_skeleton("mary")
+    assert username_skeleton("ada") != username_skeleton("eda")
+
+
+MALFORMED_TOKENS = ["é", "ünïcödé-" * 8, "", " ", "a" * 100_000, ".", "x.y.z", "IjAi.Zm9v.YmFy", "\u2603", "%00",
+                    "null", "0" * 64]
+
+
+def _post(client, rule: str, token: str, where: str):
+    url = rule.replace("<lesson_id>", "autocast").replace("<int:index>", "0").replace("<sid>", "abc")
+    if where == "form":
+        return client.post(url, data={"csrf_token": token, "username": "u", "choice": "0"})
+    header = token.encode("utf-8").decode("latin-1")  # the bytes a client sends, as WSGI hands them on
+    return client.post(url, json={"choice": 0, "code": "x = 1"}, headers={"X-CSRF-Token": header})
+
+
+@pytest.mark.parametrize("where", ["header", "form"])
+@pytest.mark.parametrize("signed_in", [False, True])
+def test_any_malformed_csrf_token_on_any_post_route_is_a_403_never_a_500(app, where, signed_in):
+    rules = sorted({r.rule for r in app.url_map.iter_rules() if "POST" in r.methods})
+    assert len(rules) >= 8
+    client = app.test_client()
+    if signed_in:
+        signup(client, "gosling")
+    else:
+        client.get("/")  # an anonymous session, with a token of its own
+    other = app.test_client()
+    stolen = csrf_headers(other)["X-CSRF-Token"]  # a real token, of another session
+    with client.session_transaction() as session:
+        raw = session.get("csrf_token", "")  # the session's raw token, unsigned
+    for rule in rules:
+        for token in MALFORMED_TOKENS + [stolen, raw]:
+            response = _post(client, rule, token, where)
+            assert response.status_code == 403, (rule, token[:20], response.status_code)
+            assert "CSRF" in response.get_json()["error"]
+
+
+def test_the_csrf_token_changes_on_sign_in_and_the_old_one_is_refused(app):
+    signup(app.test_client(), "ritchie")
+    client = app.test_client()
+    before = csrf_headers(client)
+    assert signin(client, "ritchie").status_code == 303
+    after = csrf_headers(client)
+    assert before != after
+    assert client.post("/api/lessons/autocast/submissions", json={"code": STARTER}, headers=before).status_code == 403
+    assert client.post("/api/lessons/autocast/submissions", json={"code": STARTER}, headers=after).status_code == 202
+    page = client.get("/lessons/autocast").get_data(as_text=True)
+    meta = page.split('<meta name="csrf-token" content="', 1)[1].split('"', 1)[0]
+    assert client.post("/lang", data={"csrf_token": meta, "lang": "it"}).status_code in (302, 303)
+
+
+def test_a_page_left_open_for_two_hours_can_still_post(app, monkeypatch):
+    import time
+
+    from itsdangerous.timed import TimestampSigner
+
+    client = app.test_client()
+    headers = csrf_headers(client)
+    later = int(time.time()) + 7200
+    monkeypatch.setattr(TimestampSigner, "get_timestamp", lambda self: later)
+    assert client.post("/api/lessons/autocast/submissions", json={"code": STARTER}, headers=headers).status_code == 202

@@ -99,3 +99,41 @@ def test_several_processes_migrating_one_new_database_at_once_all_end_at_the_new
         assert db.execute("SELECT count(*) FROM alembic_version").fetchone()[0] == 1
     finally:
         db.close()
+
+
+def test_accounts_made_before_look_alike_names_were_refused_keep_signing_in_and_hold_their_names(tmp_path):
+    """0004 fills in every account's skeleton; where two already look alike, both keep working and no third
+    may take the look-alike name."""
+    from alembic import command
+    from werkzeug.security import generate_password_hash
+
+    from webapp import db as webapp_db
+    from webapp_testing import PASSWORD, form, signin
+
+    path = tmp_path / "app.sqlite3"
+    db = connect(str(path))
+    try:
+        config = webapp_db._alembic_config()
+        with webapp_db.transaction(db):
+            config.attributes["connection"] = db.connection
+            command.upgrade(config, "0002")
+        password_hash = generate_password_hash(PASSWORD)
+        for n, name in enumerate(["admin", "adm1n", "Grace.H"]):
+            db.execute("INSERT INTO users (username, username_key, password_hash, role, learner, session_token, "
+                       "created_at) VALUES (?, ?, ?, 'learner', ?, ?, 0)",
+                       (name, name.casefold(), password_hash, f"l{n}", f"t{n}"))
+    finally:
+        db.close()
+    app = create_app(base_config(tmp_path, DATABASE=str(path)))
+    db = connect(str(path))
+    try:
+        skeletons = dict(db.execute("SELECT username, username_skeleton FROM users").rows())
+    finally:
+        db.close()
+    assert skeletons["admin"] == "admln" and skeletons["adm1n"].startswith("admln#")
+    assert skeletons["Grace.H"] == "graceh"
+    for name in ("admin", "adm1n", "grace.h"):
+        assert signin(app.test_client(), name).status_code == 303
+    for name in ("ADMlN", "grace_h"):
+        refused = form(app.test_client(), "/signup", {"username": name, "password": PASSWORD, "password2": PASSWORD})
+        assert refused.status_code == 400

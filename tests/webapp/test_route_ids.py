@@ -1,0 +1,45 @@
+"""Every number in a path (<int:...>: a course, a learner, a quiz question) is one the database can hold:
+anything else (2**63 and up, negative, a thousand digits, non-ASCII digits) is a 404 like any unknown path,
+JSON under /api, on either database, never the 500 of SQLite's integer overflow."""
+
+import re
+
+import pytest
+
+from webapp_testing import csrf_headers, make_instructor, signin
+
+OUT_OF_RANGE = [str(2**63), str(2**64), "9" * 20, "9" * 5000, "-1", "-9223372036854775809", "1e3", "0x10", "１"]
+ROUTES = [("GET", "/courses/{id}"), ("GET", "/teach/courses/{id}"), ("GET", "/teach/courses/{id}/gradebook.csv"),
+          ("GET", "/teach/courses/{id}/learners/1"), ("GET", "/teach/courses/1/learners/{id}"),
+          ("POST", "/api/quiz/autocast/{id}")]
+
+
+@pytest.fixture
+def teacher(app):
+    make_instructor(app, "teacher")
+    client = app.test_client()
+    signin(client, "teacher")
+    return client
+
+
+def _open(client, method: str, url: str):
+    return client.open(url, method=method, json={"choice": 0}, headers=csrf_headers(client))
+
+
+def test_every_int_route_is_in_the_table(app):
+    """A route added with an <int:...> part is tested here too."""
+    rules = {re.sub(r"<int:\w+>", "{id}", r.rule).replace("<lesson_id>", "autocast")
+             for r in app.url_map.iter_rules() if "<int:" in r.rule}
+    assert rules == {url.replace("/learners/1", "/learners/{id}").replace("/courses/1/", "/courses/{id}/")
+                     for _m, url in ROUTES}
+
+
+@pytest.mark.parametrize("method,url", ROUTES)
+def test_an_out_of_range_id_in_any_route_is_a_404_never_a_500(teacher, method, url):
+    for value in OUT_OF_RANGE:
+        response = _open(teacher, method, url.format(id=value))
+        assert response.status_code == 404, (url, value[:30], response.status_code)
+        if url.startswith("/api/"):
+            assert response.is_json and response.get_json()["error"]
+    largest = _open(teacher, method, url.format(id=2**63 - 1))  # the largest the database holds: looked up
+    assert largest.status_code == 404 or (url.startswith("/api/") and largest.status_code == 400)
