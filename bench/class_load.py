@@ -199,6 +199,7 @@ def main() -> int:
     parser.add_argument("--window", type=float, default=60.0)
     parser.add_argument("--slow", type=int, default=110)
     parser.add_argument("--deadline", type=float, default=600.0, help="longest wait for one verdict")
+    parser.add_argument("--no-hostile", action="store_true", help="the control run: the class alone")
     args = parser.parse_args()
     code = load_all()[LESSON].reference
     runs: list[Run] = []
@@ -212,8 +213,9 @@ def main() -> int:
         slow = threading.Thread(target=slow_clients, args=(app.port, args.slow, stop, opened), daemon=True)
         slow.start()
         bad = threading.Thread(target=hostile, args=(app.url, args, stop, runs, lock), daemon=True)
-        bad.start()
-        time.sleep(2)  # the hostile learner's first grading is under way
+        if not args.no_hostile:
+            bad.start()
+            time.sleep(2)  # the hostile learner's first grading is under way
         t0 = time.monotonic()
         threads = []
         for i in range(args.learners):
@@ -227,10 +229,12 @@ def main() -> int:
         for t in threads:
             t.join(args.deadline + args.window)
         stop.set()
-        bad.join(30)
+        if bad.is_alive():
+            bad.join(30)
         slow.join(10)
         elapsed = time.monotonic() - t0
     out = {"learners": args.learners, "shared": args.shared, "runs": args.runs, "slow_connections": opened[:1],
+           "hostile": not args.no_hostile,
            "seconds": round(elapsed, 1), "groups": {g: summary(runs, g) for g in
                                                     ("own address", "shared address", "hostile")},
            "longest_wait_behind_hostile_s": waited_behind_hostile(runs)}
@@ -245,7 +249,7 @@ def main() -> int:
           f"{out['longest_wait_behind_hostile_s']} s")
     target = ROOT / "artifacts" / "bench"
     target.mkdir(parents=True, exist_ok=True)
-    (target / "class_load.json").write_text(json.dumps(out, indent=2) + "\n")
+    (target / ("class_load_control.json" if args.no_hostile else "class_load.json")).write_text(json.dumps(out, indent=2) + "\n")
     learners_ok = all(out["groups"][g]["unfinished"] == 0 and out["groups"][g]["verdicts"] == out["groups"][g]["posted"]
                       for g in ("own address", "shared address"))
     return 0 if learners_ok else 1

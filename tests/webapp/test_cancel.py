@@ -60,7 +60,8 @@ def test_cancelling_a_running_grading_stops_it_and_frees_the_worker(app, client,
         if steps:
             break
         time.sleep(0.2)
-    assert steps and steps[0]["data"]["limit_s"] == 60 and steps[0]["data"]["total"] == 8
+    # the step's limit (60 s), or what is left of the whole grading's budget where that is less
+    assert steps and 0 < steps[0]["data"]["limit_s"] <= 60 and steps[0]["data"]["total"] == 8
     time.sleep(1.0)
     assert worker.is_alive()  # still in the endless loop
     started = time.monotonic()
