@@ -238,7 +238,8 @@ def main() -> int:
            "seconds": round(elapsed, 1), "groups": {g: summary(runs, g) for g in
                                                     ("own address", "shared address", "hostile")},
            "longest_wait_behind_hostile_s": waited_behind_hostile(runs)}
-    print(f"{args.learners} learners ({args.shared} behind one address) x {args.runs} runs, one hostile learner, "
+    who = "no hostile learner (control)" if args.no_hostile else "one hostile learner"
+    print(f"{args.learners} learners ({args.shared} behind one address) x {args.runs} runs, {who}, "
           f"{out['slow_connections']} slow connections; {out['seconds']} s\n")
     print("| group | posted | accepted | refused | verdicts | unfinished | p50 s | p95 s | max s | longest queue wait s |")
     print("|---|---|---|---|---|---|---|---|---|---|")

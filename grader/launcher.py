@@ -255,12 +255,19 @@ class WorkerProcess:
         self.budget_s: float | None = None
         self.activity: dict = {}  # what the last request asked for: where a timeout says the code was
         self.loaded_at: float | None = None  # when the code's init request was sent (after the sandbox was ready)
+        self.paused_s = 0.0  # time since then spent waiting for something else than the code
+
+    def extend_budget(self, seconds: float) -> None:
+        """Moves the budget's end by `seconds`: time the grading spent waiting on something else."""
+        self.paused_s += seconds
+        self.set_budget(self.budget_s)
 
     def set_budget(self, seconds: float | None) -> None:
-        """Bounds every request (the current one too) by `seconds` after the code started loading."""
+        """Bounds every request (the current one too) by `seconds` of the code's own time after it started
+        loading (waits for something else, `extend_budget`, do not count)."""
         self.budget_s = seconds
         if seconds is not None and self.loaded_at is not None:
-            self.deadline = self.loaded_at + seconds
+            self.deadline = self.loaded_at + seconds + self.paused_s
 
     def wait_ready(self, timeout: float | None = None) -> "WorkerProcess":
         """Reads the worker's 'ready' line (once). Raises SandboxDidNotStart if it never comes."""

@@ -603,6 +603,17 @@ def time_interleaved(base: WorkerProcess, sub: WorkerProcess, first_step: int, p
             return result
 
 
+@contextmanager
+def budget_paused(worker: WorkerProcess):
+    """The grading waits for something that is not the learner's (the device, held by another grading's timed
+    rounds; a trusted run still going): that wait is not taken from the learner's budget."""
+    started = time.monotonic()
+    try:
+        yield
+    finally:
+        worker.extend_budget(time.monotonic() - started)
+
+
 def step_limit(worker: WorkerProcess, limits) -> float:
     """The longest the next step may take: its own limit, or what is left of the grading's budget."""
     if worker.deadline is None:
@@ -708,22 +719,27 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
         collect_params(sub_worker, sub_data)
         if not all(future.done() for future in futures.values()):
             progress("trusted")  # the FP32 baseline and the reference run are still going
-        for future in futures.values():
-            future.result()  # the baseline's worker is free for timing only once its run is over
+        with budget_paused(sub_worker):
+            for future in futures.values():
+                future.result()  # the baseline's worker is free for timing only once its run is over
         if needs_timing:
             progress("timing", rounds=0)
-            hold.alone()
+            with budget_paused(sub_worker):
+                hold.alone()
             plan = timing_plan or TimingPlan(budget_s=speed_spec.budget_s, threshold=speed_spec.min_speedup[kind])
             timing = time_interleaved(base_worker, sub_worker, wl.steps, plan, progress)
-            hold.alone() if alone_throughout else hold.share()
+            with budget_paused(sub_worker):
+                hold.alone() if alone_throughout else hold.share()
             timing.after_params = (load_params(sub_worker), load_params(base_worker))
         if times_given:
             progress("timing_given", rounds=0)
-            hold.alone()
+            with budget_paused(sub_worker):
+                hold.alone()
             plan = timing_plan or TimingPlan(budget_s=given_spec.budget_s, threshold=given_spec.min_speedup[kind])
             given_timing = time_interleaved(given_worker, sub_worker, wl.steps, plan,
                                             lambda stage, **kw: progress("timing_given", **kw))
-            hold.alone() if alone_throughout else hold.share()
+            with budget_paused(sub_worker):
+                hold.alone() if alone_throughout else hold.share()
             given_timing.after_params = (load_params(sub_worker), load_params(given_worker))
             futures["given"].result().top_ops = torch_profiled(given_worker, given_timing.next_step)
         if exercise.check("overflow"):

@@ -70,3 +70,19 @@ def test_the_reference_passes_well_inside_its_budget(exercises):
     exercise = exercises["autocast"]
     result = runner.run(exercise, exercise.reference, device="cpu", launcher=LocalLauncher(TEST_LIMITS))
     assert result.status == "pass", result.error
+
+
+def test_waiting_for_the_device_is_not_taken_from_the_budget():
+    """Time a grading waits for another grading's timed rounds (or a trusted run) moves the budget's end."""
+    from grader.launcher import WorkerProcess
+
+    worker = WorkerProcess.__new__(WorkerProcess)
+    worker.loaded_at, worker.paused_s, worker.budget_s, worker.deadline = 100.0, 0.0, None, None
+    worker.extend_budget(5.0)  # before the budget is known
+    worker.set_budget(30.0)
+    assert worker.deadline == 135.0
+    worker.extend_budget(2.5)
+    assert worker.deadline == 137.5 and worker.budget_s == 30.0
+    with runner.budget_paused(worker):
+        pass
+    assert worker.deadline >= 137.5
