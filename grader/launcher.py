@@ -249,9 +249,8 @@ class WorkerProcess:
         self.stderr = OutputBuffer(handle.stderr, limits.output_bytes)
         self._buffer = bytearray()
         self.cancel: threading.Event | None = None  # set by whoever may stop the grading (the web app's Cancel)
-        # The whole grading's end (time.monotonic()) and its length, once known (grader/budget.py); another
-        # thread may set it while a request waits, and the wait then ends by it
-        self.deadline: float | None = None
+        # The whole grading's length, once known (grader/budget.py); another thread may set it while a request
+        # waits, and the wait then ends by its `deadline`
         self.budget_s: float | None = None
         self.activity: dict = {}  # what the last request asked for: where a timeout says the code was
         self.loaded_at: float | None = None  # when the code's init request was sent (after the sandbox was ready)
@@ -260,14 +259,18 @@ class WorkerProcess:
     def extend_budget(self, seconds: float) -> None:
         """Moves the budget's end by `seconds`: time the grading spent waiting on something else."""
         self.paused_s += seconds
-        self.set_budget(self.budget_s)
 
     def set_budget(self, seconds: float | None) -> None:
         """Bounds every request (the current one too) by `seconds` of the code's own time after it started
         loading (waits for something else, `extend_budget`, do not count)."""
         self.budget_s = seconds
-        if seconds is not None and self.loaded_at is not None:
-            self.deadline = self.loaded_at + seconds + self.paused_s
+
+    @property
+    def deadline(self) -> float | None:
+        """When the budget ends (time.monotonic()), once it is known and the code has started loading."""
+        if self.budget_s is None or self.loaded_at is None:
+            return None
+        return self.loaded_at + self.budget_s + self.paused_s
 
     def wait_ready(self, timeout: float | None = None) -> "WorkerProcess":
         """Reads the worker's 'ready' line (once). Raises SandboxDidNotStart if it never comes."""
@@ -312,7 +315,6 @@ class WorkerProcess:
                 self.activity = {k: message.get(k) for k in ("cmd", "start")}
                 if message.get("cmd") == "init" and self.loaded_at is None:
                     self.loaded_at = time.monotonic()
-                    self.set_budget(self.budget_s)
                 self.handle.write((json.dumps(message) + "\n").encode())
         except (BrokenPipeError, OSError):
             raise WorkerFailure(self._death_payload()) from None
@@ -321,8 +323,9 @@ class WorkerProcess:
         scanned = 0  # only new bytes are searched for the end of the line
         while (end := self._buffer.find(b"\n", scanned)) < 0:
             scanned = len(self._buffer)
-            budget_ends = self.deadline is not None and self.deadline < limit_at
-            left = (self.deadline if budget_ends else limit_at) - time.monotonic()
+            deadline = self.deadline
+            budget_ends = deadline is not None and deadline < limit_at
+            left = (deadline if budget_ends else limit_at) - time.monotonic()
             if left <= 0:
                 raise WorkerFailure(self._budget_payload() if budget_ends else self._timeout_payload(timeout))
             if self.cancel is not None and self.cancel.is_set():

@@ -624,21 +624,17 @@ def step_limit(worker: WorkerProcess, limits) -> float:
 def budget_when_known(worker: WorkerProcess, futures: dict, limits, exercise: Exercise, timed_s: list[float]):
     """Sets the submission's whole-grading budget (grader/budget.py) once every trusted run it is measured against
     has its time: at once where they were stored, else when the last one finishes."""
-    lock, done = threading.Lock(), set()
 
-    def finished(role, future):
-        with lock:
-            done.add(role)
-            if len(done) < len(futures):
-                return
-        runs = {r: f.result() for r, f in futures.items() if f.exception() is None}
-        worker.set_budget(budget.derived(limits, {r: d.seconds for r, d in runs.items()}, timed_s,
-                                         exercise.workload.grading_budget_s))
+    def finished(_future):
+        if all(f.done() for f in futures.values()):  # the last one's callback (or two at once: the same value)
+            runs = {r: f.result() for r, f in futures.items() if f.exception() is None}
+            worker.set_budget(budget.derived(limits, {r: d.seconds for r, d in runs.items()}, timed_s,
+                                             exercise.workload.grading_budget_s))
 
     if not futures:
         worker.set_budget(exercise.workload.grading_budget_s)
-    for role, future in futures.items():
-        future.add_done_callback(lambda f, role=role: finished(role, f))
+    for future in futures.values():
+        future.add_done_callback(finished)
 
 
 def submission_error(payload: dict) -> SubmissionError:

@@ -77,7 +77,7 @@ def test_waiting_for_the_device_is_not_taken_from_the_budget():
     from grader.launcher import WorkerProcess
 
     worker = WorkerProcess.__new__(WorkerProcess)
-    worker.loaded_at, worker.paused_s, worker.budget_s, worker.deadline = 100.0, 0.0, None, None
+    worker.loaded_at, worker.paused_s, worker.budget_s = 100.0, 0.0, None
     worker.extend_budget(5.0)  # before the budget is known
     worker.set_budget(30.0)
     assert worker.deadline == 135.0

@@ -93,8 +93,13 @@ def _cause(exc: BaseException) -> str:
 
 def give_up(db, row, reason: str, now: float) -> None:
     with transaction(db):
-        if _fail(db, row["id"], row["attempt"], reason, now).rowcount == 1:
-            _insert_done(db, row["id"], row["attempt"], {"status": "error", "error": reason}, now)
+        _end_as_error(db, row["id"], row["attempt"], reason, now)
+
+
+def _end_as_error(db, sid: str, attempt: int, reason: str, now: float) -> None:
+    """Inside the caller's transaction: the attempt ends as an error, with its `done` event, unless it had ended."""
+    if _fail(db, sid, attempt, reason, now).rowcount == 1:
+        _insert_done(db, sid, attempt, {"status": "error", "error": reason}, now)
 
 
 def _known_worker_events(db, sid: str, attempt: int) -> int:
@@ -214,8 +219,7 @@ def retry_or_fail(db, queue, config, row, now: float) -> None:
     if attempt >= int(config["MAX_ATTEMPTS"]):
         times = "twice" if attempt == 2 else f"{attempt} times"
         reason = f"the grading worker stopped {times} while grading this submission"
-        _fail(db, sid, attempt, reason, now)
-        _insert_done(db, sid, attempt, {"status": "error", "error": reason}, now)
+        _end_as_error(db, sid, attempt, reason, now)
         log.warning("submission %s: %s", sid, reason)
         return  # the learner's next submission is handed over by the next pass (outside this transaction)
     requeue(db, queue, config, row, now)

@@ -66,13 +66,18 @@ def served(tmp_path):
             time.sleep(0.2)
         yield port
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc, 15)
         log.close()
+
+
+def stop(proc: subprocess.Popen, timeout: float) -> None:
+    """SIGTERM, then SIGKILL if it has not ended within `timeout`."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def test_waitress_gets_the_limits_of_the_settings():
@@ -185,9 +190,4 @@ def test_nginx_with_the_checked_in_configuration_passes_a_page_and_a_live_stream
         assert time.monotonic() - started < 5
         stream.close()
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc, 10)
