@@ -246,6 +246,21 @@ EN: dict[str, str] = {
     "scale_not_backed_off": "after the overflowed step the loss scale stayed at {scale:g} instead of backing off",
     "scale_not_backed_off.fix": "call scaler.update() once per step, after scaler.step(optimizer): it lowers the "
                                 "scale after an overflow",
+    "overflow_step_raised": "on step {step} the grader made every gradient overflow (inf), as a float16 backward "
+                            "can, and the step raised: {detail}. With a GradScaler an overflow is normal: "
+                            "scaler.step(optimizer) skips that step and scaler.update() lowers the scale",
+    "overflow_step_raised.rank": "on step {step} the grader made every gradient overflow (inf), as a float16 "
+                                 "backward can, and rank {rank}'s step raised: {detail}. With a GradScaler an "
+                                 "overflow is normal: scaler.step(optimizer) skips that step and scaler.update() "
+                                 "lowers the scale",
+    "overflow_step_raised.fix": "let the scaler deal with non-finite gradients: do not raise or assert on them "
+                                "(clip_grad_norm_'s error_if_nonfinite=True, a check of torch.isfinite), and "
+                                "always go on to scaler.step(optimizer) and scaler.update()",
+    "not_recovered": "after the overflowed step {step}, none of the {later} later steps changed any weight: the "
+                     "inf stayed in the gradients, so the scaler skipped every step after it",
+    "not_recovered.fix": "clear every optimizer's gradients before each backward (optimizer.zero_grad("
+                         "set_to_none=True) for each optimizer, also after a skipped step), so that one overflow "
+                         "costs one step",
     "overflow.fail": "when the gradients overflowed: {findings}",
     "overflow.pass": "an overflowed step ({step}) changed no weight and the scale backed off from {before:g} to "
                      "{after:g}",
@@ -359,6 +374,10 @@ EN: dict[str, str] = {
     # -- checks that could not run ------------------------------------------------------------------------
     "check.not_run": "not run: the code stopped ({kind}) before this check had its evidence",
     "check.not_run_because": "not run: {reason}",
+    "check.not_run_overflow": "not run: the step the grader made overflow (step {step}) raised, so the grading "
+                              "stopped there",
+    "check.not_run_overflow_applied": "not run: the step the grader made overflow (step {step}) applied the inf "
+                                      "gradients to the weights, so the steps after it were not run",
     # -- a submission's errors (the kind stays in the result for tools) ----------------------------------
     "error.at_line": "line {line}: {message}",
     "error.raised": "{detail}",

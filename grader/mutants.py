@@ -99,6 +99,24 @@ MUTANTS = [
            "T.update = lambda *x, **k: None", "del T.update", over="scaler"),
     Mutant("step_bypasses_scaler", "scaler.step(optimizer) calls optimizer.step() without checking for inf/NaN",
            _has("scaler"), "T.step = lambda opt, *x, **k: opt.step()", "del T.step", over="scaler"),
+    # After the overflow the grader forces inside the window: what only a scale that changed can show.
+    Mutant("grads_kept_after_overflow", "once a step overflows, this optimizer's gradients are never cleared again "
+           "(zero_grad does nothing while they hold an inf)",
+           lambda ex: ex.check("overflow") is not None and _has("optimizer")(ex),
+           "import torch\n"
+           "s['zero_grad'] = T.zero_grad\n"
+           "def kept(*x, **k):\n"
+           "    if any(p.grad is not None and not bool(torch.isfinite(p.grad).all())\n"
+           "           for g in T.param_groups for p in g['params']): return None\n"
+           "    return s['zero_grad'](*x, **k)\n"
+           "T.zero_grad = kept",
+           "del T.zero_grad", over="optimizer"),
+    Mutant("scale_hard_coded", "a term uses the scale of the first step instead of scaler.get_scale() (a constant "
+           "where the scale changes)",
+           lambda ex: _has("scaler")(ex) and calls(ex.reference, ("get_scale",)),
+           "S.setdefault('first', T.get_scale())\n"
+           "T.get_scale = lambda: S['first']",
+           "del T.get_scale", over="scaler"),
     Mutant("micro_batch_dropped", "the last micro-batch of each step is left out",
            lambda ex: "micro_batches" in ex.entrypoint.params,
            "", "", "[v[:-1] if n == 'micro_batches' else v for n, v in zip(PARAMS, args)]"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import binascii
 import copy
+import dataclasses
 import io
 import logging
 import math
@@ -324,32 +325,68 @@ def _count(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**50
 
 
+@dataclass(frozen=True)
+class ForcedOverflow:
+    """The graded step whose gradients the grader makes overflow in a run: `how` is "overflow" (every gradient
+    gets an inf, as a float16 backward that overflows would give: the runs with a GradScaler) or "skip" (the
+    FP32 baseline, which has no scaler: it runs the step and is put back as a skipped step leaves it)."""
+
+    step: int
+    how: str = "overflow"
+
+    @classmethod
+    def of(cls, exercise: Exercise, device: str, role: str = "submission") -> "ForcedOverflow | None":
+        spec = exercise.check("overflow")
+        if spec is None:
+            return None
+        return cls(spec.step(workload_of(exercise, device).steps), "skip" if role == "baseline" else "overflow")
+
+
+RAISED = ("exception",)  # what a step that raised on the forced overflow ends as (not a timeout, not memory)
+
+
 def drive(worker: WorkerProcess, steps: int, *, trace: bool, measure_memory: bool, data: RunData,
-          progress: Callable[[int], None] = _noop, census: bool = False):
+          progress: Callable[[int], None] = _noop, census: bool = False, overflow: ForcedOverflow | None = None,
+          survive_overflow: bool = False):
     """Runs the compared steps one request at a time, collecting evidence. Where the code runs as several ranks,
     each rank's evidence is kept (data.ranks) and the whole run's is made of theirs here: the step's loss is the
     mean of the ranks' losses (each over its share of the batch), the trace holds every rank's calls, and the
-    scale and parameters are rank 0's (the ranks check compares the others with it)."""
+    scale and parameters are rank 0's (the ranks check compares the others with it). The step of `overflow` is
+    traced too, with the weights loaded before and after it; with `survive_overflow`, an exception raised on
+    that step ends the run there as evidence (data.overflow["error"]) instead of as the run's error."""
     n = getattr(worker, "ranks", 1)
     if n > 1 and not data.ranks:
         data.ranks = [RunData() for _ in range(n)]
     for step in range(steps):
         progress(step)
-        traced = trace and step < TRACED_STEPS
-        replies = rank_replies(worker, worker.request({"cmd": "steps", "start": step, "count": 1, "trace": traced,
-                                                       "coverage": traced, "memory": measure_memory,
-                                                       "profile": census}))
+        forced = overflow is not None and step == overflow.step
+        traced = trace and (step < TRACED_STEPS or forced)
+        msg = {"cmd": "steps", "start": step, "count": 1, "trace": traced, "coverage": trace and step < TRACED_STEPS,
+               "memory": measure_memory, "profile": census}
+        before = None
+        if forced:
+            msg[overflow.how] = True
+            before = load_rank_params(worker)
+        try:
+            replies = rank_replies(worker, worker.request(msg))
+        except StepFailure as exc:
+            if not (forced and survive_overflow and exc.payload.get("kind") in RAISED):
+                raise
+            _overflow_raised(data, step, before, exc.payload, code_of(worker))
+            break
         with malformed_is_protocol():
             for rank, (reply, mine) in enumerate(zip(replies, data.ranks or [data])):
-                mine.losses += _floats(reply, "losses", expected=1)
+                mine.losses += _losses(reply, forced)
                 mine.scales += _floats(reply, "scales", expected=(0, 1))
-                mine.traces += [step_trace(t, rank if n > 1 else None)
+                mine.traces += [{**step_trace(t, rank if n > 1 else None), **({"overflow": True} if forced else {})}
                                 for t in _traces(reply.get("traces", []), code_of(worker))]
                 mine.coverage = _merge_coverage(mine.coverage, _coverage(reply.get("coverage")))
                 if "memory" in reply and step >= MEMORY_FROM:
                     mine.memory += _memory(reply["memory"])
                 if census:
                     mine.census += _census(reply.get("census"))
+        if forced and _overflow_seen(worker, data, step, before):
+            break  # the weights took the inf: what follows would be the grader's doing, not the learner's
     if n > 1:
         _combine_ranks(data)
 
@@ -365,23 +402,50 @@ def _combine_ranks(data: RunData):
         data.coverage = _merge_coverage(data.coverage, copy.deepcopy(r.coverage))
 
 
-def probe_overflow(worker: WorkerProcess, step: int, data: RunData, before: dict):
-    """One extra step with inf gradients (after the compared and timed steps, so it changes neither);
-    `before` are the weights as they stand now. Every rank's overflow goes to data.ranks (its scale must back
-    off like the others'); the check reads rank 0's."""
-    replies = rank_replies(worker, worker.request({"cmd": "steps", "start": step, "count": 1, "overflow": True}))
-    with malformed_is_protocol():
-        scales = []
-        for reply in replies:
-            _floats(reply, "losses", expected=1)
-            scales.append(_floats(reply, "scales", expected=(0, 1)))
+def _losses(reply: dict, forced: bool) -> list[float]:
+    """The step's loss; on the overflowed step it may be missing (None: a term made of the overflowed
+    gradients, such as a gradient penalty, is inf there in the reference too) and is then NaN here."""
+    if forced and isinstance(reply.get("losses"), list) and reply["losses"] == [None]:
+        return [math.nan]
+    return _floats(reply, "losses", expected=1)
+
+
+def _overflow_seen(worker: WorkerProcess, data: RunData, step: int, before: list[dict]) -> bool:
+    """Keeps each rank's weights and scale just before and just after the overflowed step. Where that step
+    changed weights (it applied the inf gradients), the run is cut there: it is judged as the window of the steps
+    before it, and the overflow check names the mistake. Returns whether it was cut."""
     after = load_rank_params(worker)
-    for mine, scale, params in zip(data.ranks or [data], scales, after):
-        mine.overflow = {"step": step, "before": before, "after": params,
-                         "scale_before": mine.scales[-1] if mine.scales else None,
-                         "scale_after": scale[0] if scale else None}
+    runs = data.ranks or [data]
+    applied = any(overflow.changed(was, now) for was, now in zip(before, after))
+    for mine, was, now in zip(runs, before, after):
+        mine.overflow = {"step": step, "before": was, "after": now, "error": None, "applied": applied,
+                         "scale_before": mine.scales[-2] if len(mine.scales) > 1 else None,
+                         "scale_after": mine.scales[-1] if mine.scales else None}
+        if applied:
+            del mine.losses[step:], mine.scales[step:]
+            mine.memory = mine.memory[:max(0, step - MEMORY_FROM)]
+            mine.params = was
     if data.ranks:
         data.overflow = data.ranks[0].overflow
+        if applied:
+            data.params = data.ranks[0].params
+    return applied
+
+
+def _overflow_raised(data: RunData, step: int, before: list[dict], payload: dict, code: str):
+    """The code raised on the step the grader made overflow: the run stops there, and what it did until then
+    (the weights before that step, the calls it made on it) is judged as a window of `step` steps."""
+    payload = {k: v for k, v in payload.items() if k != "rank_traces"}
+    partial = partial_trace(payload)
+    for rank, (mine, was) in enumerate(zip(data.ranks or [data], before)):
+        mine.overflow = {"step": step, "before": was, "after": None, "error": payload,
+                         "scale_before": mine.scales[-1] if mine.scales else None, "scale_after": None}
+        mine.params = was
+        if not data.ranks or payload.get("rank") == rank:
+            mine.traces += [{**t, "overflow": True} for t in partial]
+    if data.ranks:
+        data.overflow = data.ranks[0].overflow
+        data.params = data.ranks[0].params
 
 
 _TRUSTED_CACHE: dict[str, RunData] = {}  # this process's trusted runs, by trusted_runs.key
@@ -472,7 +536,7 @@ def trusted_run(launcher, exercise: Exercise, role: str, device: str, worker: Wo
         data = RunData()
         steps = workload_of(exercise, device).steps
         drive(worker, steps, trace=False, measure_memory=exercise.check("memory") is not None, data=data,
-              census=role == "given")
+              census=role == "given", overflow=ForcedOverflow.of(exercise, device, role))
         collect_params(worker, data)
         data.seconds = time.monotonic() - worker.loaded_at
         if role == "given" and not keep:  # one more step under torch.profiler (after timing, where it is timed)
@@ -676,6 +740,7 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
     profiled = any(c.id in profiling.CHECK_IDS for c in exercise.checks)
     wl = workload_of(exercise, device)
     sub_data, traces, base_worker, sub_worker, timing, futures = RunData(), [], None, None, None, {}
+    raised = None
     given_worker, given_timing = None, None
     spawned: list[WorkerProcess] = []
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trusted-runs")
@@ -711,14 +776,17 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
         progress("steps", total=wl.steps)
         drive(sub_worker, wl.steps, trace=True, measure_memory=exercise.check("memory") is not None, data=sub_data,
               progress=lambda step: progress("step", n=step + 1, total=wl.steps,
-                                             limit_s=step_limit(sub_worker, launcher.limits)), census=profiled)
-        collect_params(sub_worker, sub_data)
+                                             limit_s=step_limit(sub_worker, launcher.limits)), census=profiled,
+              overflow=ForcedOverflow.of(exercise, device), survive_overflow=True)
+        raised = cut_at_overflow(sub_data)
+        if not raised:
+            collect_params(sub_worker, sub_data)
         if not all(future.done() for future in futures.values()):
             progress("trusted")  # the FP32 baseline and the reference run are still going
         with budget_paused(sub_worker):
             for future in futures.values():
                 future.result()  # the baseline's worker is free for timing only once its run is over
-        if needs_timing:
+        if needs_timing and not raised:
             progress("timing", rounds=0)
             with budget_paused(sub_worker):
                 hold.alone()
@@ -727,7 +795,7 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
             with budget_paused(sub_worker):
                 hold.alone() if alone_throughout else hold.share()
             timing.after_params = (load_params(sub_worker), load_params(base_worker))
-        if times_given:
+        if times_given and not raised:
             progress("timing_given", rounds=0)
             with budget_paused(sub_worker):
                 hold.alone()
@@ -738,9 +806,6 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
                 hold.alone() if alone_throughout else hold.share()
             given_timing.after_params = (load_params(sub_worker), load_params(given_worker))
             futures["given"].result().top_ops = torch_profiled(given_worker, given_timing.next_step)
-        if exercise.check("overflow"):
-            probe_overflow(sub_worker, timing.next_step if timing else wl.steps, sub_data,
-                           timing.after_params[0] if timing else sub_data.params)
     except (StepFailure, WorkerFailure) as exc:
         if exc.payload.get("kind") == "setup":  # raised before the learner's module was loaded
             raise lesson_setup_error(exercise, exc.payload["message"]) from None
@@ -760,6 +825,8 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
     trusted = {role: future.result() for role, future in futures.items()}  # a failed baseline is the platform's
     base, ref, given = trusted.get("baseline"), trusted.get("reference"), trusted.get("given")
     if result.error is None:
+        if raised:  # judged as the window of steps before the overflowed one, the trusted runs' too
+            base, ref = (window(r, sub_data.overflow["step"]) if r is not None else None for r in (base, ref))
         evidence = Evidence(base, ref, start.state, start.layers, given, source, given_timing)
         result.checks = judged(lambda: evaluate(exercise, kind, result.amp_dtype, static_findings, sub_data,
                                                 evidence, timing), result, exercise)
@@ -773,6 +840,25 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
         progress("check", check=c.id, status=c.status)
     result.notes = [f for c in result.checks for f in c.findings if f.severity == "info"]
     return _finish(result, exercise, started, progress)
+
+
+def raised_on_overflow(data: RunData) -> dict | None:
+    """The error the code raised on the step the grader made overflow, if it did."""
+    return data.overflow.get("error") if data.overflow else None
+
+
+def cut_at_overflow(data: RunData) -> bool:
+    """Whether the run ended at the overflowed step: it raised there, or applied the inf to the weights."""
+    return bool(data.overflow and (data.overflow.get("error") or data.overflow.get("applied")))
+
+
+def window(data: RunData, steps: int) -> RunData:
+    """A trusted run as it stood before step `steps` (the overflowed step, which it ran through): what a
+    submission that raised on that step is compared with."""
+    o = data.overflow
+    return dataclasses.replace(data, losses=data.losses[:steps], scales=data.scales[:steps],
+                               memory=data.memory[:max(0, steps - MEMORY_FROM)], params=o["before"],
+                               ranks=[window(r, steps) for r in data.ranks])
 
 
 def partial_trace(payload: dict) -> list[dict]:
@@ -866,8 +952,8 @@ def evaluate(exercise, kind, amp_dtype, static_findings, sub: RunData, ev: Evide
         elif spec.id == "call_order":
             out.append(call_order.check(spec, all_traces(sub), _ctx(exercise, kind, amp_dtype), static_findings))
         elif spec.id == "parity":
-            out.append(parity.check(spec, amp_dtype, sub.losses, base.losses, sub.params, base.params, ev.start,
-                                    describe))
+            out.append(parity.check(spec, amp_dtype, compared_losses(sub), compared_losses(base), sub.params,
+                                    base.params, ev.start, describe))
         elif spec.id == "coverage":
             par = exercise.check("parity")
             tol = par.tolerances.get(amp_dtype) if par is not None else None
@@ -876,8 +962,10 @@ def evaluate(exercise, kind, amp_dtype, static_findings, sub: RunData, ev: Evide
         elif spec.id == "memory":
             out.append(memory.check(spec, kind, sub.memory, base.memory))
         elif spec.id == "overflow":
-            o = sub.overflow
-            out.append(overflow.check(spec, o["step"], o["before"], o["after"], o["scale_before"], o["scale_after"]))
+            out.append(overflow.check(spec, sub.overflow, sub.params, len(sub.losses)))
+        elif cut_at_overflow(sub) and spec.id in ("speedup", "step_time"):
+            key = "check.not_run_overflow" if raised_on_overflow(sub) else "check.not_run_overflow_applied"
+            out.append(CheckResult(spec.id, ERROR, say(key, step=sub.overflow["step"]), weight=spec.weight))
         elif spec.id == "speedup":
             out.append(speedup_check(spec, exercise, kind, amp_dtype, timing, out, ev.start))
         elif spec.id == "ranks":
@@ -887,8 +975,16 @@ def evaluate(exercise, kind, amp_dtype, static_findings, sub: RunData, ev: Evide
         elif hasattr(spec, "python"):
             out.append(lesson.check(spec, lesson.LessonEvidence(
                 sub.traces, sub.losses, base.losses, sub.params, base.params, ev.start, kind, amp_dtype,
-                sub.scales)))
+                sub.scales, sub.overflow["step"] if sub.overflow else None,
+                ev.reference.scales if ev.reference else [])))
     return out
+
+
+def compared_losses(data: RunData) -> list[float]:
+    """The losses parity compares: all but the overflowed step's (a loss term made of that step's gradients, a
+    gradient penalty say, is inf there in every run with a scaler, and the FP32 baseline has none)."""
+    step = data.overflow["step"] if data.overflow else None
+    return [v for i, v in enumerate(data.losses) if i != step]
 
 
 def profile_evidence(exercise, amp_dtype, sub: RunData, ev: Evidence, kind: str, describe) -> profiling.ProfileEvidence:
@@ -953,12 +1049,16 @@ def partial_lesson_check(spec, kind: str, amp_dtype: str, traces: list[dict]) ->
     return found if found.status == "fail" else None
 
 
+def _plotted(values: list[float]) -> list[float | None]:
+    return [v if math.isfinite(v) else None for v in values]
+
+
 def plots(sub: RunData, base: RunData, timing) -> dict:
-    data = {"loss": {"submission": sub.losses, "baseline": base.losses}}
+    data = {"loss": {"submission": _plotted(sub.losses), "baseline": _plotted(base.losses)}}
     if sub.scales:
         data["scale"] = sub.scales
     o = sub.overflow
-    if o is not None and o["scale_after"] is not None:  # the step the grader made overflow, and what followed
+    if o is not None and o["scale_after"] is not None:  # the step the grader made overflow, and its scale after
         data["scale_overflow"] = {"step": o["step"], "scale": o["scale_after"]}
     if sub.memory and base.memory:
         data["memory"] = {"submission_bytes": memory.whole_run_peak(sub.memory),

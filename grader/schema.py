@@ -170,6 +170,11 @@ class AmpSpec(Strict):
     cuda_dtype: Literal["float16", "bfloat16"] = "float16"
     cpu_dtype: Literal["bfloat16", "float16"] = "bfloat16"
     scaler: bool = Field(False, description="the grader passes a torch.amp.GradScaler to the entrypoint")
+    init_scale: float = Field(65536.0, gt=0, le=2.0**24, description="the grader's GradScaler starts at this scale "
+                              "(PyTorch's default 2**16)")
+    growth_interval: int = Field(2000, ge=1, description="good steps after which the grader's GradScaler doubles "
+                                 "its scale (PyTorch's default 2000; a few steps make growth happen inside the "
+                                 "graded window)")
 
 
 class WorkloadOverride(Strict):
@@ -267,7 +272,14 @@ class CoverageCheck(Strict):
 
 class OverflowCheck(Strict):
     id: Literal["overflow"]
+    at_step: int | None = Field(None, ge=1, description="the graded step whose gradients the grader makes overflow "
+                                "(inf) in every run, the submission's and the trusted ones; the steps after it are "
+                                "graded as the recovery. Default: the middle of the window (steps // 2)")
     weight: float = Field(1.0, gt=0)
+
+    def step(self, steps: int) -> int:
+        """The overflowed step in a window of `steps` steps."""
+        return self.at_step if self.at_step is not None else steps // 2
 
 
 class SpeedupCheck(Strict):
@@ -441,6 +453,11 @@ class Exercise(Strict):
             raise ValueError("the entrypoint takes a scaler: set workload.amp.scaler to true")
         if self.check("overflow") and "scaler" not in self.entrypoint.params:
             raise ValueError("the overflow check needs a GradScaler: add scaler to entrypoint.params")
+        if (over := self.check("overflow")) is not None and over.at_step is not None:
+            steps = min(self.workload.for_device(kind).steps for kind in ("cpu", "cuda"))
+            if over.at_step >= steps - 1:
+                raise ValueError(f"checks: overflow.at_step {over.at_step} leaves no step after it to grade the "
+                                 f"recovery: the window has {steps} steps (0 to {steps - 1}); use at most {steps - 2}")
         if self.check("speedup") and self.check("step_time"):
             raise ValueError("speedup and step_time both time the submission's steps: keep one of them")
         return self

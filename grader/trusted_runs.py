@@ -23,8 +23,10 @@ from functools import lru_cache
 from pathlib import Path
 
 log = logging.getLogger("grader.trusted_runs")
-FIELDS = ("losses", "scales", "traces", "coverage", "memory", "params", "census", "top_ops", "seconds")
-FORMAT = 3  # 2: a profiling lesson's given step keeps its census and torch.profiler table; 3: the run's own time
+FIELDS = ("losses", "scales", "traces", "coverage", "memory", "params", "census", "top_ops", "seconds", "overflow")
+# 2: a profiling lesson's given step keeps its census and torch.profiler table; 3: the run's own time; 4: the
+# overflowed step inside the window, with the weights before it
+FORMAT = 4
 
 
 @lru_cache(maxsize=1)

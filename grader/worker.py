@@ -166,8 +166,10 @@ class Worker:
         ep = self.spec["exercise"]["entrypoint"]
         self.fn = self._entrypoint(module, ep)
         prepare = self._entrypoint(module, ep["prepare"]) if ep.get("prepare") else None
-        self.scaler = torch.amp.GradScaler(self.device_type) if self.spec["exercise"]["workload"]["amp"]["scaler"] \
-            else None
+        amp = self.spec["exercise"]["workload"]["amp"]
+        self.scaler = torch.amp.GradScaler(self.device_type, init_scale=amp.get("init_scale", 2.0**16),
+                                           growth_interval=amp.get("growth_interval", 2000)) \
+            if amp["scaler"] else None
         root = self.problem.root
         self.module_names = {id(m): (name or "model") for name, m in root.named_modules()}
         if self.recorder:
@@ -264,6 +266,7 @@ class Worker:
                     precision.attach(model)
             mem: dict = {}
             hooks = self._overflow_hooks() if msg.get("overflow") else []
+            kept = self._skippable() if msg.get("skip") else None
             census = self.census.start(self.problem.models.values(), self.module_names) \
                 if msg.get("profile") and self.census else None
             profiled: dict = {}
@@ -288,8 +291,10 @@ class Worker:
                 census_events = self.census.stop() if census is not None else None
                 if rec:
                     rec.active = False
+            if kept is not None:
+                kept.restore()
             try:
-                losses.append(self._loss_value(loss, step))
+                losses.append(self._loss_value(loss, step, overflowed=bool(msg.get("overflow") or kept)))
             except StepError as err:  # the step's calls explain a NaN loss (float16 overflow, say)
                 err.payload["step"] = step
                 if rec and msg.get("trace"):
@@ -337,7 +342,13 @@ class Worker:
 
         return [p.register_hook(poison) for p in self.problem.parameters() if p.requires_grad]
 
-    def _loss_value(self, loss, step: int) -> float:
+    def _skippable(self) -> "_Skipped":
+        """The FP32 baseline has no scaler to skip the step the grader makes overflow in the other runs: it runs
+        the step (its loss is compared) and then puts the weights and optimizer state back as a skipped step
+        leaves them, with the gradients cleared, so every run goes on from the same point."""
+        return _Skipped(self.problem.parameters(), list(self.problem.optimizers.values()))
+
+    def _loss_value(self, loss, step: int, overflowed: bool = False) -> float | None:
         import torch
 
         if isinstance(loss, torch.Tensor) and loss.numel() == 1:
@@ -348,6 +359,8 @@ class Worker:
             name = self.spec["exercise"]["entrypoint"]["name"]
             raise StepError.worded("return", "error.return", name=name, got=type(loss).__name__)
         if not math.isfinite(value):
+            if overflowed:  # a loss term made of the step's own (overflowed) gradients, the reference's too
+                return None
             raise StepError.worded("nonfinite", "error.nonfinite", value=str(value), step=step)
         return value
 
@@ -358,6 +371,28 @@ class Worker:
         buffer = io.BytesIO()
         torch.save(state, buffer)
         return {"params": base64.b64encode(buffer.getvalue()).decode("ascii")}
+
+
+class _Skipped:
+    """Weights and optimizer state as they were before a step, to be put back (buffers, such as running
+    statistics, keep what the step's forward did: a skipped step still ran it)."""
+
+    def __init__(self, params, optimizers):
+        import copy
+
+        self.params = [(p, p.detach().clone()) for p in params]
+        self.optimizers = [(o, {p: copy.deepcopy(state) for p, state in o.state.items()}) for o in optimizers]
+
+    def restore(self):
+        import torch
+
+        with torch.no_grad():
+            for p, value in self.params:
+                p.copy_(value)
+                p.grad = None
+        for optimizer, state in self.optimizers:
+            optimizer.state.clear()
+            optimizer.state.update(state)
 
 
 class _null:

@@ -30,6 +30,9 @@ def test_each_lesson_gets_the_mutants_its_task_exercises(exercises):
     ranked = {"one_rank_no_step", "no_allreduce"}
     assert ranked <= names["ddp_mixed_precision"] and not ranked & names["accelerate"]
     assert {"no_clip", "micro_batch_dropped"} <= names["accelerate"]  # its model and optimizer are Accelerate's
+    # what only the overflow inside the window shows: gradients never cleared after it, a constant scale
+    assert "grads_kept_after_overflow" in names["grad_scaler"] and "grads_kept_after_overflow" not in names["autocast"]
+    assert "scale_hard_coded" in names["gradient_penalty"] and "scale_hard_coded" not in names["grad_scaler"]
 
 
 def test_a_mutant_keeps_the_reference_and_its_entrypoint_signature(exercises):

@@ -34,6 +34,8 @@ class LessonEvidence:
     device_type: str
     amp_dtype: str
     scales: list[float] = field(default_factory=list)
+    overflow_step: int | None = None  # the step the grader made overflow in every run (its trace is "overflow")
+    reference_scales: list[float] = field(default_factory=list)  # the reference solution's scale per step
 
     @property
     def events(self) -> list[dict]:

@@ -1,10 +1,13 @@
 """What the GradScaler does when a step overflows, observed from outside.
-After the compared steps the grader runs one more step in which every
-parameter's gradient gets an inf, as a float16 backward that overflows
-would give. A correct step (scaler.step, then scaler.update) leaves every
-weight exactly as it was and backs the scale off. The grader compares the
-weights it loaded before and after, and reads the scale itself: a trace can
-be faked, skipped steps and a smaller scale cannot without doing the work."""
+On one step inside the graded window every parameter's gradient gets an inf,
+as a float16 backward that overflows would give, in the submission's run and
+in the trusted ones (the FP32 baseline, which has no scaler, is put back as a
+skipped step leaves it). A correct step (scaler.step, then scaler.update)
+leaves every weight exactly as it was and backs the scale off; the steps after
+it train again, which parity judges against runs that went through the same
+overflow. The grader compares the weights it loaded before and after, and
+reads the scale itself: a trace can be faked, skipped steps and a smaller
+scale cannot without doing the work."""
 
 from __future__ import annotations
 
@@ -21,13 +24,17 @@ def changed(before: dict, after: dict) -> list[str]:
             or not torch.equal(after[k], v)]
 
 
-def check(spec, step: int, before: dict, after: dict, scale_before: float | None,
-          scale_after: float | None) -> CheckResult:
-    moved = changed(before, after)
-    nan = [k for k in moved if k in after and not bool(torch.isfinite(after[k]).all())]
+def check(spec, o: dict, final: dict, steps: int) -> CheckResult:
+    """`o` is the submission's overflowed step (runner.drive): its weights and scale before and after, or the
+    error it raised; `final` the weights after the last of the `steps` compared steps."""
+    step = o["step"]
+    if o.get("error"):
+        return _raised(spec, step, o["error"])
+    moved = changed(o["before"], o["after"])
+    nan = [k for k in moved if k in o["after"] and not bool(torch.isfinite(o["after"][k]).all())]
+    scale_before, scale_after = o["scale_before"], o["scale_after"]
     measured = {"step": step, "params_changed": len(moved), "params_nonfinite": len(nan),
                 "scale_before": scale_before, "scale_after": scale_after}
-    findings = []
     said = []
     if moved:
         key = "overflow_step_applied.nonfinite" if nan else "overflow_step_applied"
@@ -36,9 +43,24 @@ def check(spec, step: int, before: dict, after: dict, scale_before: float | None
         said.append(say("scale_unknown"))
     elif not scale_after < scale_before:
         said.append(say("scale_not_backed_off", scale=scale_after))
+    if not moved and step < steps - 1 and not changed(o["after"], final):
+        said.append(say("not_recovered", step=step, later=steps - 1 - step))
     if said:
         findings = [finding(s.key.split(".")[0], key=s.key, **s.params) for s in said]
         return CheckResult("overflow", FAIL, say("overflow.fail", findings=said), measured, None, findings,
                            weight=spec.weight)
     return CheckResult("overflow", PASS, say("overflow.pass", step=step, before=scale_before, after=scale_after),
                        measured, None, weight=spec.weight)
+
+
+def _raised(spec, step: int, error: dict) -> CheckResult:
+    """The code raised on the step the grader made overflow: that is this check's finding (the other checks
+    judge the steps before it), at the learner's line."""
+    detail = str(error.get("message") or "an exception")[:500]
+    rank = error.get("rank")
+    f = finding("overflow_step_raised", error.get("line"), key="overflow_step_raised.rank" if rank is not None
+                else None, step=step, detail=detail, rank=rank)
+    return CheckResult("overflow", FAIL, say("overflow.fail", findings=[say(f.id, step=step, detail=detail)]
+                                             if rank is None else [say("overflow_step_raised.rank", step=step,
+                                                                       detail=detail, rank=rank)]),
+                       {"step": step, "raised": True}, None, [f], weight=spec.weight)

@@ -22,20 +22,15 @@ def deviations(mine: dict, first: dict, start: dict) -> dict[str, float]:
 def scale_disagreement(ranks: list) -> tuple[int, int, float, float] | None:
     """(step, rank, its scale, rank 0's) at the first step where a rank's loss scale differs from rank 0's, the
     forced-overflow step included."""
-    first = [*ranks[0].scales, *_after_overflow(ranks[0])]
+    first = ranks[0].scales  # the overflowed step's among them
     for r, data in enumerate(ranks[1:], 1):
-        mine = [*data.scales, *_after_overflow(data)]
+        mine = data.scales
         for step, (a, b) in enumerate(zip(mine, first)):
             if a != b:
                 return step, r, a, b
         if len(mine) != len(first):
             return min(len(mine), len(first)), r, math.nan, math.nan
     return None
-
-
-def _after_overflow(data) -> list[float]:
-    o = data.overflow
-    return [o["scale_after"]] if o is not None and o.get("scale_after") is not None else []
 
 
 def check(spec, ranks: list, start: dict, describe=lambda module: say("layer.module", name=module)) -> CheckResult:

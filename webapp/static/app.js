@@ -465,13 +465,14 @@
      growth; the step the grader made overflow on purpose is marked as such. */
   function scaleChart(scales, forced) {
     var points = scales.map(function (v, i) { return [i, v]; });
-    if (forced) points.push([forced.step, forced.scale]);
+    // The grader forces the overflow on a step inside the window (older results: on the step after it).
+    if (forced && forced.step >= points.length) points.push([forced.step, forced.scale]);
     var markers = [], backoffs = 0, growths = 0;
     points.forEach(function (p, i) {
       if (i === 0 || p[1] === points[i - 1][1]) return;
       var down = p[1] < points[i - 1][1];
       if (down) backoffs++; else growths++;
-      var isForced = forced && i === points.length - 1;
+      var isForced = forced && p[0] === forced.step;
       var label = isForced ? tr("overflow forced by the grader") : down ? tr("backed off") : tr("grew");
       markers.push({ x: p[0], color: down ? "#b91c1c" : COLORS.scale, label: label,
                      title: label + ": " + tr("step {n}: scale {a} → {b}", { n: p[0], a: formatNumber(points[i - 1][1], 0), b: formatNumber(p[1], 0) }) });
