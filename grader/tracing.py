@@ -332,10 +332,11 @@ class Recorder:
                     key = "clip_value" if name == "clip_grad_value_" else "max_norm"
                     value = args[1] if len(args) > 1 else kwargs.get(key)
                     number = isinstance(value, (int, float)) and not isinstance(value, bool)
-                    args, kwargs, params = _parameters_listed(args, kwargs)
-                    optimizers, names, unowned = rec.owners(params)
-                    rec.emit("clip", fn=name, value=float(value) if number else None, optimizers=optimizers,
-                             optimizer_names=names, unowned=unowned)
+                    if rec.active:  # whose parameters: only in traced steps, never timed ones
+                        args, kwargs, params = _parameters_listed(args, kwargs)
+                        optimizers, names, unowned = rec.owners(params)
+                        rec.emit("clip", fn=name, value=float(value) if number else None, optimizers=optimizers,
+                                 optimizer_names=names, unowned=unowned)
                     return original(*args, **kwargs)
                 return clip
 

@@ -48,8 +48,9 @@ def install(rec) -> list[tuple[object, str]]:
 
     @functools.wraps(forward)
     def ddp_forward(self_, *args, **kwargs):
-        rec.emit("ddp_forward", sync=bool(self_.require_backward_grad_sync) and torch.is_grad_enabled(),
-                 lesson=holds_lesson_model(rec, self_.module))
+        if rec.active:  # whose module: only in traced steps, never timed ones
+            rec.emit("ddp_forward", sync=bool(self_.require_backward_grad_sync) and torch.is_grad_enabled(),
+                     lesson=holds_lesson_model(rec, self_.module))
         return forward(self_, *args, **kwargs)
 
     @functools.wraps(no_sync)

@@ -30,6 +30,9 @@ def test_each_lesson_gets_the_mutants_its_task_exercises(exercises):
     ranked = {"one_rank_no_step", "no_allreduce"}
     assert ranked <= names["ddp_mixed_precision"] and not ranked & names["accelerate"]
     assert {"no_clip", "micro_batch_dropped"} <= names["accelerate"]  # its model and optimizer are Accelerate's
+    assert "unscale_wrong_optimizer" in names["multiple_models"] - names["grad_scaler"]  # two optimizers, clipping
+    assert "decoy_wrap" in names["ddp_mixed_precision"] - names["accelerate"]
+    assert "backward_under_autocast" in names["gradient_penalty"] - names["accelerate"]  # Accelerate's autocast
 
 
 def test_a_mutant_keeps_the_reference_and_its_entrypoint_signature(exercises):

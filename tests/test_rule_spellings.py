@@ -60,7 +60,8 @@ BACKWARDS = {
     "disabled_scaler": ("backward_unscaled", "torch.amp.GradScaler('cpu', enabled=False).scale(loss).backward()"),
 }
 DDPS = {
-    "ddp_of_the_model": ("right", "net = DDP(model_a)\nscaler.scale(F.mse_loss(net(inputs), inputs[:, :2])).backward()"),
+    "ddp_of_the_model": ("right", "net = DDP(model_a)\n"
+                                  "scaler.scale(F.mse_loss(net(inputs), inputs[:, :2])).backward()"),
     "ddp_of_a_module_holding_the_model": (
         "right", "net = DDP(nn.Sequential(model_a))\nscaler.scale(F.mse_loss(net(inputs), inputs[:, :2])).backward()"),
     "ddp_of_another_module": (
@@ -72,7 +73,8 @@ DDPS = {
 }
 PREPARES = {
     "prepare_both": ("right", "accelerator().prepare(model_a, optimizer_a)"),
-    "prepare_one_by_one": ("right", "acc = accelerator()\nacc.prepare_model(model_a)\nacc.prepare_optimizer(optimizer_a)"),
+    "prepare_one_by_one": ("right", "acc = accelerator()\nacc.prepare_model(model_a)\n"
+                                    "acc.prepare_optimizer(optimizer_a)"),
     "prepare_keyword_spelling": ("right", "acc = accelerator()\nacc.prepare_model(model=model_a)\n"
                                           "acc.prepare_optimizer(optimizer=optimizer_a)"),
     "plugin_for_the_steps": ("right", "accelerator(gradient_accumulation_plugin=Plugin(num_steps=4))"
