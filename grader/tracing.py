@@ -114,7 +114,7 @@ class Recorder:
         even before the step used that optimizer."""
         self._known(optimizer)
         if name:
-            self._optimizer_names[id(optimizer)] = name
+            self._optimizer_names[id(_inner(optimizer))] = name
 
     def _known(self, optimizer):
         if not any(ref() is optimizer for ref in self._known_optimizers):
@@ -123,7 +123,7 @@ class Recorder:
     def owners(self, params) -> tuple[list[int], list[str], int]:
         """Which optimizers own the parameters (with a gradient) a clip got: their indices, their names where
         the grader knows them, and how many of the parameters no known optimizer owns."""
-        owner_of = {id(p): opt for opt in (ref() for ref in self._known_optimizers) if opt is not None
+        owner_of = {id(p): _inner(opt) for opt in (ref() for ref in self._known_optimizers) if opt is not None
                     for group in opt.param_groups for p in group["params"]}
         found, unowned = {}, 0
         for p in params:
@@ -253,7 +253,8 @@ class Recorder:
 
     def optimizer_index(self, optimizer) -> int:
         """Optimizers numbered in the order the step first used them, so a rule can tell 'unscale_ twice for
-        one optimizer' from 'unscale_ once for each of two'."""
+        one optimizer' from 'unscale_ once for each of two'. A wrapper (Accelerate's) is the optimizer it wraps."""
+        optimizer = _inner(optimizer)
         key = id(optimizer)
         if key not in self._optimizers:
             if isinstance(optimizer, torch.optim.Optimizer):
@@ -344,6 +345,15 @@ class Recorder:
             setattr(clip_grad, name, wrapped)
             if hasattr(utils, name):
                 setattr(utils, name, wrapped)
+
+
+def _inner(optimizer):
+    """The optimizer inside wrappers that keep it as `.optimizer` (Accelerate's AcceleratedOptimizer): the
+    wrapper and the wrapped share their parameters, and unscaling either unscales the same gradients."""
+    seen = 0
+    while isinstance(getattr(optimizer, "optimizer", None), torch.optim.Optimizer) and seen < 8:
+        optimizer, seen = optimizer.optimizer, seen + 1
+    return optimizer
 
 
 def _parameters_listed(args, kwargs):

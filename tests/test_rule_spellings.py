@@ -184,3 +184,15 @@ def test_a_disabled_scaler_records_its_scale_as_not_enabled(recorded):
 def test_prepare_one_by_one_is_one_prepare_event_per_call(recorded):
     prepared = [e for e in recorded["prepare_one_by_one"] if e["ev"] == "accelerator_prepare"]
     assert [(e["lesson_models"], e["optimizers"]) for e in prepared] == [(1, 0), (0, 1)]
+
+
+@pytest.mark.parametrize("call,inside", [("loss.backward()", True), ("torch.autograd.backward(loss)", True),
+                                         ("torch.autograd.grad(loss, params)", True),
+                                         ("torch.autograd.grad(loss, params)", False)])
+def test_the_source_check_sees_every_backward_entry_point_inside_autocast(call, inside):
+    from grader import static
+
+    body = f"    with torch.autocast('cpu'):\n        loss = f()\n        {call}\n" if inside else \
+        f"    with torch.autocast('cpu'):\n        loss = f()\n    {call}\n"
+    found = {(f.id, f.line) for f in static.analyse(f"import torch\ndef step(f, params):\n{body}")}
+    assert (("backward_inside_autocast", 5) in found) == inside, found
