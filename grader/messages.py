@@ -41,6 +41,9 @@ EN: dict[str, str] = {
     "backward_inside_autocast": "backward() was called inside the autocast block; the backward pass should not run "
                                 "under autocast (its ops already use the dtypes chosen in the forward pass)",
     "backward_inside_autocast.static": "backward() is called inside the autocast block",
+    "backward_inside_autocast.autograd_grad": "torch.autograd.grad was called inside the autocast block; like "
+                                              "backward(), this backward pass should not run under autocast (its "
+                                              "ops already use the dtypes chosen in the forward pass)",
     "backward_inside_autocast.fix": "dedent the backward call so it comes after the `with torch.autocast(...)` block",
     "forward_outside_autocast": "the model's forward pass ran outside autocast, so its matmuls ran in float32",
     "forward_outside_autocast.fix": "call the model inside the `with torch.autocast(...)` block",
@@ -50,6 +53,9 @@ EN: dict[str, str] = {
                                  "backward outside",
     "backward_unscaled": "backward() was called on the unscaled loss, so small float16 gradients can underflow to "
                          "zero",
+    "backward_unscaled.autograd_grad": "torch.autograd.grad ran on the unscaled loss, so small float16 gradients "
+                                       "can underflow to zero: differentiate scaler.scale(loss) and multiply the "
+                                       "gradients it returns by 1.0 / scaler.get_scale()",
     "backward_unscaled.fix": "call scaler.scale(loss).backward()",
     "optimizer_step_direct": "optimizer.step() was called directly, bypassing the scaler: gradients are still "
                              "multiplied by the scale, and steps with inf/NaN gradients are not skipped",
@@ -68,6 +74,12 @@ EN: dict[str, str] = {
     "clip_without_unscale": "gradients were clipped while still multiplied by the loss scale, so the clipping "
                             "threshold is applied to the wrong values",
     "clip_without_unscale.fix": "call scaler.unscale_(optimizer) right before clipping",
+    "clip_of_other_optimizer": "the gradients of {optimizers} were clipped while still multiplied by the loss "
+                               "scale: scaler.unscale_ ran only for another optimizer, and it unscales that "
+                               "optimizer's parameters only, so this clip compared a scaled norm with its threshold",
+    "clip_of_other_optimizer.fix": "before clipping a model's parameters, call scaler.unscale_ with the optimizer "
+                                   "that owns them: scaler.unscale_(optimizer_a) before clipping model_a, "
+                                   "scaler.unscale_(optimizer_b) before clipping model_b",
     "step_every_micro_batch": "the optimizer stepped {steps} times for one effective batch of {n} micro-batches",
     "step_every_micro_batch.fix": "accumulate: call backward for every micro-batch, but step (and update) only once, "
                                   "after the last one",
@@ -124,6 +136,12 @@ EN: dict[str, str] = {
     "gradients_not_synchronised.fix": "call the DDP-wrapped model (not model.module) and leave the last micro-batch "
                                       "outside `model.no_sync()`, so that its backward averages the accumulated "
                                       "gradients across the ranks",
+    "ddp_wraps_other_module": "the DistributedDataParallel module whose forward ran wraps another module, not the "
+                              "lesson's model: its backward averaged that module's gradients across the {ranks} "
+                              "ranks, while the lesson's model trained unwrapped and each rank kept its own "
+                              "gradients",
+    "ddp_wraps_other_module.fix": "wrap the model you were given: `return DDP(model, ...)` in prepare, and call "
+                                  "that wrapped model (not model.module, not another module) for every micro-batch",
     "allreduce_every_micro_batch": "the gradients were all-reduced {syncs} times for {n} micro-batches: every "
                                    "backward after a forward of the DDP model outside model.no_sync() averages them "
                                    "across the ranks, so {wasted} of those all-reduces only cost communication (one "
@@ -155,6 +173,8 @@ EN: dict[str, str] = {
                                        "Accelerator(...)",
     "model_not_prepared": "the model was not passed to accelerator.prepare, so its forward does not run under "
                           "Accelerate's autocast",
+    "model_not_prepared.other_module": "accelerator.prepare got a module that is not the lesson's model, so the "
+                                       "model you train does not run under Accelerate's autocast",
     "model_not_prepared.fix": "prepare both and use what prepare returns: `model, optimizer = "
                               "accelerator.prepare(model, optimizer)`",
     "optimizer_not_prepared": "the optimizer was not passed to accelerator.prepare, so it steps and zeroes the "

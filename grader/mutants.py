@@ -49,6 +49,12 @@ def _has(kind: str) -> Callable[[Exercise], bool]:
     return lambda ex: kind in argument_kinds(ex).values()
 
 
+def _unscales_and_clips_several(exercise: Exercise) -> bool:
+    """A step with two optimizers or more that unscales before it clips: which optimizer is unscaled matters."""
+    optimizers = sum(kind == "optimizer" for kind in argument_kinds(exercise).values())
+    return optimizers > 1 and calls(exercise.reference, ("unscale_",)) and calls(exercise.reference, CLIP_FUNCTIONS)
+
+
 def argument_kinds(exercise: Exercise) -> dict[str, str]:
     """Entrypoint parameter -> model, optimizer, scaler, data, ... (a lesson's setup code is run to find out)."""
     if exercise.workload.setup is None:
@@ -130,6 +136,40 @@ MUTANTS = [
            "s['sync'] = getattr(T, 'require_backward_grad_sync', None)\n"
            "if s['sync'] is not None: T.require_backward_grad_sync = False",
            "if s['sync'] is not None: T.require_backward_grad_sync = s['sync']", over="model"),
+    Mutant("unscale_wrong_optimizer", "scaler.unscale_(optimizer) unscales another of the step's optimizers, so "
+           "the clip that follows sees gradients still multiplied by the scale", _unscales_and_clips_several,
+           "import sys, torch\n"
+           "s['opts'] = [v for v in a.values() if isinstance(v, torch.optim.Optimizer)]\n"
+           "def other(opt, _u=type(T).unscale_):\n"
+           "    if sys._getframe(1).f_globals is not G:  # scaler.step's own unscale_ of its optimizer\n"
+           "        return _u(T, opt)\n"
+           "    return _u(T, next((o for o in s['opts'] if o is not opt and o is not unwrapped(opt)), opt))\n"
+           "T.unscale_ = other",
+           "del T.unscale_", over="scaler"),
+    Mutant("decoy_wrap", "the step trains the model inside DistributedDataParallel (model.module), while a "
+           "throw-away DDP module runs forward and backward beside it",
+           lambda ex: ex.workload.ranks > 1 and _has("model")(ex),
+           "import torch\n"
+           "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+           "s['m'] = getattr(T, 'module', T)\n"
+           "device = next(s['m'].parameters()).device\n"
+           "if 'decoy' not in S: S['decoy'] = DDP(torch.nn.Linear(1, 1).to(device))\n"
+           "def beside(module, args, out, _d=S['decoy'], _x=torch.zeros(1, 1, device=device)):\n"
+           "    return out + 0.0 * _d(_x).sum()\n"
+           "s['hook'] = s['m'].register_forward_hook(beside)\n"
+           "s['m'].no_sync = S['decoy'].no_sync",
+           "s['hook'].remove()\n"
+           "del s['m'].no_sync",
+           "[getattr(v, 'module', v) if v is T else v for v in args]", over="model"),
+    Mutant("backward_under_autocast", "the whole step, backward included, runs inside one autocast region",
+           lambda ex: bool(getattr(ex.check("call_order"), "autocast", False)),
+           "import torch\n"
+           "model = next(v for v in a.values() if isinstance(v, torch.nn.Module))\n"
+           "device = a.get('device_type') or next(model.parameters()).device.type\n"
+           "low = torch.bfloat16 if device == 'cpu' or torch.cuda.is_bf16_supported() else torch.float16\n"
+           "s['region'] = torch.autocast(device, dtype=a.get('amp_dtype') or low)\n"
+           "s['region'].__enter__()",
+           "s['region'].__exit__(None, None, None)"),
     Mutant("outputs_kept", "every block's output is appended to a list that lives across steps",
            lambda ex: ex.check("memory") is not None and _has("model")(ex),
            "if 'hooks' not in S:\n"

@@ -12,6 +12,7 @@ from grader.results import Finding
 DEPRECATED = {"torch.cuda.amp.autocast", "torch.cuda.amp.GradScaler", "torch.cpu.amp.autocast",
               "torch.cuda.amp.custom_fwd", "torch.cuda.amp.custom_bwd"}
 LOW_DTYPES = {"float16", "half", "bfloat16"}
+AUTOGRAD_GRAD = {"torch.autograd.grad", "autograd.grad"}  # a backward pass too (`.backward` covers the others)
 
 
 def dotted(node: ast.AST) -> str:
@@ -57,7 +58,7 @@ class Visitor(ast.NodeVisitor):
         name = dotted(node.func)
         if name in DEPRECATED:
             self.findings.append(finding("deprecated_api", node.lineno, severity="info"))
-        if name.endswith(".backward") and self._autocast_depth:
+        if (name.endswith(".backward") or name in AUTOGRAD_GRAD) and self._autocast_depth:
             self.findings.append(finding("backward_inside_autocast", node.lineno, key="backward_inside_autocast.static"))
         if _casts_to_16bit(node) and dotted(node.func).startswith("model"):
             self.findings.append(finding("master_weights_16bit", node.lineno, key="master_weights_16bit.static"))

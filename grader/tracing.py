@@ -37,6 +37,8 @@ class Recorder:
         self._in_backward = False
         self._autocast_stack: list[tuple[str, bool]] = []
         self._optimizers: dict[int, int] = {}
+        self._known_optimizers: list = []  # weak references: the grader's and any the step used
+        self._optimizer_names: dict[int, str] = {}  # the entrypoint's name of each of the grader's optimizers
 
     # -- helpers -------------------------------------------------------------
     def line(self) -> int | None:
@@ -106,6 +108,34 @@ class Recorder:
 
         model.register_forward_pre_hook(pre)
         model.register_forward_hook(post)
+
+    def watch_optimizer(self, optimizer, name: str | None = None):
+        """An optimizer whose parameters a clip may touch, so the clip event can say whose gradients it clipped
+        even before the step used that optimizer."""
+        self._known(optimizer)
+        if name:
+            self._optimizer_names[id(_inner(optimizer))] = name
+
+    def _known(self, optimizer):
+        if not any(ref() is optimizer for ref in self._known_optimizers):
+            self._known_optimizers.append(weakref.ref(optimizer))
+
+    def owners(self, params) -> tuple[list[int], list[str], int]:
+        """Which optimizers own the parameters (with a gradient) a clip got: their indices, their names where
+        the grader knows them, and how many of the parameters no known optimizer owns."""
+        owner_of = {id(p): _inner(opt) for opt in (ref() for ref in self._known_optimizers) if opt is not None
+                    for group in opt.param_groups for p in group["params"]}
+        found, unowned = {}, 0
+        for p in params:
+            if isinstance(p, torch.Tensor) and p.grad is not None:
+                opt = owner_of.get(id(p))
+                if opt is None:
+                    unowned += 1
+                else:
+                    found[id(opt)] = opt
+        indices = sorted(self.optimizer_index(opt) for opt in found.values())
+        by_index = {self.optimizer_index(opt): self._optimizer_names.get(key) for key, opt in found.items()}
+        return indices, [by_index[i] or f"optimizer {i}" for i in indices], unowned
 
     def _wrap_autocast(self):
         cls = torch.amp.autocast_mode.autocast
@@ -192,19 +222,22 @@ class Recorder:
         def scale_w(self_, outputs):
             result = scale(self_, outputs)
             if isinstance(outputs, torch.Tensor):
+                enabled = bool(self_.is_enabled())  # a disabled scaler returns the loss itself: not scaled
                 if rec.active:  # reading the value waits for the GPU: only in traced steps, never timed ones
-                    rec.emit("scale", value=float(outputs.detach().float().sum()) if outputs.numel() else None)
-                rec._scaled.add(result)
+                    rec.emit("scale", value=float(outputs.detach().float().sum()) if outputs.numel() else None,
+                             enabled=enabled)
+                if enabled:
+                    rec._scaled.add(result)
             return result
 
         @functools.wraps(unscale_)
         def unscale_w(self_, optimizer):
-            rec.emit("unscale_", optimizer=rec.optimizer_index(optimizer))
+            rec.emit("unscale_", optimizer=rec.optimizer_index(optimizer), enabled=bool(self_.is_enabled()))
             return unscale_(self_, optimizer)
 
         @functools.wraps(step)
         def step_w(self_, optimizer, *args, **kwargs):
-            rec.emit("scaler_step", optimizer=rec.optimizer_index(optimizer))
+            rec.emit("scaler_step", optimizer=rec.optimizer_index(optimizer), enabled=bool(self_.is_enabled()))
             rec._in_scaler_step = True
             try:
                 return step(self_, optimizer, *args, **kwargs)
@@ -220,9 +253,12 @@ class Recorder:
 
     def optimizer_index(self, optimizer) -> int:
         """Optimizers numbered in the order the step first used them, so a rule can tell 'unscale_ twice for
-        one optimizer' from 'unscale_ once for each of two'."""
+        one optimizer' from 'unscale_ once for each of two'. A wrapper (Accelerate's) is the optimizer it wraps."""
+        optimizer = _inner(optimizer)
         key = id(optimizer)
         if key not in self._optimizers:
+            if isinstance(optimizer, torch.optim.Optimizer):
+                self._known(optimizer)
             self._optimizers[key] = len(self._optimizers)
         return self._optimizers[key]
 
@@ -297,7 +333,11 @@ class Recorder:
                     key = "clip_value" if name == "clip_grad_value_" else "max_norm"
                     value = args[1] if len(args) > 1 else kwargs.get(key)
                     number = isinstance(value, (int, float)) and not isinstance(value, bool)
-                    rec.emit("clip", fn=name, value=float(value) if number else None)
+                    if rec.active:  # whose parameters: only in traced steps, never timed ones
+                        args, kwargs, params = _parameters_listed(args, kwargs)
+                        optimizers, names, unowned = rec.owners(params)
+                        rec.emit("clip", fn=name, value=float(value) if number else None, optimizers=optimizers,
+                                 optimizer_names=names, unowned=unowned)
                     return original(*args, **kwargs)
                 return clip
 
@@ -305,6 +345,26 @@ class Recorder:
             setattr(clip_grad, name, wrapped)
             if hasattr(utils, name):
                 setattr(utils, name, wrapped)
+
+
+def _inner(optimizer):
+    """The optimizer inside wrappers that keep it as `.optimizer` (Accelerate's AcceleratedOptimizer): the
+    wrapper and the wrapped share their parameters, and unscaling either unscales the same gradients."""
+    seen = 0
+    while isinstance(getattr(optimizer, "optimizer", None), torch.optim.Optimizer) and seen < 8:
+        optimizer, seen = optimizer.optimizer, seen + 1
+    return optimizer
+
+
+def _parameters_listed(args, kwargs):
+    """A clip's `parameters` as a list (a generator can be read once: the clip gets the list instead)."""
+    params = args[0] if args else kwargs.get("parameters")
+    listed = [params] if isinstance(params, torch.Tensor) else list(params) if params is not None else []
+    if args:
+        args = (listed, *args[1:])
+    elif "parameters" in kwargs:
+        kwargs = {**kwargs, "parameters": listed}
+    return args, kwargs, listed
 
 
 def _cpu_sdpa(query, key, value, *args, out_val=None, **kwargs):

@@ -1,6 +1,7 @@
 """What the trace records of Hugging Face Accelerate, for lessons that list it
 in `workload.libraries`: the Accelerator's mixed precision and accumulation
-steps, what was passed to `prepare`, each `accumulate()` with whether that
+steps, what was passed to `prepare` (or `prepare_model`, `prepare_optimizer`,
+`prepare_scheduler`) and whether that was the lesson's model, each `accumulate()` with whether that
 micro-batch syncs the gradients, `accelerator.backward` with the loss it got,
 and `accelerator.clip_grad_norm_` / `clip_grad_value_` with `sync_gradients`
 at that moment. The plain PyTorch calls Accelerate makes underneath (the
@@ -14,6 +15,12 @@ import functools
 
 import torch
 from torch import nn
+
+from grader.tracing_distributed import holds_lesson_model
+
+
+# The public ways to prepare: all at once, or one object at a time (the same preparation underneath).
+PREPARES = ("prepare", "prepare_model", "prepare_optimizer", "prepare_scheduler")
 
 
 class _Entered:
@@ -53,12 +60,24 @@ def install(rec) -> list[tuple[object, str]]:
                  accumulation_steps=int(self_.gradient_accumulation_steps))
         return result
 
-    @functools.wraps(prepare)
-    def prepare_w(self_, *args, **kwargs):
-        result = prepare(self_, *args, **kwargs)
-        rec.emit("accelerator_prepare", models=sum(isinstance(a, nn.Module) for a in args),
-                 optimizers=sum(isinstance(a, torch.optim.Optimizer) for a in args))
-        return result
+    inside = []  # prepare() calls prepare_model() and friends: one event for the learner's call
+
+    def preparing(original):
+        @functools.wraps(original)
+        def prepare_w(self_, *args, **kwargs):
+            if inside:
+                return original(self_, *args, **kwargs)
+            inside.append(True)
+            try:
+                result = original(self_, *args, **kwargs)
+            finally:
+                inside.pop()
+            got = [*args, *kwargs.values()]
+            rec.emit("accelerator_prepare", models=sum(isinstance(a, nn.Module) for a in got),
+                     lesson_models=sum(holds_lesson_model(rec, a) for a in got),
+                     optimizers=sum(isinstance(a, torch.optim.Optimizer) for a in got))
+            return result
+        return prepare_w
 
     @functools.wraps(backward)
     def backward_w(self_, loss, **kwargs):
@@ -78,9 +97,11 @@ def install(rec) -> list[tuple[object, str]]:
         return _Entered(accumulate(self_, *models),
                         lambda: rec.emit("accumulate", sync_gradients=bool(self_.sync_gradients)))
 
-    Accelerator.__init__, Accelerator.prepare, Accelerator.backward = init_w, prepare_w, backward_w
+    Accelerator.__init__, Accelerator.backward = init_w, backward_w
+    for name in PREPARES:
+        setattr(Accelerator, name, preparing(getattr(Accelerator, name)))
     Accelerator.clip_grad_norm_ = clipping(clip_norm, "clip_grad_norm_", "max_norm")
     Accelerator.clip_grad_value_ = clipping(clip_value, "clip_grad_value_", "clip_value")
     Accelerator.accumulate = accumulate_w
-    return [(Accelerator, name) for name in ("__init__", "prepare", "backward", "clip_grad_norm_",
+    return [(Accelerator, name) for name in ("__init__", *PREPARES, "backward", "clip_grad_norm_",
                                              "clip_grad_value_", "accumulate")]

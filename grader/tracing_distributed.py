@@ -1,6 +1,7 @@
 """What the trace records of distributed data parallel training, installed by
 the Recorder next to its AMP wrappers (grader/tracing.py): where a model is
-wrapped in DistributedDataParallel and whether it was moved after that, every
+wrapped in DistributedDataParallel (and whether that is the lesson's model) and
+whether it was moved after that, every
 DDP forward with whether its backward will all-reduce the gradients (outside
 `no_sync()`, with grad enabled), `no_sync()` itself, and
 torch.distributed.all_reduce calls made on a parameter's gradient. The rules
@@ -15,6 +16,16 @@ import torch
 from torch import nn
 
 
+def holds_lesson_model(rec, module) -> bool:
+    """Whether `module` is, or holds every parameter of, one of the lesson's models (Recorder.models): a DDP
+    wrapper around a throw-away module synchronises nothing the lesson trains."""
+    if not isinstance(module, nn.Module):
+        return False
+    held = {id(p) for p in module.parameters()}
+    return any(module is model or (ids and ids <= held)
+               for model, ids in ((m, {id(p) for p in m.parameters()}) for m in rec.models))
+
+
 def install(rec) -> list[tuple[object, str]]:
     """Wraps the calls; returns the (owner, attribute) pairs it replaced, for the Recorder's tamper check."""
     import torch.distributed as dist
@@ -27,7 +38,8 @@ def install(rec) -> list[tuple[object, str]]:
     @functools.wraps(init)
     def ddp_init(self_, module, *args, **kwargs):
         param = next(module.parameters(), None) if isinstance(module, nn.Module) else None
-        rec.emit("ddp_wrap", param_device=str(param.device) if param is not None else None)
+        rec.emit("ddp_wrap", param_device=str(param.device) if param is not None else None,
+                 lesson=holds_lesson_model(rec, module))
         result = init(self_, module, *args, **kwargs)
         wrapped.add(self_)
         if isinstance(module, nn.Module):
@@ -36,7 +48,9 @@ def install(rec) -> list[tuple[object, str]]:
 
     @functools.wraps(forward)
     def ddp_forward(self_, *args, **kwargs):
-        rec.emit("ddp_forward", sync=bool(self_.require_backward_grad_sync) and torch.is_grad_enabled())
+        if rec.active:  # whose module: only in traced steps, never timed ones
+            rec.emit("ddp_forward", sync=bool(self_.require_backward_grad_sync) and torch.is_grad_enabled(),
+                     lesson=holds_lesson_model(rec, self_.module))
         return forward(self_, *args, **kwargs)
 
     @functools.wraps(no_sync)

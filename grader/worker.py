@@ -175,6 +175,8 @@ class Worker:
         if self.recorder:
             for model in self.problem.models.values():
                 self.recorder.watch_model(model)
+            for name, optimizer in self.problem.optimizers.items():
+                self.recorder.watch_optimizer(optimizer, name)
         reply = {"params": sum(p.numel() for p in self.problem.parameters())}
         if prepare is not None:
             trace = self._prepare(prepare, ep["prepare"])

@@ -33,6 +33,9 @@ def test_each_lesson_gets_the_mutants_its_task_exercises(exercises):
     # what only the overflow inside the window shows: gradients never cleared after it, a constant scale
     assert "grads_kept_after_overflow" in names["grad_scaler"] and "grads_kept_after_overflow" not in names["autocast"]
     assert "scale_hard_coded" in names["gradient_penalty"] and "scale_hard_coded" not in names["grad_scaler"]
+    assert "unscale_wrong_optimizer" in names["multiple_models"] - names["grad_scaler"]  # two optimizers, clipping
+    assert "decoy_wrap" in names["ddp_mixed_precision"] - names["accelerate"]
+    assert "backward_under_autocast" in names["gradient_penalty"] - names["accelerate"]  # Accelerate's autocast
 
 
 def test_a_mutant_keeps_the_reference_and_its_entrypoint_signature(exercises):

@@ -41,8 +41,9 @@ def prepare_rules(trace, ctx) -> list[Finding]:
         out.append(finding("accumulation_steps_mismatch", init["line"], got=init["accumulation_steps"], n=n))
     prepared = every(events, "accelerator_prepare")
     where = (prepared[0] if prepared else init)["line"]
-    if not any(e["models"] for e in prepared):
-        out.append(finding("model_not_prepared", where))
+    if not any(e.get("lesson_models", e["models"]) for e in prepared):
+        other = any(e["models"] for e in prepared)  # a module was prepared, but not the lesson's model
+        out.append(finding("model_not_prepared", where, key="model_not_prepared.other_module" if other else None))
     if not any(e["optimizers"] for e in prepared):
         out.append(finding("optimizer_not_prepared", where))
     return out

@@ -5,7 +5,7 @@ trace gives the learner's line."""
 from __future__ import annotations
 
 from grader.checks import accelerate_calls, ddp_calls
-from grader.checks.events import every, first
+from grader.checks.events import BACKWARDS, backwards, every, first
 from grader.messages import finding, message_of, say
 from grader.results import FAIL, PASS, CheckResult, Finding
 
@@ -39,9 +39,9 @@ def autocast_usage(events, ctx) -> list[Finding]:
 
 def autocast_scope(events, ctx) -> list[Finding]:
     out = []
-    bw = next((e for e in every(events, "backward") if e["autocast"]), None)
+    bw = next((e for e in backwards(events) if e["autocast"]), None)
     if bw:
-        out.append(finding("backward_inside_autocast", bw["line"]))
+        out.append(finding("backward_inside_autocast", bw["line"], key=_spelled(bw, "backward_inside_autocast")))
     fw = next((e for e in every(events, "forward") if not e["autocast"]), None)
     if fw:
         out.append(finding("forward_outside_autocast", fw["line"]))
@@ -52,11 +52,17 @@ def autocast_scope(events, ctx) -> list[Finding]:
     return out
 
 
+def _spelled(backward: dict, id: str) -> str | None:
+    """The wording of a backward finding for the entry point the learner called: torch.autograd.grad is named
+    as such (its gradients are returned, not accumulated, but it is a backward pass all the same)."""
+    return f"{id}.autograd_grad" if backward["ev"] == "autograd_grad" else None
+
+
 def scaler_usage(events, ctx) -> list[Finding]:
     out = []
-    bw = next((e for e in every(events, "backward") if not e["scaled"]), None)
+    bw = next((e for e in backwards(events) if not e["scaled"]), None)
     if bw:
-        out.append(finding("backward_unscaled", bw["line"]))
+        out.append(finding("backward_unscaled", bw["line"], key=_spelled(bw, "backward_unscaled")))
     direct = next((e for e in every(events, "optimizer_step") if not e["via_scaler"]), None)
     if direct:
         out.append(finding("optimizer_step_direct", direct["line"]))
@@ -72,21 +78,33 @@ def scaler_usage(events, ctx) -> list[Finding]:
 
 
 def _unscale_rules(events) -> list[Finding]:
-    """unscale_ at most once per optimizer between updates; clipping after at least one unscale_."""
+    """unscale_ at most once per optimizer between updates; clipping after an unscale_ of every optimizer that
+    owns the clipped parameters: another optimizer's unscale_ leaves these gradients S times too large, so the
+    clip compares a scaled norm with max_norm."""
     out, unscaled, scaled_grads = [], {}, False
     for e in events:
-        if e["ev"] == "backward" and e.get("scaled"):
+        if e["ev"] in BACKWARDS and e.get("scaled"):
             scaled_grads = True
-        elif e["ev"] == "unscale_":
+        elif e["ev"] == "unscale_" and e.get("enabled", True):
             opt = e.get("optimizer", 0)
             unscaled[opt] = unscaled.get(opt, 0) + 1
             if unscaled[opt] == 2 and not any(f.id == "unscale_twice" for f in out):
                 out.append(finding("unscale_twice", e["line"]))
         elif e["ev"] == "update":
             unscaled = {}
-        elif e["ev"] == "clip" and scaled_grads and not unscaled:
-            out.append(finding("clip_without_unscale", e["line"]))
+        elif e["ev"] == "clip" and scaled_grads:
+            out += _clip_licensed(e, unscaled)
     return out
+
+
+def _clip_licensed(clip: dict, unscaled: dict) -> list[Finding]:
+    if not unscaled:
+        return [finding("clip_without_unscale", clip["line"])]
+    names = dict(zip(clip.get("optimizers", []), clip.get("optimizer_names") or []))
+    missing = [names.get(i, f"optimizer {i}") for i in clip.get("optimizers", []) if i not in unscaled]
+    if not missing:
+        return []
+    return [finding("clip_of_other_optimizer", clip["line"], optimizers=", ".join(missing))]
 
 
 def accumulation(events, ctx) -> list[Finding]:

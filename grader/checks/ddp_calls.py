@@ -8,7 +8,7 @@ steps or updates makes the ranks drift apart."""
 
 from __future__ import annotations
 
-from grader.checks.events import every, first
+from grader.checks.events import backwards, every, first
 from grader.messages import finding
 from grader.results import Finding
 
@@ -21,7 +21,7 @@ def moved_after_wrap(trace, ctx) -> list[Finding]:
     moved = first(events, "moved_after_wrap")
     if moved:
         return [finding("wrapped_before_moved", moved["line"], call=f".{moved.get('to', 'to')}()")]
-    wrap = first(events, "ddp_wrap")
+    wrap = first(events, "ddp_wrap", lesson=True) or first(events, "ddp_wrap")
     device = trace.get("device")
     if wrap and device and wrap.get("param_device") not in (None, device):
         return [finding("wrapped_before_moved", wrap["line"], key="wrapped_before_moved.device",
@@ -35,13 +35,10 @@ def prepare_rules(trace, ctx) -> list[Finding]:
 
 def step_rules(events, ctx) -> list[Finding]:
     n, out = ctx.get("micro_batches", 1), []
-    syncs = [e for e in every(events, "ddp_forward") if e["sync"]]
+    syncs = [e for e in every(events, "ddp_forward") if e["sync"] and e.get("lesson", True)]
     reduced = [e for e in every(events, "all_reduce") if e.get("on_grad")]
-    if ctx.get("ranks", 1) > 1 and not syncs and not reduced and every(events, "backward") and not ctx.get("partial"):
-        no_sync = first(events, "no_sync")
-        where = no_sync or first(events, "ddp_forward") or first(events, "backward")
-        out.append(finding("gradients_not_synchronised", where["line"],
-                           key="gradients_not_synchronised.no_sync" if no_sync else None, ranks=ctx["ranks"]))
+    if ctx.get("ranks", 1) > 1 and not syncs and not reduced and backwards(events) and not ctx.get("partial"):
+        out += _not_synchronised(events, ctx)
     if len(syncs) > 1:
         out.append(finding("allreduce_every_micro_batch", syncs[1]["line"], syncs=len(syncs), n=n,
                            wasted=len(syncs) - 1))
@@ -51,6 +48,18 @@ def step_rules(events, ctx) -> list[Finding]:
             out.append(finding("sync_not_last", syncs[-1]["line"], later=len(after)))
     out += moved_after_wrap({"events": events}, ctx)
     return out
+
+
+def _not_synchronised(events, ctx) -> list[Finding]:
+    """No backward averaged the lesson model's gradients. A DDP forward of another module (a throw-away wrapper
+    beside the plain lesson model) all-reduces that module's gradients only: it is named as such."""
+    decoy = next((e for e in every(events, "ddp_forward") if not e.get("lesson", True)), None)
+    if decoy:
+        return [finding("ddp_wraps_other_module", decoy["line"], ranks=ctx["ranks"])]
+    no_sync = first(events, "no_sync")
+    where = no_sync or first(events, "ddp_forward") or backwards(events)[0]
+    return [finding("gradients_not_synchronised", where["line"],
+                    key="gradients_not_synchronised.no_sync" if no_sync else None, ranks=ctx["ranks"])]
 
 
 # What a rank must do as often as every other rank, and how the learner writes it.
