@@ -639,14 +639,15 @@ def budget_when_known(worker: WorkerProcess, futures: dict, limits, exercise: Ex
 
 def submission_error(payload: dict) -> SubmissionError:
     """The error as the learner reads it: the grader's own wording where it has one (a raised exception's text
-    is PyTorch's or the learner's, and stays as it is), with the line in front."""
+    is PyTorch's or the learner's, and stays as it is), with the line in front and, with ranks, the rank before
+    that."""
     said = Said.of(payload["said"]) if payload.get("said") else say("error.raised", detail=payload.get(
         "message", "unknown error"))
-    if payload.get("rank") is not None:
-        said = say("error.on_rank", rank=payload["rank"], message=said)
     line = payload.get("line")
     if line and payload.get("kind") not in ("timeout",):
         said = say("error.at_line", line=line, message=said)
+    if payload.get("rank") is not None:  # `rank 1: line 23: ...`, as docs/authoring.md shows it: whose, then where
+        said = say("error.on_rank", rank=payload["rank"], message=said)
     return SubmissionError(payload.get("kind", "error"), said, line, payload.get("source_line"), payload.get("step"))
 
 
