@@ -319,6 +319,9 @@ EN: dict[str, str] = {
     "host_sync_to_host": "the step copies a tensor to the host ({op}, {n} times in {steps} steps), which waits for "
                          "the device",
     "host_sync_to_host.fix": "keep it on the device; copy to the host only what you print, every N steps",
+    "host_sync_cuda_only": "on CUDA the step calls {call} every step, in a branch that runs only on CUDA: the host waits there for the GPU to finish (on a CPU the branch never runs, so the grader read it from the source)",
+    "host_sync_cuda_only.note": "on CUDA the step would call {call} every step (a branch that runs only on CUDA): the host waits there for the GPU; harmless for correctness, but it costs time on a GPU",
+    "host_sync_cuda_only.fix": "remove it, or read the value on the host only every N steps; synchronize only to time code",
     "matmul_dtypes.pass": "every matmul of the fixed step ran in {dtype} ({n} per step)",
     "matmul_dtypes.mistakes": "{n} matmuls per step ran in float32 where autocast would run them in 16-bit; the "
                               "first: {first}",

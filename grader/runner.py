@@ -669,6 +669,8 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
                                                                                            detail=message)), line, text)
         return _finish(result, exercise, started, progress)
     static_findings = static.analyse(source)
+    if exercise.check("host_syncs") is None:  # graded by host_syncs where the lesson has it, a note elsewhere
+        static_findings += static.cuda_only_host_syncs(source, exercise.entrypoint.name, note=True)
     start = starting_point(exercise, device)
     speed_spec = exercise.check("speedup")
     needs_timing = speed_spec is not None and kind in speed_spec.min_speedup
@@ -898,7 +900,7 @@ def profile_evidence(exercise, amp_dtype, sub: RunData, ev: Evidence, kind: str,
     return profiling.ProfileEvidence(
         ev.source, kind, amp_dtype, sub.census, ev.given.census, sub.params, ev.given.params,
         ev.reference.params if ev.reference else None, ev.start, describe, ev.given_timing,
-        tol.update_rtol if tol else NEAR_FP32)
+        tol.update_rtol if tol else NEAR_FP32, static.cuda_only_host_syncs(ev.source, exercise.entrypoint.name))
 
 
 def speedup_check(spec, exercise, kind, amp_dtype, timing, earlier: list[CheckResult], start: dict) -> CheckResult:

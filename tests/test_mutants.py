@@ -30,6 +30,17 @@ def test_each_lesson_gets_the_mutants_its_task_exercises(exercises):
     ranked = {"one_rank_no_step", "no_allreduce"}
     assert ranked <= names["ddp_mixed_precision"] and not ranked & names["accelerate"]
     assert {"no_clip", "micro_batch_dropped"} <= names["accelerate"]  # its model and optimizer are Accelerate's
+    assert "cuda_sync" in names["profiling"] and "cuda_sync" not in names["autocast"]
+
+
+def test_a_cuda_only_sync_mutant_is_killed_on_cpu_by_the_source_alone(exercises, grade):
+    """On a CPU the appended `if ... == 'cuda':` branch never runs: host_syncs must fail from the source."""
+    ex = exercises["profiling"]
+    m = next(m for m in mutants.applicable(ex) if m.name == "cuda_sync")
+    result = grade("profiling", mutants.source(ex, m))
+    assert result.check("host_syncs").status == "fail"
+    assert [f.id for f in result.check("host_syncs").findings] == ["host_sync_cuda_only"]
+    assert result.check("parity").status == "pass"
 
 
 def test_a_mutant_keeps_the_reference_and_its_entrypoint_signature(exercises):
