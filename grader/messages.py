@@ -53,6 +53,7 @@ EN: dict[str, str] = {
     "backward_unscaled.fix": "call scaler.scale(loss).backward()",
     "optimizer_step_direct": "optimizer.step() was called directly, bypassing the scaler: gradients are still "
                              "multiplied by the scale, and steps with inf/NaN gradients are not skipped",
+    "optimizer_step_direct.unscaled": "optimizer.step() was called directly, bypassing the scaler: scaler.unscale_ did unscale the gradients, but a step with inf/NaN gradients is applied instead of skipped",
     "optimizer_step_direct.fix": "call scaler.step(optimizer) instead of optimizer.step()",
     "update_missing": "scaler.update() was never called, so the scale never adapts (and unscale_ bookkeeping is "
                       "never reset)",
@@ -180,6 +181,7 @@ EN: dict[str, str] = {
     "accumulate_missing": "no micro-batch ran inside `with accelerator.accumulate(model):`, so sync_gradients "
                           "stayed True and the prepared optimizer stepped on every micro-batch instead of once every "
                           "{n}",
+    "accumulate_missing.stepped_once": "no micro-batch ran inside `with accelerator.accumulate(model):`: the optimizer stepped once, as it should, but Accelerate never learnt which micro-batch ends each group of {n} (sync_gradients stayed True), so with several processes every micro-batch's backward all-reduces the gradients",
     "accumulate_missing.fix": "run each micro-batch's forward, backward and optimizer step inside "
                               "`with accelerator.accumulate(model):`",
     # -- call order: the check's message ------------------------------------------------------------------

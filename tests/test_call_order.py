@@ -37,3 +37,26 @@ def test_zeroing_before_a_later_backward_is_the_usual_order():
               ev("zero_grad", 4, owner="Optimizer"), ev("backward", 5),
               ev("optimizer_step", 6, via_scaler=False, optimizer=0)]
     assert "zero_grad_before_step" not in ids(events)
+
+
+def test_a_direct_step_after_unscale_does_not_say_the_gradients_are_still_scaled():
+    events = [ev("backward", 3, scaled=True), ev("unscale_", 4, optimizer=0),
+              ev("optimizer_step", 5, via_scaler=False, optimizer=0), ev("update", 6)]
+    found = call_order.diagnose([{"events": events, "param_dtypes": []}], {**CTX, "scaler": True})
+    direct = next(f for f in found if f.id == "optimizer_step_direct")
+    assert "still multiplied" not in direct.message and "unscale_ did unscale" in direct.message
+
+
+def test_a_direct_step_without_unscale_says_the_gradients_are_still_scaled():
+    events = [ev("backward", 3, scaled=True), ev("optimizer_step", 5, via_scaler=False, optimizer=0),
+              ev("update", 6)]
+    found = call_order.diagnose([{"events": events, "param_dtypes": []}], {**CTX, "scaler": True})
+    assert "still multiplied" in next(f for f in found if f.id == "optimizer_step_direct").message
+
+
+def test_a_skipped_micro_batch_is_not_also_an_update_after_too_few_micro_batches():
+    events = [ev("loss_op", 2, value=1.0, autocast=False), ev("backward", 3, scaled=True, value=1.0),
+              ev("loss_op", 2, value=1.0, autocast=False), ev("backward", 3, scaled=True, value=1.0),
+              ev("scaler_step", 5, optimizer=0), ev("update", 6)]
+    assert "update_every_micro_batch" not in ids(events, scaler=True, micro_batches=3)
+    assert "micro_batch_skipped" in ids(events, scaler=True, micro_batches=3)

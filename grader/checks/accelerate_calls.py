@@ -67,7 +67,9 @@ def step_rules(events, ctx) -> list[Finding]:
         out.append(finding("clip_outside_sync_gradients", early["line"]))
     if init["accumulation_steps"] > 1 and not every(events, "accumulate") and not ctx.get("partial"):
         where = first(events, "accelerator_backward") or first(events, "backward") or init
-        out.append(finding("accumulate_missing", where["line"], n=init["accumulation_steps"]))
+        stepped = len(every(events, "scaler_step") or every(events, "optimizer_step"))
+        key = "accumulate_missing.stepped_once" if stepped <= 1 else None  # not "stepped on every micro-batch"
+        out.append(finding("accumulate_missing", where["line"], key=key, n=init["accumulation_steps"]))
     return out
 
 

@@ -59,7 +59,7 @@ def scaler_usage(events, ctx) -> list[Finding]:
         out.append(finding("backward_unscaled", bw["line"]))
     direct = next((e for e in every(events, "optimizer_step") if not e["via_scaler"]), None)
     if direct:
-        out.append(finding("optimizer_step_direct", direct["line"]))
+        out.append(finding("optimizer_step_direct", direct["line"], key=_direct_step_key(events, direct)))
     steps, updates = every(events, "scaler_step"), every(events, "update")
     if steps and not updates and not ctx.get("partial"):  # a step that raised never got to its update
         out.append(finding("update_missing", steps[-1]["line"]))
@@ -69,6 +69,12 @@ def scaler_usage(events, ctx) -> list[Finding]:
         out.append(finding("update_more_than_once", updates[0]["line"], n=len(updates)))
     out += _unscale_rules(events)
     return out
+
+
+def _direct_step_key(events, direct) -> str | None:
+    """After scaler.unscale_ the gradients are no longer multiplied by the scale: say only what is still wrong."""
+    unscaled = any(e["ev"] == "unscale_" for e in events[:events.index(direct)])
+    return "optimizer_step_direct.unscaled" if unscaled else None
 
 
 def _unscale_rules(events) -> list[Finding]:
@@ -101,9 +107,12 @@ def accumulation(events, ctx) -> list[Finding]:
     if updates:
         at = events.index(updates[0])
         forwards = sum(e["ev"] == "loss_op" for e in events[:at])
-        counted = any(e["ev"] == "loss_op" for e in events)  # a loss autograd knows (not a custom formula)
+        losses = sum(e["ev"] == "loss_op" for e in events)  # losses autograd knows (not a custom formula)
         later_backward = any(e["ev"] == "backward" for e in events[at:])
-        if len(updates) > 1 or later_backward or (counted and forwards < n):
+        # a step that ran to its end and computed fewer losses than micro-batches skipped one: an update after all
+        # of them is micro_batch_skipped's consequence, not a second mistake
+        expected = losses if losses < n and not ctx.get("partial") else n
+        if len(updates) > 1 or later_backward or (losses and forwards < expected):
             key = "update_every_micro_batch.repeated" if len(updates) > 1 else None
             out.append(finding("update_every_micro_batch", updates[0]["line"], key=key, forwards=forwards, n=n,
                                updates=len(updates)))
