@@ -875,7 +875,7 @@ def evaluate(exercise, kind, amp_dtype, static_findings, sub: RunData, ev: Evide
             par = exercise.check("parity")
             tol = par.tolerances.get(amp_dtype) if par is not None else None
             out.append(coverage.check(spec, sub.coverage, describe,
-                                      closeness(sub, ev, tol.update_rtol if tol else NEAR_FP32)))
+                                      closeness(sub, ev, tol.update_rtol if tol else NEAR_FP32), amp_dtype))
         elif spec.id == "memory":
             out.append(memory.check(spec, kind, sub.memory, base.memory))
         elif spec.id == "overflow":
