@@ -86,6 +86,7 @@ EN: dict[str, str] = {
                                               "micro-batch",
     "micro_batch_skipped": "backward() ran {backwards} time(s) for {n} micro-batches, so some micro-batches never "
                            "reached the gradient",
+    "micro_batch_skipped.static": "this line leaves micro-batches out of the step, so their data never reach the gradient",
     "micro_batch_skipped.fix": "loop over every micro-batch and call backward once for each",
     "zero_grad_before_step": "gradients were zeroed after the backward pass and before the optimizer step, so the "
                              "step had no gradients to apply and the model did not train",

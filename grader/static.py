@@ -38,6 +38,17 @@ def _casts_to_16bit(call: ast.Call) -> bool:
     return False
 
 
+def _drops_micro_batches(node: ast.AST) -> bool:
+    """`micro_batches[:-1]`, `micro_batches[1:]`, `range(len(micro_batches) - 1)`: the line that leaves data
+    out, which the trace cannot name (it sees only the backward calls that did run)."""
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice) and dotted(node.value) == "micro_batches":
+        return True
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub) and isinstance(node.left, ast.Call) \
+            and dotted(node.left.func) == "len" and node.left.args and dotted(node.left.args[0]) == "micro_batches":
+        return True
+    return False
+
+
 class Visitor(ast.NodeVisitor):
     def __init__(self):
         self.findings: list[Finding] = []
@@ -52,6 +63,16 @@ class Visitor(ast.NodeVisitor):
     def visit_ImportFrom(self, node: ast.ImportFrom):
         if node.module in ("torch.cuda.amp", "torch.cpu.amp"):
             self.findings.append(finding("deprecated_api", node.lineno, severity="info"))
+
+    def visit_Subscript(self, node: ast.Subscript):
+        if _drops_micro_batches(node):
+            self.findings.append(finding("micro_batch_skipped", node.lineno, key="micro_batch_skipped.static"))
+        self.generic_visit(node)
+
+    def visit_BinOp(self, node: ast.BinOp):
+        if _drops_micro_batches(node):
+            self.findings.append(finding("micro_batch_skipped", node.lineno, key="micro_batch_skipped.static"))
+        self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call):
         name = dotted(node.func)

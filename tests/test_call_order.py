@@ -60,3 +60,12 @@ def test_a_skipped_micro_batch_is_not_also_an_update_after_too_few_micro_batches
               ev("scaler_step", 5, optimizer=0), ev("update", 6)]
     assert "update_every_micro_batch" not in ids(events, scaler=True, micro_batches=3)
     assert "micro_batch_skipped" in ids(events, scaler=True, micro_batches=3)
+
+
+def test_a_skipped_micro_batch_points_at_the_slice_that_drops_it_and_a_slice_alone_is_no_finding():
+    from grader.messages import finding
+
+    static = [finding("micro_batch_skipped", 9, key="micro_batch_skipped.static")]
+    traced = [finding("micro_batch_skipped", 12, backwards=3, n=4)]
+    assert [(f.id, f.line) for f in call_order.merge(traced, static, traced=True)] == [("micro_batch_skipped", 9)]
+    assert call_order.merge([], static, traced=False) == []

@@ -222,15 +222,22 @@ def diagnose(traces: list[dict], ctx: dict) -> list[Finding]:
     return list(found.values())
 
 
+# Mistakes whose line the trace can only guess: it sees the backward calls that ran, not the slice that left a
+# micro-batch out. Where the source shows that slice, its line is the one to fix. A slice alone is no mistake
+# (DDP's `micro_batches[:-1]` under no_sync(), then the last one), so it never makes a finding by itself.
+SOURCE_NAMES_THE_LINE = {"micro_batch_skipped"}
+
+
 def merge(found: list[Finding], static: list[Finding], *, traced: bool) -> list[Finding]:
     """The trace decides; the source lends its line numbers. Static-only
     mistakes count only when no step could be traced (it is a heuristic)."""
     by_id = {f.id: f for f in static}
     for f in found:
-        if f.line is None and f.id in by_id:
+        if (f.line is None or f.id in SOURCE_NAMES_THE_LINE) and f.id in by_id:
             f.line = by_id[f.id].line
     known = {f.id for f in found}
-    extra = [f for f in static if f.id not in known and (f.severity == "info" or not traced)]
+    extra = [f for f in static if f.id not in known and f.id not in SOURCE_NAMES_THE_LINE
+             and (f.severity == "info" or not traced)]
     return found + extra
 
 

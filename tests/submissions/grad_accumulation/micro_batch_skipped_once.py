@@ -1,5 +1,5 @@
 # expect-status: fail
-# expect-finding: micro_batch_skipped
+# expect-finding: micro_batch_skipped line=14
 # expect-no-finding: update_every_micro_batch
 # expect-no-finding: step_every_micro_batch
 # The last micro-batch is left out: one mistake, named once (the update after 3 of 4 is its consequence).
