@@ -177,6 +177,9 @@ EN: dict[str, str] = {
                                         "unscales first",
     "clip_outside_sync_gradients": "accelerator.clip_grad_norm_ ran on a micro-batch whose gradients were not "
                                    "complete yet (accelerator.sync_gradients was False): it clipped a partial sum",
+    "accelerator_unscale_twice": "the gradients are clipped through Accelerate twice before one optimizer step (first at line {first}): each accelerator.clip_grad_norm_ unscales them first, and with float16 the second raises \"unscale_() has already been called on this optimizer\" (with bfloat16, as here, nothing raises)",
+    "accelerator_unscale_twice.manual": "accelerator.clip_grad_norm_ unscales the gradients itself, but scaler.unscale_ already did (line {first}): with float16 it raises \"unscale_() has already been called on this optimizer\"",
+    "accelerator_unscale_twice.fix": "clip once per optimizer step, with accelerator.clip_grad_norm_ only, inside `if accelerator.sync_gradients:`; do not call scaler.unscale_ yourself",
     "clip_outside_sync_gradients.fix": "clip only under `if accelerator.sync_gradients:`, right before "
                                        "optimizer.step()",
     "accumulate_missing": "no micro-batch ran inside `with accelerator.accumulate(model):`, so sync_gradients "
