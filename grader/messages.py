@@ -28,6 +28,7 @@ EN: dict[str, str] = {
                             ".bfloat16() or .to(float16)), so the optimizer updates 16-bit weights and small updates "
                             "are lost",
     "master_weights_16bit.static": "the model is cast to 16-bit, so the optimizer would update 16-bit weights",
+    "master_weights_16bit.submodule": "some of the model's parameters are {dtypes}, the others float32: a submodule was cast to 16-bit (.half(), .bfloat16() or .to(float16)), so the optimizer updates its weights in 16-bit and their small updates are lost",
     "master_weights_16bit.fix": "keep the model in float32 and let torch.autocast cast each op on the fly",
     "no_autocast": "no torch.autocast region was entered during the step, so everything ran in float32",
     "no_autocast.fix": "wrap the forward pass and the loss in `with torch.autocast(device_type=device_type, "

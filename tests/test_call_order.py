@@ -69,3 +69,11 @@ def test_a_skipped_micro_batch_points_at_the_slice_that_drops_it_and_a_slice_alo
     traced = [finding("micro_batch_skipped", 12, backwards=3, n=4)]
     assert [(f.id, f.line) for f in call_order.merge(traced, static, traced=True)] == [("micro_batch_skipped", 9)]
     assert call_order.merge([], static, traced=False) == []
+
+
+def test_a_cast_submodule_is_not_called_the_model_itself():
+    found = call_order.diagnose([{"events": [ev("cast_model", 4, to="half"), ev("optimizer_step", 6,
+                                                                                via_scaler=False, optimizer=0)],
+                                  "param_dtypes": ["float16", "float32"]}], CTX)
+    cast = next(f for f in found if f.id == "master_weights_16bit")
+    assert "submodule" in cast.message and "model itself" not in cast.message

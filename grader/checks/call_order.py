@@ -15,8 +15,10 @@ def master_weights(trace, ctx) -> list[Finding]:
     cast = first(trace["events"], "cast_model")
     if not low and not cast:
         return []
+    # float32 parameters beside 16-bit ones: a submodule was cast, not "the model itself"
+    key = "master_weights_16bit.submodule" if low and "float32" in trace["param_dtypes"] else None
     low = low or ["16-bit"]
-    return [finding("master_weights_16bit", cast["line"] if cast else None, dtypes=", ".join(low))]
+    return [finding("master_weights_16bit", cast["line"] if cast else None, key=key, dtypes=", ".join(low))]
 
 
 def autocast_usage(events, ctx) -> list[Finding]:
