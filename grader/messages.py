@@ -28,6 +28,7 @@ EN: dict[str, str] = {
                             ".bfloat16() or .to(float16)), so the optimizer updates 16-bit weights and small updates "
                             "are lost",
     "master_weights_16bit.static": "the model is cast to 16-bit, so the optimizer would update 16-bit weights",
+    "master_weights_16bit.submodule": "some of the model's parameters are {dtypes}, the others float32: a submodule was cast to 16-bit (.half(), .bfloat16() or .to(float16)), so the optimizer updates its weights in 16-bit and their small updates are lost",
     "master_weights_16bit.fix": "keep the model in float32 and let torch.autocast cast each op on the fly",
     "no_autocast": "no torch.autocast region was entered during the step, so everything ran in float32",
     "no_autocast.fix": "wrap the forward pass and the loss in `with torch.autocast(device_type=device_type, "
@@ -59,6 +60,7 @@ EN: dict[str, str] = {
     "backward_unscaled.fix": "call scaler.scale(loss).backward()",
     "optimizer_step_direct": "optimizer.step() was called directly, bypassing the scaler: gradients are still "
                              "multiplied by the scale, and steps with inf/NaN gradients are not skipped",
+    "optimizer_step_direct.unscaled": "optimizer.step() was called directly, bypassing the scaler: scaler.unscale_ did unscale the gradients, but a step with inf/NaN gradients is applied instead of skipped",
     "optimizer_step_direct.fix": "call scaler.step(optimizer) instead of optimizer.step()",
     "update_missing": "scaler.update() was never called, so the scale never adapts (and unscale_ bookkeeping is "
                       "never reset)",
@@ -97,6 +99,7 @@ EN: dict[str, str] = {
                                               "micro-batch",
     "micro_batch_skipped": "backward() ran {backwards} time(s) for {n} micro-batches, so some micro-batches never "
                            "reached the gradient",
+    "micro_batch_skipped.static": "this line leaves micro-batches out of the step, so their data never reach the gradient",
     "micro_batch_skipped.fix": "loop over every micro-batch and call backward once for each",
     "zero_grad_before_step": "gradients were zeroed after the backward pass and before the optimizer step, so the "
                              "step had no gradients to apply and the model did not train",
@@ -195,11 +198,15 @@ EN: dict[str, str] = {
                                         "unscales first",
     "clip_outside_sync_gradients": "accelerator.clip_grad_norm_ ran on a micro-batch whose gradients were not "
                                    "complete yet (accelerator.sync_gradients was False): it clipped a partial sum",
+    "accelerator_unscale_twice": "the gradients are clipped through Accelerate twice before one optimizer step (first at line {first}): each accelerator.clip_grad_norm_ unscales them first, and with float16 the second raises \"unscale_() has already been called on this optimizer\" (with bfloat16, as here, nothing raises)",
+    "accelerator_unscale_twice.manual": "accelerator.clip_grad_norm_ unscales the gradients itself, but scaler.unscale_ already did (line {first}): with float16 it raises \"unscale_() has already been called on this optimizer\"",
+    "accelerator_unscale_twice.fix": "clip once per optimizer step, with accelerator.clip_grad_norm_ only, inside `if accelerator.sync_gradients:`; do not call scaler.unscale_ yourself",
     "clip_outside_sync_gradients.fix": "clip only under `if accelerator.sync_gradients:`, right before "
                                        "optimizer.step()",
     "accumulate_missing": "no micro-batch ran inside `with accelerator.accumulate(model):`, so sync_gradients "
                           "stayed True and the prepared optimizer stepped on every micro-batch instead of once every "
                           "{n}",
+    "accumulate_missing.stepped_once": "no micro-batch ran inside `with accelerator.accumulate(model):`: the optimizer stepped once, as it should, but Accelerate never learnt which micro-batch ends each group of {n} (sync_gradients stayed True), so with several processes every micro-batch's backward all-reduces the gradients",
     "accumulate_missing.fix": "run each micro-batch's forward, backward and optimizer step inside "
                               "`with accelerator.accumulate(model):`",
     # -- call order: the check's message ------------------------------------------------------------------
@@ -354,6 +361,9 @@ EN: dict[str, str] = {
     "host_sync_to_host": "the step copies a tensor to the host ({op}, {n} times in {steps} steps), which waits for "
                          "the device",
     "host_sync_to_host.fix": "keep it on the device; copy to the host only what you print, every N steps",
+    "host_sync_cuda_only": "on CUDA the step calls {call} every step, in a branch that runs only on CUDA: the host waits there for the GPU to finish (on a CPU the branch never runs, so the grader read it from the source)",
+    "host_sync_cuda_only.note": "on CUDA the step would call {call} every step (a branch that runs only on CUDA): the host waits there for the GPU; harmless for correctness, but it costs time on a GPU",
+    "host_sync_cuda_only.fix": "remove it, or read the value on the host only every N steps; synchronize only to time code",
     "matmul_dtypes.pass": "every matmul of the fixed step ran in {dtype} ({n} per step)",
     "matmul_dtypes.mistakes": "{n} matmuls per step ran in float32 where autocast would run them in 16-bit; the "
                               "first: {first}",

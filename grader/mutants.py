@@ -180,6 +180,11 @@ MUTANTS = [
     Mutant("sync_back", "the step reads a value on the host again, every step (like loss.item())",
            lambda ex: ex.check("host_syncs") is not None and _has("model")(ex),
            "", "float(next(T.parameters()).detach().sum())", over="model"),
+    Mutant("cuda_sync", "the step reads a value on the host on CUDA only (under `if ... == 'cuda':`), which a "
+           "CPU never runs: only the source shows it there",
+           lambda ex: ex.check("host_syncs") is not None and _has("model")(ex),
+           "", "if next(T.parameters()).device.type == 'cuda':\n"
+           "    next(T.parameters()).detach().sum().item()", over="model"),
     Mutant("float32_back", "a layer runs in float32 again: autocast is turned off around it and its input cast",
            lambda ex: ex.check("matmul_dtypes") is not None and _has("model")(ex),
            "import torch\n"

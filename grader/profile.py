@@ -195,6 +195,17 @@ class Census:
                 return original(*args, **kwargs)
             return call
 
+        def to_host(original):
+            """On a CPU `.cpu()` returns the tensor itself and dispatches nothing; on a GPU it is a blocking copy
+            to the host (which _copy sees there). Counted on a CPU as the sync it would be."""
+            @functools.wraps(original)
+            def cpu(self_, *args, **kwargs):
+                if census.active and not census._quiet and census.device_type == "cpu":
+                    census.note(("sync", "to_host", "tensor.cpu"))
+                return original(self_, *args, **kwargs)
+            return cpu
+
+        torch.Tensor.cpu = to_host(torch.Tensor.cpu)
         torch.Tensor.tolist = host_read(torch.Tensor.tolist, "tensor.tolist")
         torch.Tensor.numpy = host_read(torch.Tensor.numpy, "tensor.numpy")
         tensor_str._str = host_read(tensor_str._str, "print")
@@ -207,7 +218,7 @@ class Census:
     def _watched(self) -> list[tuple[object, str]]:
         import torch._tensor_str as tensor_str
 
-        return [(torch.Tensor, "tolist"), (torch.Tensor, "numpy"), (tensor_str, "_str"),
+        return [(torch.Tensor, "cpu"), (torch.Tensor, "tolist"), (torch.Tensor, "numpy"), (tensor_str, "_str"),
                 *[(owner, attr) for owner, attr, _ in _synchronizers()], *_mode_switches(),
                 (Census, "observe"), (Census, "note"), (Census, "where"), (Census, "_copy"), (Census, "_on_device"),
                 (Census, "_autocast_state"), (CensusMode, "__torch_dispatch__")]

@@ -703,14 +703,15 @@ def budget_when_known(worker: WorkerProcess, futures: dict, limits, exercise: Ex
 
 def submission_error(payload: dict) -> SubmissionError:
     """The error as the learner reads it: the grader's own wording where it has one (a raised exception's text
-    is PyTorch's or the learner's, and stays as it is), with the line in front."""
+    is PyTorch's or the learner's, and stays as it is), with the line in front and, with ranks, the rank before
+    that."""
     said = Said.of(payload["said"]) if payload.get("said") else say("error.raised", detail=payload.get(
         "message", "unknown error"))
-    if payload.get("rank") is not None:
-        said = say("error.on_rank", rank=payload["rank"], message=said)
     line = payload.get("line")
     if line and payload.get("kind") not in ("timeout",):
         said = say("error.at_line", line=line, message=said)
+    if payload.get("rank") is not None:  # `rank 1: line 23: ...`, as docs/authoring.md shows it: whose, then where
+        said = say("error.on_rank", rank=payload["rank"], message=said)
     return SubmissionError(payload.get("kind", "error"), said, line, payload.get("source_line"), payload.get("step"))
 
 
@@ -732,6 +733,8 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
                                                                                            detail=message)), line, text)
         return _finish(result, exercise, started, progress)
     static_findings = static.analyse(source)
+    if exercise.check("host_syncs") is None:  # graded by host_syncs where the lesson has it, a note elsewhere
+        static_findings += static.cuda_only_host_syncs(source, exercise.entrypoint.name, note=True)
     start = starting_point(exercise, device)
     speed_spec = exercise.check("speedup")
     needs_timing = speed_spec is not None and kind in speed_spec.min_speedup
@@ -958,7 +961,7 @@ def evaluate(exercise, kind, amp_dtype, static_findings, sub: RunData, ev: Evide
             par = exercise.check("parity")
             tol = par.tolerances.get(amp_dtype) if par is not None else None
             out.append(coverage.check(spec, sub.coverage, describe,
-                                      closeness(sub, ev, tol.update_rtol if tol else NEAR_FP32)))
+                                      closeness(sub, ev, tol.update_rtol if tol else NEAR_FP32), amp_dtype))
         elif spec.id == "memory":
             out.append(memory.check(spec, kind, sub.memory, base.memory))
         elif spec.id == "overflow":
@@ -993,7 +996,7 @@ def profile_evidence(exercise, amp_dtype, sub: RunData, ev: Evidence, kind: str,
     return profiling.ProfileEvidence(
         ev.source, kind, amp_dtype, sub.census, ev.given.census, sub.params, ev.given.params,
         ev.reference.params if ev.reference else None, ev.start, describe, ev.given_timing,
-        tol.update_rtol if tol else NEAR_FP32)
+        tol.update_rtol if tol else NEAR_FP32, static.cuda_only_host_syncs(ev.source, exercise.entrypoint.name))
 
 
 def speedup_check(spec, exercise, kind, amp_dtype, timing, earlier: list[CheckResult], start: dict) -> CheckResult:

@@ -39,6 +39,17 @@ def _casts_to_16bit(call: ast.Call) -> bool:
     return False
 
 
+def _drops_micro_batches(node: ast.AST) -> bool:
+    """`micro_batches[:-1]`, `micro_batches[1:]`, `range(len(micro_batches) - 1)`: the line that leaves data
+    out, which the trace cannot name (it sees only the backward calls that did run)."""
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice) and dotted(node.value) == "micro_batches":
+        return True
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub) and isinstance(node.left, ast.Call) \
+            and dotted(node.left.func) == "len" and node.left.args and dotted(node.left.args[0]) == "micro_batches":
+        return True
+    return False
+
+
 class Visitor(ast.NodeVisitor):
     def __init__(self):
         self.findings: list[Finding] = []
@@ -53,6 +64,16 @@ class Visitor(ast.NodeVisitor):
     def visit_ImportFrom(self, node: ast.ImportFrom):
         if node.module in ("torch.cuda.amp", "torch.cpu.amp"):
             self.findings.append(finding("deprecated_api", node.lineno, severity="info"))
+
+    def visit_Subscript(self, node: ast.Subscript):
+        if _drops_micro_batches(node):
+            self.findings.append(finding("micro_batch_skipped", node.lineno, key="micro_batch_skipped.static"))
+        self.generic_visit(node)
+
+    def visit_BinOp(self, node: ast.BinOp):
+        if _drops_micro_batches(node):
+            self.findings.append(finding("micro_batch_skipped", node.lineno, key="micro_batch_skipped.static"))
+        self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call):
         name = dotted(node.func)
@@ -86,3 +107,103 @@ def syntax_error(source: str) -> tuple[str, int | None, str | None] | None:
     except SyntaxError as exc:
         return f"SyntaxError: {exc.msg}", exc.lineno, (exc.text or "").rstrip() or None
     return None
+
+
+# -- host syncs on a CUDA-only branch ------------------------------------------------------------------------
+# On a CPU (where most learners and CI grade) `if device_type == "cuda": torch.cuda.synchronize()` never runs,
+# and `.cpu()`, `.item()` of a CPU tensor cost nothing, so neither the trace nor the profiler can see what the
+# branch would do on a GPU: there the host would wait for the device every step. Only the source can tell.
+# A read that runs on this device is the census's to count (grader/profile.py); this rule adds the branches
+# that cannot run here, whatever the device, so the verdict is the same on CPU and CUDA.
+HOST_READS = ("synchronize", "item", "tolist", "cpu", "numpy")
+
+
+def _mentions_cuda(test: ast.AST) -> bool | None:
+    """True when the test holds on CUDA only (its body is the CUDA branch), False when it holds everywhere but
+    CUDA (its else is), None when it does not ask about the device."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _mentions_cuda(test.operand)
+        return None if inner is None else not inner
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        values = [v.value for v in (test.left, test.comparators[0]) if isinstance(v, ast.Constant)]
+        if values and values[0] in ("cuda", "cpu"):
+            equal = isinstance(test.ops[0], (ast.Eq, ast.Is, ast.In))
+            return equal == (values[0] == "cuda")
+        return None
+    if isinstance(test, ast.Call) and dotted(test.func) in ("torch.cuda.is_available", "cuda.is_available"):
+        return True
+    if isinstance(test, ast.Attribute) and test.attr == "is_cuda":
+        return True
+    return None
+
+
+def _host_read(call: ast.Call) -> str | None:
+    name = dotted(call.func).split(".")[-1] if isinstance(call.func, ast.Attribute) else ""
+    if name in HOST_READS and not (name == "synchronize" and call.args):
+        return name
+    if name == "to" and any(isinstance(a, ast.Constant) and a.value == "cpu" for a in call.args):
+        return "to"
+    return None
+
+
+def _functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
+    return {n.name: n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+def _bound_to(tree: ast.Module, name: str) -> set[str]:
+    """Functions put in the entrypoint's place: `train_step = wrap`, `globals()["train_step"] = wrap` (how a
+    decorator or grader/mutants.py's wrapper rebinds it). The step is whatever the name is bound to."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name):
+            for t in node.targets:
+                if (isinstance(t, ast.Name) and t.id == name) or (
+                        isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant) and t.slice.value == name):
+                    out.add(node.value.id)
+    return out
+
+
+def _step_functions(tree: ast.Module, entrypoint: str) -> list[ast.AST]:
+    """The step function, what is bound in its place, and the functions of this file they call (transitively)."""
+    functions = _functions(tree)
+    todo, seen = [entrypoint, *_bound_to(tree, entrypoint)], set()
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in functions:
+            continue
+        seen.add(name)
+        for node in ast.walk(functions[name]):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                todo.append(node.func.id)
+    return [functions[n] for n in seen]
+
+
+def cuda_only_host_syncs(source: str, entrypoint: str, *, note: bool = False) -> list[Finding]:
+    """`host_sync_cuda_only` at each host read or synchronize in a branch of the step that runs on CUDA only.
+    `note`: as an info-level note, for lessons that do not grade host syncs (a `loss.item()` for logging costs
+    time on a GPU, but it is not a mistake of mixed precision)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    out, lines = [], set()
+
+    def visit(node: ast.AST, cuda_only: bool):
+        if isinstance(node, ast.If) and (side := _mentions_cuda(node.test)) is not None:
+            for child in node.body:
+                visit(child, cuda_only or side)
+            for child in node.orelse:
+                visit(child, cuda_only or not side)
+            return
+        if cuda_only and isinstance(node, ast.Call) and (name := _host_read(node)) and node.lineno not in lines:
+            lines.add(node.lineno)
+            out.append(finding("host_sync_cuda_only", node.lineno, severity="info" if note else "error",
+                               key="host_sync_cuda_only.note" if note else None, call=f"{dotted(node.func)}()"))
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                visit(child, cuda_only)
+
+    for function in _step_functions(tree, entrypoint):
+        for statement in function.body:
+            visit(statement, False)
+    return sorted(out, key=lambda f: f.line)

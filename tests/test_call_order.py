@@ -37,3 +37,43 @@ def test_zeroing_before_a_later_backward_is_the_usual_order():
               ev("zero_grad", 4, owner="Optimizer"), ev("backward", 5),
               ev("optimizer_step", 6, via_scaler=False, optimizer=0)]
     assert "zero_grad_before_step" not in ids(events)
+
+
+def test_a_direct_step_after_unscale_does_not_say_the_gradients_are_still_scaled():
+    events = [ev("backward", 3, scaled=True), ev("unscale_", 4, optimizer=0),
+              ev("optimizer_step", 5, via_scaler=False, optimizer=0), ev("update", 6)]
+    found = call_order.diagnose([{"events": events, "param_dtypes": []}], {**CTX, "scaler": True})
+    direct = next(f for f in found if f.id == "optimizer_step_direct")
+    assert "still multiplied" not in direct.message and "unscale_ did unscale" in direct.message
+
+
+def test_a_direct_step_without_unscale_says_the_gradients_are_still_scaled():
+    events = [ev("backward", 3, scaled=True), ev("optimizer_step", 5, via_scaler=False, optimizer=0),
+              ev("update", 6)]
+    found = call_order.diagnose([{"events": events, "param_dtypes": []}], {**CTX, "scaler": True})
+    assert "still multiplied" in next(f for f in found if f.id == "optimizer_step_direct").message
+
+
+def test_a_skipped_micro_batch_is_not_also_an_update_after_too_few_micro_batches():
+    events = [ev("loss_op", 2, value=1.0, autocast=False), ev("backward", 3, scaled=True, value=1.0),
+              ev("loss_op", 2, value=1.0, autocast=False), ev("backward", 3, scaled=True, value=1.0),
+              ev("scaler_step", 5, optimizer=0), ev("update", 6)]
+    assert "update_every_micro_batch" not in ids(events, scaler=True, micro_batches=3)
+    assert "micro_batch_skipped" in ids(events, scaler=True, micro_batches=3)
+
+
+def test_a_skipped_micro_batch_points_at_the_slice_that_drops_it_and_a_slice_alone_is_no_finding():
+    from grader.messages import finding
+
+    static = [finding("micro_batch_skipped", 9, key="micro_batch_skipped.static")]
+    traced = [finding("micro_batch_skipped", 12, backwards=3, n=4)]
+    assert [(f.id, f.line) for f in call_order.merge(traced, static, traced=True)] == [("micro_batch_skipped", 9)]
+    assert call_order.merge([], static, traced=False) == []
+
+
+def test_a_cast_submodule_is_not_called_the_model_itself():
+    found = call_order.diagnose([{"events": [ev("cast_model", 4, to="half"), ev("optimizer_step", 6,
+                                                                                via_scaler=False, optimizer=0)],
+                                  "param_dtypes": ["float16", "float32"]}], CTX)
+    cast = next(f for f in found if f.id == "master_weights_16bit")
+    assert "submodule" in cast.message and "model itself" not in cast.message

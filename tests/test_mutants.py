@@ -36,6 +36,17 @@ def test_each_lesson_gets_the_mutants_its_task_exercises(exercises):
     assert "unscale_wrong_optimizer" in names["multiple_models"] - names["grad_scaler"]  # two optimizers, clipping
     assert "decoy_wrap" in names["ddp_mixed_precision"] - names["accelerate"]
     assert "backward_under_autocast" in names["gradient_penalty"] - names["accelerate"]  # Accelerate's autocast
+    assert "cuda_sync" in names["profiling"] and "cuda_sync" not in names["autocast"]
+
+
+def test_a_cuda_only_sync_mutant_is_killed_on_cpu_by_the_source_alone(exercises, grade):
+    """On a CPU the appended `if ... == 'cuda':` branch never runs: host_syncs must fail from the source."""
+    ex = exercises["profiling"]
+    m = next(m for m in mutants.applicable(ex) if m.name == "cuda_sync")
+    result = grade("profiling", mutants.source(ex, m))
+    assert result.check("host_syncs").status == "fail"
+    assert [f.id for f in result.check("host_syncs").findings] == ["host_sync_cuda_only"]
+    assert result.check("parity").status == "pass"
 
 
 def test_a_mutant_keeps_the_reference_and_its_entrypoint_signature(exercises):

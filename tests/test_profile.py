@@ -38,6 +38,7 @@ def step(model, x, y, kind):
     if kind == "print": print(loss)
     if kind == "tolist": loss.tolist()
     if kind == "numpy": loss.detach().numpy()
+    if kind == "cpu": loss.detach().cpu()
     if kind == "helper": remember(loss)
     if kind == "if":
         if loss > 0: pass
@@ -80,7 +81,7 @@ for kind in sys.argv[2:]:
     out[kind] = {"events": census.stop(), "tampered": census.tampered(), "error": error}
 print(json.dumps(out))
 '''
-KINDS = ["none", "item", "float", "fstring", "print", "tolist", "numpy", "helper", "if", "mask", "nonzero", "sync",
+KINDS = ["none", "item", "float", "fstring", "print", "tolist", "numpy", "cpu", "helper", "if", "mask", "nonzero", "sync",
          "kept", "evade"]
 
 
@@ -97,7 +98,7 @@ def census_of(tmp_path_factory):
 
 
 SPELLINGS = {"item": "value", "float": "value", "fstring": "value", "if": "value", "helper": "value",
-             "print": "print", "tolist": "host_read", "numpy": "host_read", "mask": "data_dependent",
+             "print": "print", "tolist": "host_read", "numpy": "host_read", "cpu": "to_host", "mask": "data_dependent",
              "nonzero": "data_dependent", "sync": "explicit"}
 
 
@@ -105,6 +106,12 @@ SPELLINGS = {"item": "value", "float": "value", "fstring": "value", "if": "value
 def test_every_spelling_of_a_host_read_is_one_sync_at_the_learners_line(kind, census_of):
     syncs = [e for e in census_of[kind]["events"] if e["ev"] == "sync"]
     assert [(e["kind"], e["line"], e["n"]) for e in syncs] == [(SPELLINGS[kind], LINES[kind], 1)], census_of[kind]
+
+
+def test_a_copy_to_the_host_counts_on_a_cpu_as_the_sync_it_is_on_a_gpu(census_of):
+    """On a CPU `.cpu()` returns the tensor itself and dispatches nothing; on a GPU it waits for the device."""
+    syncs = [e for e in census_of["cpu"]["events"] if e["ev"] == "sync"]
+    assert [(e["kind"], e["op"]) for e in syncs] == [("to_host", "tensor.cpu")]
 
 
 def test_a_step_that_keeps_values_on_the_device_has_no_sync(census_of):

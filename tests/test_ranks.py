@@ -141,7 +141,7 @@ def test_an_exception_on_one_rank_is_named_with_its_rank_and_line(grade):
     result = grade(DDP, source)
     # rank 0 was left waiting in an all-reduce: the error is rank 1's, not a timeout
     assert result.error.kind == "exception" and result.error.line == line_of(source, "only rank 1 fails")
-    assert "rank 1: ValueError: only rank 1 fails" in result.error.message
+    assert f"rank 1: line {result.error.line}: ValueError: only rank 1 fails" in result.error.message
 
 
 def test_a_rank_that_dies_is_named_and_the_other_is_not_left_waiting(grade):
@@ -156,7 +156,7 @@ def test_an_exception_in_prepare_is_reported_at_its_line(grade):
     source = ddp_source('    raise RuntimeError("prepare broke")')
     result = grade(DDP, source)
     assert result.error.kind == "exception" and result.error.line == line_of(source, "prepare broke")
-    assert "rank 0: RuntimeError: prepare broke" in result.error.message
+    assert f"rank 0: line {result.error.line}: RuntimeError: prepare broke" in result.error.message
 
 
 def test_a_prepare_that_returns_the_wrong_number_of_values_is_named(grade):
@@ -350,3 +350,9 @@ print("connections:", tried)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "connections: []" in done.stdout, done.stdout
 
+
+
+def test_a_rank_error_names_the_rank_before_the_line_as_the_docs_show():
+    """docs/authoring.md documents `rank 1: line 23: ...`: whose error first, then where."""
+    error = runner.submission_error({"kind": "exception", "message": "ValueError: x", "line": 23, "rank": 1})
+    assert error.message == "rank 1: line 23: ValueError: x"

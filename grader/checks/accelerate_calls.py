@@ -66,10 +66,29 @@ def step_rules(events, ctx) -> list[Finding]:
     early = next((e for e in every(events, "accelerator_clip") if not e["sync_gradients"]), None)
     if early:
         out.append(finding("clip_outside_sync_gradients", early["line"]))
+    out += _unscaled_twice(events)
     if init["accumulation_steps"] > 1 and not every(events, "accumulate") and not ctx.get("partial"):
         where = first(events, "accelerator_backward") or first(events, "backward") or init
-        out.append(finding("accumulate_missing", where["line"], n=init["accumulation_steps"]))
+        stepped = len(every(events, "scaler_step") or every(events, "optimizer_step"))
+        key = "accumulate_missing.stepped_once" if stepped <= 1 else None  # not "stepped on every micro-batch"
+        out.append(finding("accumulate_missing", where["line"], key=key, n=init["accumulation_steps"]))
     return out
+
+
+def _unscaled_twice(events) -> list[Finding]:
+    """accelerator.clip_grad_norm_ unscales the gradients itself (GradScaler.unscale_, with fp16 only) before it
+    clips: after a manual scaler.unscale_, or a second clip before the step, fp16 raises "unscale_() has already
+    been called". With bf16 (every CPU) there is no scaler and nothing raises, so the trace names it there too."""
+    seen = None
+    for e in events:
+        if e["ev"] in ("optimizer_step", "scaler_step", "update"):
+            seen = None
+        elif e["ev"] == "unscale_" or (e["ev"] == "accelerator_clip" and e.get("sync_gradients")):
+            if seen is not None and e["ev"] == "accelerator_clip":
+                key = "accelerator_unscale_twice.manual" if seen["ev"] == "unscale_" else None
+                return [finding("accelerator_unscale_twice", e["line"], key=key, first=seen["line"] or "?")]
+            seen = seen or e
+    return []
 
 
 def _divided_by_hand(events) -> list[Finding]:

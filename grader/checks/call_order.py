@@ -15,8 +15,10 @@ def master_weights(trace, ctx) -> list[Finding]:
     cast = first(trace["events"], "cast_model")
     if not low and not cast:
         return []
+    # float32 parameters beside 16-bit ones: a submodule was cast, not "the model itself"
+    key = "master_weights_16bit.submodule" if low and "float32" in trace["param_dtypes"] else None
     low = low or ["16-bit"]
-    return [finding("master_weights_16bit", cast["line"] if cast else None, dtypes=", ".join(low))]
+    return [finding("master_weights_16bit", cast["line"] if cast else None, key=key, dtypes=", ".join(low))]
 
 
 def autocast_usage(events, ctx) -> list[Finding]:
@@ -65,7 +67,7 @@ def scaler_usage(events, ctx) -> list[Finding]:
         out.append(finding("backward_unscaled", bw["line"], key=_spelled(bw, "backward_unscaled")))
     direct = next((e for e in every(events, "optimizer_step") if not e["via_scaler"]), None)
     if direct:
-        out.append(finding("optimizer_step_direct", direct["line"]))
+        out.append(finding("optimizer_step_direct", direct["line"], key=_direct_step_key(events, direct)))
     steps, updates = every(events, "scaler_step"), every(events, "update")
     if steps and not updates and not ctx.get("partial"):  # a step that raised never got to its update
         out.append(finding("update_missing", steps[-1]["line"]))
@@ -75,6 +77,12 @@ def scaler_usage(events, ctx) -> list[Finding]:
         out.append(finding("update_more_than_once", updates[0]["line"], n=len(updates)))
     out += _unscale_rules(events)
     return out
+
+
+def _direct_step_key(events, direct) -> str | None:
+    """After scaler.unscale_ the gradients are no longer multiplied by the scale: say only what is still wrong."""
+    unscaled = any(e["ev"] == "unscale_" for e in events[:events.index(direct)])
+    return "optimizer_step_direct.unscaled" if unscaled else None
 
 
 def _unscale_rules(events) -> list[Finding]:
@@ -119,9 +127,12 @@ def accumulation(events, ctx) -> list[Finding]:
     if updates:
         at = events.index(updates[0])
         forwards = sum(e["ev"] == "loss_op" for e in events[:at])
-        counted = any(e["ev"] == "loss_op" for e in events)  # a loss autograd knows (not a custom formula)
+        losses = sum(e["ev"] == "loss_op" for e in events)  # losses autograd knows (not a custom formula)
         later_backward = any(e["ev"] == "backward" for e in events[at:])
-        if len(updates) > 1 or later_backward or (counted and forwards < n):
+        # a step that ran to its end and computed fewer losses than micro-batches skipped one: an update after all
+        # of them is micro_batch_skipped's consequence, not a second mistake
+        expected = losses if losses < n and not ctx.get("partial") else n
+        if len(updates) > 1 or later_backward or (losses and forwards < expected):
             key = "update_every_micro_batch.repeated" if len(updates) > 1 else None
             out.append(finding("update_every_micro_batch", updates[0]["line"], key=key, forwards=forwards, n=n,
                                updates=len(updates)))
@@ -231,15 +242,22 @@ def diagnose(traces: list[dict], ctx: dict) -> list[Finding]:
     return list(found.values())
 
 
+# Mistakes whose line the trace can only guess: it sees the backward calls that ran, not the slice that left a
+# micro-batch out. Where the source shows that slice, its line is the one to fix. A slice alone is no mistake
+# (DDP's `micro_batches[:-1]` under no_sync(), then the last one), so it never makes a finding by itself.
+SOURCE_NAMES_THE_LINE = {"micro_batch_skipped"}
+
+
 def merge(found: list[Finding], static: list[Finding], *, traced: bool) -> list[Finding]:
     """The trace decides; the source lends its line numbers. Static-only
     mistakes count only when no step could be traced (it is a heuristic)."""
     by_id = {f.id: f for f in static}
     for f in found:
-        if f.line is None and f.id in by_id:
+        if (f.line is None or f.id in SOURCE_NAMES_THE_LINE) and f.id in by_id:
             f.line = by_id[f.id].line
     known = {f.id for f in found}
-    extra = [f for f in static if f.id not in known and (f.severity == "info" or not traced)]
+    extra = [f for f in static if f.id not in known and f.id not in SOURCE_NAMES_THE_LINE
+             and (f.severity == "info" or not traced)]
     return found + extra
 
 

@@ -30,7 +30,19 @@ def fp32_numbers(closeness: dict | None) -> bool:
             and closeness["toward_amp"] < 0.5)
 
 
-def check(spec, coverage: dict | None, describe_module, closeness: dict | None = None) -> CheckResult:
+def compared_like(flops: dict[str, int], amp_dtype: str | None) -> bool:
+    """The direction test compares with a trusted run in `amp_dtype`. A submission whose 16-bit work ran mostly
+    in the other dtype (a hard-coded float16 where the lesson runs bfloat16) rounds another way: float16 rounds
+    closer to float32 than bfloat16, so it would look like float32 arithmetic when it is not. Its wrong dtype is
+    call_order's autocast_wrong_dtype; this check does not also claim its 16-bit work did not happen."""
+    if amp_dtype is None:
+        return True
+    low = {k: v for k, v in flops.items() if k in LOW}
+    return not low or max(low, key=low.get) == amp_dtype
+
+
+def check(spec, coverage: dict | None, describe_module, closeness: dict | None = None,
+          amp_dtype: str | None = None) -> CheckResult:
     if not coverage or not coverage["flops"]:
         return CheckResult("coverage", FAIL, say("coverage.none"),
                            {"fraction_16bit": 0.0}, {"min_fraction": spec.min_fraction}, weight=spec.weight)
@@ -41,6 +53,9 @@ def check(spec, coverage: dict | None, describe_module, closeness: dict | None =
     if closeness is not None:
         measured.update({f"distance_{k}": round(v, 6) for k, v in closeness.items()})
     threshold = {"min_fraction": spec.min_fraction}
+    if closeness is not None and not compared_like(coverage["flops"], amp_dtype):
+        measured["direction_test"] = "not judged: the 16-bit work ran in another dtype than the trusted run's"
+        closeness = None
     if fraction >= spec.min_fraction and fp32_numbers(closeness):
         return CheckResult("coverage", FAIL, say("coverage.fp32_numbers", toward=closeness["toward_amp"]),
                            measured, threshold, [finding("numbers_fp32")], weight=spec.weight)

@@ -1,0 +1,29 @@
+# expect-status: fail
+# expect-finding: host_sync_cuda_only line=16
+# expect-check: host_syncs=fail
+# expect-check: parity=pass
+# The read hides in a helper the step calls, on the branch a CPU skips (`!= "cpu"` is CUDA here).
+import torch
+import torch.nn.functional as F
+
+CLASS_WEIGHTS = [1.0, 1.0, 1.0, 1.0, 2.0, 2.0, 3.0, 3.0]
+BOTTLENECKS = {"host_sync", "float32_matmul", "host_device_copy"}
+cache = {"log": []}
+
+
+def log(loss, device_type):
+    if device_type != "cpu":
+        cache["log"].append(loss.detach().cpu())
+
+
+def train_step(model, optimizer, inputs, targets, device_type, amp_dtype):
+    weights = cache.get("weights")
+    if weights is None:
+        weights = cache["weights"] = torch.tensor(CLASS_WEIGHTS, device=inputs.device)
+    optimizer.zero_grad(set_to_none=True)
+    with torch.autocast(device_type=device_type, dtype=amp_dtype):
+        loss = F.cross_entropy(model(inputs), targets, weight=weights)
+    loss.backward()
+    optimizer.step()
+    log(loss, device_type)
+    return loss

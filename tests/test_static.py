@@ -1,0 +1,78 @@
+"""grader/static.py's rule for host syncs on branches that run on CUDA only: a CPU never runs them, so the
+source is the only evidence there."""
+
+import textwrap
+
+from grader.static import cuda_only_host_syncs
+
+
+def lines_of(source: str, entrypoint: str = "train_step", **kw) -> list[int]:
+    return [f.line for f in cuda_only_host_syncs(textwrap.dedent(source), entrypoint, **kw)]
+
+
+def test_a_synchronize_under_a_cuda_test_is_found_at_its_line():
+    assert lines_of('''
+        def train_step(loss, device_type):
+            if device_type == "cuda":
+                torch.cuda.synchronize()
+    ''') == [4]
+
+
+def test_the_else_of_a_cpu_test_is_the_cuda_branch():
+    assert lines_of('''
+        def train_step(loss, device_type):
+            if device_type == "cpu":
+                pass
+            else:
+                loss.item()
+            if not torch.cuda.is_available():
+                loss.cpu()
+    ''') == [6]
+
+
+def test_a_read_that_runs_on_every_device_is_left_to_the_census():
+    assert lines_of('''
+        def train_step(loss, step):
+            loss.item()
+            if step % 100 == 0:
+                print(loss.item())
+    ''') == []
+
+
+def test_helpers_the_step_calls_are_read_and_others_are_not():
+    assert lines_of('''
+        def log(loss):
+            if loss.is_cuda:
+                loss.to("cpu")
+
+        def unused(loss):
+            if torch.cuda.is_available():
+                loss.tolist()
+
+        def train_step(loss):
+            log(loss)
+    ''') == [4]
+
+
+def test_a_wrapper_bound_in_the_entrypoints_place_is_read():
+    """How grader/mutants.py wraps a reference: `globals()["train_step"] = entry`."""
+    assert lines_of('''
+        def train_step(x):
+            return x
+
+        def _wrap():
+            G = globals()
+            def entry(*args):
+                if args[0].device.type == "cuda":
+                    args[0].sum().item()
+                return train_step(*args)
+            G["train_step"] = entry
+        _wrap()
+    ''') == [9]
+
+
+def test_as_a_note_it_is_info_level():
+    found = cuda_only_host_syncs('def train_step(l, d):\n    if d == "cuda":\n        l.item()\n', "train_step",
+                                 note=True)
+    assert [(f.id, f.severity) for f in found] == [("host_sync_cuda_only", "info")]
+    assert "harmless for correctness" in found[0].message
