@@ -399,7 +399,10 @@
       // The two loss lines coincide when parity holds: their difference, as its own series, shows how close.
       charts.push(["line", { title: tr("Difference to the FP32 loss (%)"), xLabel: tr("step"), yLabel: tr("% of FP32 loss"),
         series: [{ name: tr("your loss minus FP32 loss"), color: COLORS.submission,
-                   values: mine.map(function (v, i) { return base[i] ? 100 * (v - base[i]) / Math.abs(base[i]) : 0; }) }] }]);
+                   values: mine.map(function (v, i) {
+                     // no loss at a step (the overflowed one, where a loss term is inf): a gap, not -100%
+                     if (v === null || base[i] === null) return null;
+                     return base[i] ? 100 * (v - base[i]) / Math.abs(base[i]) : 0; }) }] }]);
     }
     if (plots.scale && plots.scale.length) charts.push(["line", scaleChart(plots.scale, plots.scale_overflow)]);
     if (plots.timing && plots.timing.baseline_s && plots.timing.baseline_s.length) {
