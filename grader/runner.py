@@ -372,7 +372,7 @@ def drive(worker: WorkerProcess, steps: int, *, trace: bool, measure_memory: boo
         except StepFailure as exc:
             if not (forced and survive_overflow and exc.payload.get("kind") in RAISED):
                 raise
-            _overflow_raised(data, step, before, exc.payload, code_of(worker))
+            _overflow_raised(data, step, before, exc.payload)
             break
         with malformed_is_protocol():
             for rank, (reply, mine) in enumerate(zip(replies, data.ranks or [data])):
@@ -432,7 +432,7 @@ def _overflow_seen(worker: WorkerProcess, data: RunData, step: int, before: list
     return applied
 
 
-def _overflow_raised(data: RunData, step: int, before: list[dict], payload: dict, code: str):
+def _overflow_raised(data: RunData, step: int, before: list[dict], payload: dict):
     """The code raised on the step the grader made overflow: the run stops there, and what it did until then
     (the weights before that step, the calls it made on it) is judged as a window of `step` steps."""
     payload = {k: v for k, v in payload.items() if k != "rank_traces"}
@@ -743,7 +743,7 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
     profiled = any(c.id in profiling.CHECK_IDS for c in exercise.checks)
     wl = workload_of(exercise, device)
     sub_data, traces, base_worker, sub_worker, timing, futures = RunData(), [], None, None, None, {}
-    raised = None
+    cut = False  # the submission's run ended at the overflowed step (runner.cut_at_overflow)
     given_worker, given_timing = None, None
     spawned: list[WorkerProcess] = []
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trusted-runs")
@@ -781,15 +781,15 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
               progress=lambda step: progress("step", n=step + 1, total=wl.steps,
                                              limit_s=step_limit(sub_worker, launcher.limits)), census=profiled,
               overflow=ForcedOverflow.of(exercise, device), survive_overflow=True)
-        raised = cut_at_overflow(sub_data)
-        if not raised:
+        cut = cut_at_overflow(sub_data)
+        if not cut:
             collect_params(sub_worker, sub_data)
         if not all(future.done() for future in futures.values()):
             progress("trusted")  # the FP32 baseline and the reference run are still going
         with budget_paused(sub_worker):
             for future in futures.values():
                 future.result()  # the baseline's worker is free for timing only once its run is over
-        if needs_timing and not raised:
+        if needs_timing and not cut:
             progress("timing", rounds=0)
             with budget_paused(sub_worker):
                 hold.alone()
@@ -798,7 +798,7 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
             with budget_paused(sub_worker):
                 hold.alone() if alone_throughout else hold.share()
             timing.after_params = (load_params(sub_worker), load_params(base_worker))
-        if times_given and not raised:
+        if times_given and not cut:
             progress("timing_given", rounds=0)
             with budget_paused(sub_worker):
                 hold.alone()
@@ -828,7 +828,7 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
     trusted = {role: future.result() for role, future in futures.items()}  # a failed baseline is the platform's
     base, ref, given = trusted.get("baseline"), trusted.get("reference"), trusted.get("given")
     if result.error is None:
-        if raised:  # judged as the window of steps before the overflowed one, the trusted runs' too
+        if cut:  # judged as the window of steps before the overflowed one, the trusted runs' too
             base, ref = (window(r, sub_data.overflow["step"]) if r is not None else None for r in (base, ref))
         evidence = Evidence(base, ref, start.state, start.layers, given, source, given_timing)
         result.checks = judged(lambda: evaluate(exercise, kind, result.amp_dtype, static_findings, sub_data,
@@ -857,7 +857,7 @@ def cut_at_overflow(data: RunData) -> bool:
 
 def window(data: RunData, steps: int) -> RunData:
     """A trusted run as it stood before step `steps` (the overflowed step, which it ran through): what a
-    submission that raised on that step is compared with."""
+    submission whose run ended on that step (it raised, or applied the inf) is compared with."""
     o = data.overflow
     return dataclasses.replace(data, losses=data.losses[:steps], scales=data.scales[:steps],
                                memory=data.memory[:max(0, steps - MEMORY_FROM)], params=o["before"],

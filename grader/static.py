@@ -65,15 +65,12 @@ class Visitor(ast.NodeVisitor):
         if node.module in ("torch.cuda.amp", "torch.cpu.amp"):
             self.findings.append(finding("deprecated_api", node.lineno, severity="info"))
 
-    def visit_Subscript(self, node: ast.Subscript):
+    def _dropped_micro_batches(self, node: ast.Subscript | ast.BinOp):
         if _drops_micro_batches(node):
             self.findings.append(finding("micro_batch_skipped", node.lineno, key="micro_batch_skipped.static"))
         self.generic_visit(node)
 
-    def visit_BinOp(self, node: ast.BinOp):
-        if _drops_micro_batches(node):
-            self.findings.append(finding("micro_batch_skipped", node.lineno, key="micro_batch_skipped.static"))
-        self.generic_visit(node)
+    visit_Subscript = visit_BinOp = _dropped_micro_batches
 
     def visit_Call(self, node: ast.Call):
         name = dotted(node.func)

@@ -15,7 +15,7 @@ import math
 
 import torch
 
-from grader.messages import finding, say
+from grader.messages import finding, message_of, say
 from grader.results import FAIL, PASS, CheckResult
 
 
@@ -58,9 +58,7 @@ def _raised(spec, step: int, error: dict) -> CheckResult:
     judge the steps before it), at the learner's line."""
     detail = str(error.get("message") or "an exception")[:500]
     rank = error.get("rank")
-    f = finding("overflow_step_raised", error.get("line"), key="overflow_step_raised.rank" if rank is not None
-                else None, step=step, detail=detail, rank=rank)
-    return CheckResult("overflow", FAIL, say("overflow.fail", findings=[say(f.id, step=step, detail=detail)]
-                                             if rank is None else [say("overflow_step_raised.rank", step=step,
-                                                                       detail=detail, rank=rank)]),
-                       {"step": step, "raised": True}, None, [f], weight=spec.weight)
+    key = "overflow_step_raised" if rank is None else "overflow_step_raised.rank"
+    f = finding("overflow_step_raised", error.get("line"), key=key, step=step, detail=detail, rank=rank)
+    return CheckResult("overflow", FAIL, say("overflow.fail", findings=[message_of(f)]), {"step": step, "raised": True},
+                       None, [f], weight=spec.weight)
