@@ -5,7 +5,7 @@ import pytest
 
 from grader.loader import exercise_files, load_all
 from grader.schema import LANGUAGES, localize
-from grader.validate import example_mismatches
+from grader.validate import example_mismatches, learning_problem
 
 IDS = [p.stem for p in exercise_files()]
 EXAMPLES = [(ex.id, e.name) for ex in load_all().values() for e in ex.examples]
@@ -17,6 +17,14 @@ def test_reference_solution_passes(exercise_id, exercises, grade):
     result = grade(exercise_id, ex.reference)
     assert result.status == "pass", result.to_dict()
     assert result.score == 1.0
+
+
+@pytest.mark.parametrize("exercise_id", IDS)
+def test_the_fp32_baseline_learns_enough_for_the_checks_to_tell(exercise_id, exercises, grade):
+    """What `grader validate` demands of a workload, on every shipped lesson (the overflowed step, which every run
+    skips, costs one update)."""
+    result = grade(exercise_id, exercises[exercise_id].reference)
+    assert learning_problem(exercise_id, result.plots["loss"]["baseline"]) is None
 
 
 @pytest.mark.parametrize("exercise_id", IDS)
