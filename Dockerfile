@@ -28,10 +28,11 @@ ENV PATH=/opt/venv/bin:$PATH \
     PYTHONPATH=/opt/amp-dojo \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1
-COPY grader/ /opt/amp-dojo/grader/
-RUN python3 -c "import torch, accelerate, grader.worker; print('torch', torch.__version__, 'accelerate', accelerate.__version__)"
+# The in-sandbox package alone (grader/worker/): in the image `grader` is a namespace package holding it.
+COPY grader/worker/ /opt/amp-dojo/grader/worker/
+RUN python3 -c "import torch, accelerate, grader.worker.serve; print('torch', torch.__version__, 'accelerate', accelerate.__version__)"
 
-# The hash of the grader's code, so the host can tell a stale image from a current one.
+# The hash of the in-sandbox package's code, so the host can tell a stale image from a current one.
 ARG GRADER_HASH=unknown
 LABEL org.amp-dojo.grader-hash=${GRADER_HASH}
 USER 65534:65534

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from html import escape
 
-from grader.wording import phrase
+from grader.wording.phrases import phrase
 
 WIDTH, HEIGHT = 480, 230
 LEFT, RIGHT, TOP, BOTTOM = 56, 12, 40, 34

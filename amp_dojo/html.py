@@ -11,9 +11,9 @@ import re
 from html import escape
 
 from amp_dojo.chart import loss_svg
-from grader.report import printable
+from grader.wording.report import printable
 from grader.results import ERROR, FAIL, NOT_APPLICABLE, PASS, GradingResult
-from grader.wording import (error_heading, error_in_words, localized, measured_in_words, phrase, summary_in_words,
+from grader.wording.phrases import (error_heading, error_in_words, localized, measured_in_words, phrase, summary_in_words,
                             verdict)
 
 BADGE = {PASS: "#1a7f37", FAIL: "#cf222e", ERROR: "#cf222e", NOT_APPLICABLE: "#6e7781"}

@@ -16,14 +16,15 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import HTML, Markdown, display
 
 from amp_dojo.html import CELL_OFFSET, grading_html, progress_html
-from grader import report, runner
+from grader.wording import report
+from grader import runner
 from grader.errors import GraderError
-from grader.launcher import limits_from
-from grader.loader import load_exercise
+from grader.sandboxes.launcher import limits_from
+from grader.lesson.loader import load_exercise
 from grader.results import GradingResult
-from grader.sandbox import SANDBOXES, make_launcher
-from grader.schema import LANGUAGES, localize
-from grader.wording import phrase, stage_in_words
+from grader.sandboxes.kinds import SANDBOXES, make_launcher
+from grader.lesson.schema import LANGUAGES, localize
+from grader.wording.phrases import phrase, stage_in_words
 
 
 class Graded:
@@ -69,8 +70,8 @@ class GradeMagics(Magics):
     def _launcher(self, sandbox: str, limits: list[str]):
         """One launcher per sandbox and limits for the kernel's life: each backend is probed once, and one warm
         sandbox waits for the next %%grade. Trusted runs are kept in the user's cache, as `grader check` does."""
-        from grader import trusted_runs
-        from grader.pool import WarmPool
+        from grader.judge import trusted_runs
+        from grader.sandboxes.pool import WarmPool
 
         key = (sandbox, tuple(limits))
         if key not in self._launchers:

@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from e2e.amp_dojo_live import LiveApp  # noqa: E402
-from grader.loader import load_all  # noqa: E402
+from grader.lesson.loader import load_all  # noqa: E402
 from webapp_load import Client, Submission, follow, percentile  # noqa: E402
 
 OPEN_LIMITS = {"RATE_LIMIT": 10_000, "IP_RATE_LIMIT": 100_000, "MAX_WAITING_PER_LEARNER": 0,

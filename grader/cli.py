@@ -14,14 +14,15 @@ from pathlib import Path
 
 import click
 
-from grader import formats, hints, quiz, report
+from grader.wording import formats, report
+from grader.lesson import hints, quiz
 from grader.errors import GraderError
-from grader.launcher import limits_from
-from grader.loader import load_all, load_exercise
+from grader.sandboxes.launcher import limits_from
+from grader.lesson.loader import load_all, load_exercise
 from grader.results import PASS
-from grader.sandbox import SANDBOXES, make_launcher
-from grader.schema import LANGUAGES, Exercise, localize
-from grader.wording import phrase
+from grader.sandboxes.kinds import SANDBOXES, make_launcher
+from grader.lesson.schema import LANGUAGES, Exercise, localize
+from grader.wording.phrases import phrase
 
 DEVICE = click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda")
 SANDBOX = click.option("--sandbox", type=click.Choice(SANDBOXES), default="auto", show_default=True,
@@ -93,7 +94,7 @@ def new(exercise_id, folder):
     """Write a lesson skeleton to fill in (text marked TODO, working code, workload and checks)."""
     import re
 
-    from grader.skeleton import skeleton
+    from grader.lesson.skeleton import skeleton
 
     if not re.fullmatch(r"[a-z][a-z0-9_-]*", exercise_id):
         raise GraderError(f"{exercise_id!r} is not a lesson id: use lower-case letters, digits, _ and -")
@@ -150,7 +151,7 @@ def warm_launcher(launcher, device: str, again: bool = False):
     """The launcher behind a pool of one warm sandbox, started now, before this process imports PyTorch; with
     --watch (`again`) the next grading's sandbox is started behind each one. The device is guessed without
     PyTorch (an NVIDIA device node means CUDA); a wrong guess only costs the warm start."""
-    from grader.pool import WarmPool
+    from grader.sandboxes.pool import WarmPool
 
     guess = device if device != "auto" else ("cuda" if Path("/dev/nvidiactl").exists() else "cpu")
     return WarmPool(launcher, size=1, devices=(guess,), refill=again)
@@ -159,7 +160,8 @@ def warm_launcher(launcher, device: str, again: bool = False):
 def keep_trusted_runs():
     """Trusted runs (each lesson's FP32 baseline and reference) are kept in the user's cache folder, so only the
     first `grader check` of a lesson on this machine computes them."""
-    from grader import runner, trusted_runs
+    from grader import runner
+    from grader.judge import trusted_runs
 
     runner.use_trusted_store(trusted_runs.DirectoryStore(trusted_runs.user_cache_dir()))
 
@@ -312,7 +314,7 @@ def _ask_choice(letters: str, lang: str) -> int:
 @LIMIT
 def validate(paths, schema_only, no_mutants, device, sandbox, limits):
     """Prove exercises are sound: schema, a workload that learns, reference passes, starter and mutants fail."""
-    from grader.validate import expand, margins, measured_row, validate_file
+    from grader.authoring.validate import expand, margins, measured_row, validate_file
 
     files = expand(list(paths))
     if not files:
@@ -364,7 +366,8 @@ def mutant_line(m) -> str:
 def warm(exercise_ids, device, sandbox, limits):
     """Compute the trusted runs (FP32 baseline and reference) of these lessons (default: all) into the cache
     that `grader check` uses, so that no check waits for them."""
-    from grader import runner, trusted_runs
+    from grader import runner
+    from grader.judge import trusted_runs
 
     keep_trusted_runs()
     launcher = launcher_for(sandbox, limits)
@@ -387,9 +390,9 @@ def warm(exercise_ids, device, sandbox, limits):
 def selftest(device, sandbox, limits, as_json):
     """Grade every reference and starter here; print what was measured."""
     from grader import runner
-    from grader.validate import measured_row
+    from grader.authoring.validate import measured_row
 
-    from grader.cpu import bf16_support
+    from grader.judge.cpu import bf16_support
 
     launcher = launcher_for(sandbox, limits)
     support = bf16_support()

@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from grader.wording.catalog import Said, render, say, words
+
 PASS, FAIL, ERROR, NOT_APPLICABLE = "pass", "fail", "error", "not_applicable"
 SCHEMA_VERSION = 1
 
@@ -20,7 +22,7 @@ class Finding:
     fix: str
     line: int | None = None
     severity: str = "error"  # "error" fails the check, "info" is advice only
-    # The message and fix before they were put into words ({"key", "params"} of grader/messages.py, or a
+    # The message and fix before they were put into words ({"key", "params"} of grader/wording/catalog.py, or a
     # lesson's own {"en": ..., "it": ...}), so that they can be shown in the learner's language.
     text: dict | None = None
 
@@ -37,9 +39,7 @@ class CheckResult:
     parts: list[dict] = field(default_factory=list)  # the message before it was put into words
 
     def __post_init__(self):
-        if not isinstance(self.message, str):  # a Said, or several (grader/messages.py)
-            from grader.messages import words
-
+        if not isinstance(self.message, str):  # a Said, or several (grader/wording/catalog.py)
             self.message, self.parts = words(self.message)
 
 
@@ -54,8 +54,6 @@ class SubmissionError:
 
     def __post_init__(self):
         if not isinstance(self.message, str):
-            from grader.messages import words
-
             self.message, self.parts = words(self.message)
 
 
@@ -94,3 +92,18 @@ class GradingResult:
     def to_dict(self) -> dict:
         data = asdict(self)
         return {"schema_version": SCHEMA_VERSION, "status": self.status, "score": self.score, **data}
+
+
+def finding(id: str, line: int | None = None, severity: str = "error", key: str | None = None,
+            **params) -> Finding:
+    """A diagnosed mistake worded from the catalog: `key` (default: the id) and `key.fix`."""
+    key = key or id
+    said = say(key, **params)
+    fix_key = f"{key.split('.')[0]}.fix"
+    return Finding(id, str(said), render(fix_key, params), line, severity,
+                   text={"message": said.to_dict(), "fix": Said(fix_key, params).to_dict()})
+
+
+def message_of(f: Finding) -> Said:
+    """A finding's message, still unworded, to be a check's message."""
+    return Said.of((f.text or {}).get("message") or f.message)

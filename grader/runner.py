@@ -22,15 +22,18 @@ from typing import Callable
 
 import torch
 
-from grader import bounds, budget, exclusive, layers, lazy_dynamo, profile, static, trusted_runs, workload
+from grader.judge import bounds, budget, static, trusted_runs
+from grader.sandboxes import exclusive
+from grader.wording import layers
+from grader.worker import lazy_dynamo, census, workload
 from grader.checks import call_order, coverage, lesson, memory, overflow, parity, profiling, ranks, speedup
 from grader.errors import EnvironmentProblem, ExerciseError, GraderError
-from grader.launcher import (LocalLauncher, SandboxDidNotStart, WorkerFailure, WorkerProcess, WorkerSpec,
+from grader.sandboxes.launcher import (LocalLauncher, SandboxDidNotStart, WorkerFailure, WorkerProcess, WorkerSpec,
                              params_reply_limit)
-from grader.messages import EN, Said, say
+from grader.wording.catalog import EN, Said, say
 from grader.results import ERROR, CheckResult, GradingResult, SubmissionError
-from grader.schema import Exercise
-from grader.timing import TimingPlan, TimingResult, estimate, t999
+from grader.lesson.schema import Exercise
+from grader.judge.timing import TimingPlan, TimingResult, estimate, t999
 
 Progress = Callable[..., None]
 log = logging.getLogger("grader.runner")
@@ -76,7 +79,7 @@ class RunData:
     params: dict | None = None
     overflow: dict | None = None  # the forced-overflow step: weights before and after, scale before and after
     ranks: list["RunData"] = field(default_factory=list)  # each rank's own evidence, where the code ran as several
-    census: list[dict] = field(default_factory=list)  # per step: syncs, copies, matmul dtypes (grader/profile.py)
+    census: list[dict] = field(default_factory=list)  # per step: syncs, copies, matmul dtypes (grader/worker/census.py)
     top_ops: list[dict] | None = None  # torch.profiler's busiest ops of one step (a trusted run of a given step)
     seconds: float | None = None  # a trusted run's own time, from loading its code to its parameters (budget)
 
@@ -135,15 +138,17 @@ ERROR_KINDS = {"syntax", "import", "entrypoint", "signature", "exception", "retu
 
 def _ok(reply: dict, world_size: int = 1, code: str = "") -> dict:
     """A worker's reply is untrusted data: an error must look like one the worker makes, and every field of it
-    is bounded (grader/bounds.py) against `code`, the source the worker runs."""
+    is bounded (grader/judge/bounds.py) against `code`, the source the worker runs."""
     if reply.get("ok") is True:
         return reply
     error = reply.get("error")
     if not isinstance(error, dict) or error.get("kind") not in ERROR_KINDS or not isinstance(error.get("message"), str):
         raise WorkerFailure(PROTOCOL)
-    rank = error.get("rank")
-    raise StepFailure({**bounds.error(error, code, MAX_EVENTS), "said": worded_error(error.get("said")),
-                       "rank": rank if _is_int(rank) and 0 <= rank < world_size > 1 else None})
+    rank, said = error.get("rank"), worded_error(error.get("said"))
+    checked = bounds.error(error, code, MAX_EVENTS)
+    if said is not None:  # the worker sends a catalog key, never words: the judge words it
+        checked["message"] = str(Said.of(said))
+    raise StepFailure({**checked, "said": said, "rank": rank if _is_int(rank) and 0 <= rank < world_size > 1 else None})
 
 
 def code_of(worker: WorkerProcess) -> str:
@@ -157,7 +162,7 @@ def _is_int(value) -> bool:
 
 
 def rank_replies(worker: WorkerProcess, reply: dict) -> list[dict]:
-    """One reply per rank (grader/ranks.py), each checked like any worker's. Where one rank failed, the traces
+    """One reply per rank (grader/worker/ranks.py), each checked like any worker's. Where one rank failed, the traces
     of the ranks that did answer go with its error: what they did differently can name the cause."""
     n, code = getattr(worker, "ranks", 1), code_of(worker)
     if n == 1:
@@ -245,7 +250,7 @@ def all_traces(data: RunData) -> list[dict]:
 
 
 def _traces(traces, code: str) -> list[dict]:
-    """At most one traced step, each event rebuilt within the bounds of grader/bounds.py."""
+    """At most one traced step, each event rebuilt within the bounds of grader/judge/bounds.py."""
     if not isinstance(traces, list) or len(traces) > 1:
         raise TypeError("traces")
     for trace in traces:
@@ -299,13 +304,13 @@ _CENSUS_FIELDS = {"sync": ("kind", "op"), "copy": ("dir", "op"), "matmul": ("op"
 
 
 def _census(steps) -> list[dict]:
-    """One step's census events (grader/profile.py), rebuilt field by field: known kinds, short strings, counts."""
+    """One step's census events (grader/worker/census.py), rebuilt field by field: known kinds, short strings, counts."""
     if not isinstance(steps, list) or len(steps) != 1:
         raise TypeError("census")
     out = []
     for s in steps:
         events = s["events"]
-        if not isinstance(events, list) or len(events) > profile.MAX_EVENTS:
+        if not isinstance(events, list) or len(events) > census.MAX_EVENTS:
             raise TypeError("census")
         clean = []
         for e in events:
@@ -449,7 +454,7 @@ def _overflow_raised(data: RunData, step: int, before: list[dict], payload: dict
 
 
 _TRUSTED_CACHE: dict[str, RunData] = {}  # this process's trusted runs, by trusted_runs.key
-_STORE = None  # where trusted runs outlive the process (grader/trusted_runs.py); None: memory only
+_STORE = None  # where trusted runs outlive the process (grader/judge/trusted_runs.py); None: memory only
 NEAR_FP32 = 0.05  # where a lesson has no parity check: how close to the FP32 run a forged run would end
 # The trusted runs and the lesson code each runs: a profiling lesson's given step is its starter, profiled by the
 # grader in a process of its own (traced, so that its census runs there too).
@@ -559,7 +564,7 @@ def trusted_run(launcher, exercise: Exercise, role: str, device: str, worker: Wo
 
 
 def torch_profiled(worker: WorkerProcess, step: int) -> list[dict] | None:
-    """torch.profiler's table of one step of a trusted worker (grader/profile.py). It is shown, never judged: a
+    """torch.profiler's table of one step of a trusted worker (grader/worker/census.py). It is shown, never judged: a
     profiler that cannot run there (no access to the GPU's counters, say) leaves the table out, nothing else."""
     try:
         reply = _ok(worker.request({"cmd": "steps", "start": step, "count": 1, "torch_profile": True}),
@@ -568,7 +573,7 @@ def torch_profiled(worker: WorkerProcess, step: int) -> list[dict] | None:
         with malformed_is_protocol():
             return [{"op": str(r["op"])[:200], "calls": int(r["calls"]), "self_cpu_us": float(r["self_cpu_us"]),
                      "self_device_us": None if r["self_device_us"] is None else float(r["self_device_us"]),
-                     "dtypes": [str(d)[:40] for d in r["dtypes"]][:3]} for r in rows[:profile.TOP_OPS + 4]]
+                     "dtypes": [str(d)[:40] for d in r["dtypes"]][:3]} for r in rows[:census.TOP_OPS + 4]]
     except (StepFailure, WorkerFailure) as exc:
         if exc.payload.get("kind") == "cancelled":
             raise
@@ -686,7 +691,7 @@ def step_limit(worker: WorkerProcess, limits) -> float:
 
 
 def budget_when_known(worker: WorkerProcess, futures: dict, limits, exercise: Exercise, timed_s: list[float]):
-    """Sets the submission's whole-grading budget (grader/budget.py) once every trusted run it is measured against
+    """Sets the submission's whole-grading budget (grader/judge/budget.py) once every trusted run it is measured against
     has its time: at once where they were stored, else when the last one finishes."""
 
     def finished(_future):
@@ -928,7 +933,7 @@ class Evidence:
     baseline: RunData
     reference: RunData | None
     start: dict
-    layers: dict = field(default_factory=dict)  # module name -> its description (grader/layers.py)
+    layers: dict = field(default_factory=dict)  # module name -> its description (grader/wording/layers.py)
     given: RunData | None = None  # a profiling lesson: the grader's own run of the given step (its starter)
     source: str = ""  # the submission's source, read (never run) by checks that look at what it declares
     given_timing: TimingResult | None = None  # the fixed step timed against the given step

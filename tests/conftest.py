@@ -4,8 +4,8 @@ from pathlib import Path
 import pytest
 
 from grader import runner
-from grader.launcher import Limits, LocalLauncher
-from grader.loader import load_all
+from grader.sandboxes.launcher import Limits, LocalLauncher
+from grader.lesson.loader import load_all
 
 ROOT = Path(__file__).resolve().parent.parent
 SUBMISSIONS = Path(__file__).resolve().parent / "submissions"

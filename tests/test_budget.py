@@ -1,4 +1,4 @@
-"""The whole grading's budget (grader/budget.py): derived from the trusted runs' own time, it ends a submission
+"""The whole grading's budget (grader/judge/budget.py): derived from the trusted runs' own time, it ends a submission
 that waits just under every per-request limit, names the step it was on, and never touches a right answer."""
 
 from dataclasses import replace
@@ -6,8 +6,9 @@ from dataclasses import replace
 import pytest
 
 from conftest import TEST_LIMITS
-from grader import budget, runner
-from grader.launcher import LocalLauncher
+from grader.judge import budget
+from grader import runner
+from grader.sandboxes.launcher import LocalLauncher
 
 SLOW_RIGHT_ANSWER = '''
 import time
@@ -74,7 +75,7 @@ def test_the_reference_passes_well_inside_its_budget(exercises):
 
 def test_waiting_for_the_device_is_not_taken_from_the_budget():
     """Time a grading waits for another grading's timed rounds (or a trusted run) moves the budget's end."""
-    from grader.launcher import WorkerProcess
+    from grader.sandboxes.launcher import WorkerProcess
 
     worker = WorkerProcess.__new__(WorkerProcess)
     worker.loaded_at, worker.paused_s, worker.budget_s = 100.0, 0.0, None

@@ -63,7 +63,7 @@ def test_a_skipped_micro_batch_is_not_also_an_update_after_too_few_micro_batches
 
 
 def test_a_skipped_micro_batch_points_at_the_slice_that_drops_it_and_a_slice_alone_is_no_finding():
-    from grader.messages import finding
+    from grader.results import finding
 
     static = [finding("micro_batch_skipped", 9, key="micro_batch_skipped.static")]
     traced = [finding("micro_batch_skipped", 12, backwards=3, n=4)]

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from conftest import SUBMISSIONS
 from grader.cli import main
-from grader.schema import localize
+from grader.lesson.schema import localize
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -104,7 +104,7 @@ def test_validate_grades_reference_and_starter():
 
 
 def _reference(exercise_id):
-    from grader.loader import load_exercise
+    from grader.lesson.loader import load_exercise
 
     return load_exercise(exercise_id).reference
 
@@ -274,7 +274,7 @@ def _until(lines, text: str, timeout: float = 60) -> bool:
 
 
 def test_hint_shows_one_more_hint_each_time_and_reset_starts_over(tmp_path, monkeypatch):
-    from grader.loader import load_exercise
+    from grader.lesson.loader import load_exercise
 
     monkeypatch.delenv("AMP_DOJO_STATE_DIR", raising=False)
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
@@ -292,7 +292,7 @@ def test_hint_shows_one_more_hint_each_time_and_reset_starts_over(tmp_path, monk
 
 
 def test_quiz_gives_a_second_try_then_the_explanation(tmp_path):
-    from grader.loader import load_exercise
+    from grader.lesson.loader import load_exercise
 
     quiz = load_exercise("autocast").quiz
     right = ["abcd"[q.answer] for q in quiz]

@@ -1,4 +1,4 @@
-"""The device locks (grader/exclusive.py) are the grader's own: whoever could open them could hold one forever
+"""The device locks (grader/sandboxes/exclusive.py) are the grader's own: whoever could open them could hold one forever
 and stop every grading of the host, so they live in a private folder of the grader's user and nothing planted
 there by someone else is used."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import exclusive
+from grader.sandboxes import exclusive
 from grader.errors import EnvironmentProblem
 
 

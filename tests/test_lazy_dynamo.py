@@ -1,5 +1,5 @@
 """torch._dynamo stays out of a grading worker until something compiles
-(grader/lazy_dynamo.py), and everything that needs it still gets the real
+(grader/worker/lazy_dynamo.py), and everything that needs it still gets the real
 module: a training step with the usual AMP calls loads nothing more, while
 torch.compile, torch._dynamo submodules and checkpointing keep working. Each
 case runs in a fresh interpreter, as a worker does."""
@@ -12,10 +12,10 @@ ROOT = Path(__file__).resolve().parent.parent
 STEP = """
 import sys
 sys.path.insert(0, {root!r})
-from grader.worker import preload
+from grader.worker.serve import preload
 preload()
 import torch
-from grader import lazy_dynamo
+from grader.worker import lazy_dynamo
 model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
 scaler = torch.amp.GradScaler("cpu")
 for opt in (torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9), torch.optim.AdamW(model.parameters())):
@@ -83,9 +83,10 @@ def test_a_traced_step_under_the_graders_own_dispatch_modes_does_not_load_dynamo
     mode and the census's mode, entered in every traced step, loaded the real module on the learner's first
     step (2 s of a warm sandbox's verdict)."""
     out = run("""
-from grader import profile, tracing
+from grader.worker import tracing
+from grader.worker.census import Census
 recorder = tracing.Recorder("submission.py", "cpu", [])
-census = profile.Census(recorder, "cpu")
+census = Census(recorder, "cpu")
 census.install()
 with tracing.PrecisionMode(recorder, {}), census.start([model], {}):
     opt.zero_grad(set_to_none=True)

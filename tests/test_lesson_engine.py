@@ -10,9 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import ROOT
-from grader import workload
+from grader.worker import workload
 from grader.cli import main
-from grader.loader import exercise_dirs, load_all, parse_exercise
+from grader.lesson.loader import exercise_dirs, load_all, parse_exercise
 
 MULTI = (ROOT / "exercises" / "multiple_models.yaml").read_text()
 

@@ -3,9 +3,9 @@ applicable check, the starter fails, and CUDA-only checks say so."""
 
 import pytest
 
-from grader.loader import exercise_files, load_all
-from grader.schema import LANGUAGES, localize
-from grader.validate import example_mismatches, learning_problem
+from grader.lesson.loader import exercise_files, load_all
+from grader.lesson.schema import LANGUAGES, localize
+from grader.authoring.validate import example_mismatches, learning_problem
 
 IDS = [p.stem for p in exercise_files()]
 EXAMPLES = [(ex.id, e.name) for ex in load_all().values() for e in ex.examples]

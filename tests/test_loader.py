@@ -7,8 +7,8 @@ import pytest
 import yaml
 
 from grader.errors import ExerciseError
-from grader.loader import load_exercise_file, parse_exercise
-from grader.schema import Exercise
+from grader.lesson.loader import load_exercise_file, parse_exercise
+from grader.lesson.schema import Exercise
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -95,7 +95,7 @@ def test_unknown_field_names_the_fields_the_format_supports_there(tmp_path):
 
 
 def test_one_broken_lesson_file_is_skipped_and_named_not_fatal(tmp_path, monkeypatch):
-    from grader.loader import load_all
+    from grader.lesson.loader import load_all
 
     _copy(tmp_path, lambda t: t.replace("id: autocast", "id: extra", 1), name="extra")
     _copy(tmp_path, lambda t: t.replace("id: autocast", "id: broken", 1).replace("hints:", "hintz:"), name="broken")
@@ -108,7 +108,7 @@ def test_one_broken_lesson_file_is_skipped_and_named_not_fatal(tmp_path, monkeyp
 
 def test_exercises_variable_adds_folders_and_a_missing_one_is_an_error(tmp_path, monkeypatch):
     from grader.errors import ExerciseError
-    from grader.loader import exercise_dirs, load_exercise
+    from grader.lesson.loader import exercise_dirs, load_exercise
 
     _copy(tmp_path, lambda t: t.replace("id: autocast", "id: extra", 1), name="extra")
     monkeypatch.setenv("AMP_DOJO_EXERCISES", str(tmp_path))
@@ -119,7 +119,7 @@ def test_exercises_variable_adds_folders_and_a_missing_one_is_an_error(tmp_path,
 
 
 def test_a_lesson_id_in_two_folders_is_reported_once_loaded(tmp_path, monkeypatch):
-    from grader.loader import load_all
+    from grader.lesson.loader import load_all
 
     _copy(tmp_path, lambda t: t)
     monkeypatch.setenv("AMP_DOJO_EXERCISES", str(tmp_path))

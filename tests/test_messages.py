@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from grader import messages
-from grader.messages import EN, Said, finding, render, say
-from grader.results import CheckResult
-from grader.wording import localized, measured_in_words
+from grader.wording import catalog
+from grader.wording.catalog import EN, Said, render, say
+from grader.results import CheckResult, finding, message_of
+from grader.wording.phrases import localized, measured_in_words
 
-TRANSLATIONS = Path(messages.__file__).parent / "translations"
+TRANSLATIONS = Path(catalog.__file__).parent / "translations"
 FORMATTER = string.Formatter()
 
 
@@ -61,7 +61,7 @@ def test_each_finding_has_a_fix():
 
 
 def test_a_layer_is_named_in_the_learners_language():
-    from grader.layers import ordinal
+    from grader.wording.layers import ordinal
 
     layer = say("layer", nth=ordinal(3), kind="Linear", name="model.2.0", shape=say("shape.features", a=256, b=256))
     assert str(layer) == "the third Linear layer (model.2.0, 256->256)"
@@ -72,7 +72,7 @@ def test_a_layer_is_named_in_the_learners_language():
 
 def test_a_result_document_is_localized_from_its_message_keys():
     f = finding("loss_not_divided", 12, n=4)
-    check = CheckResult("call_order", "fail", say("call_order.mistakes", n=2, first=messages.message_of(f)),
+    check = CheckResult("call_order", "fail", say("call_order.mistakes", n=2, first=message_of(f)),
                         findings=[f])
     doc = {"checks": [json.loads(json.dumps(check.__dict__, default=lambda o: o.__dict__))], "notes": [],
            "error": None}

@@ -5,9 +5,9 @@ reference must fail, and a lesson whose checks let a mutant through fails
 import pytest
 
 from conftest import FIXTURES
-from grader import mutants
-from grader.loader import exercise_files, load_all, parse_exercise
-from grader.validate import validate_file
+from grader.authoring import mutants
+from grader.lesson.loader import exercise_files, load_all, parse_exercise
+from grader.authoring.validate import validate_file
 
 CASES = [(ex.id, m.name) for ex in load_all().values() for m in mutants.applicable(ex, "cpu")
          if m.name not in ex.mutants.skip]

@@ -8,9 +8,9 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from grader.loader import load_exercise
+from grader.lesson.loader import load_exercise
 from grader.results import CheckResult, Finding, GradingResult, SubmissionError
-from grader.sandbox import make_launcher
+from grader.sandboxes.kinds import make_launcher
 
 
 def _html(cell) -> str:

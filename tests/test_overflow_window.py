@@ -8,7 +8,7 @@ import pytest
 
 from conftest import SUBMISSIONS
 from grader import runner
-from grader.schema import Exercise
+from grader.lesson.schema import Exercise
 
 
 def _variant(exercise: Exercise, *, at_step=None, **amp) -> Exercise:

@@ -1,4 +1,4 @@
-"""Warm, single-use sandboxes (grader/pool.py): a blank worker is started and
+"""Warm, single-use sandboxes (grader/sandboxes/pool.py): a blank worker is started and
 has imported PyTorch before any submission exists, takes exactly one piece of
 code, and is thrown away after it. Gradings from a pool give the verdicts of
 cold starts without their start-up time."""
@@ -10,10 +10,10 @@ import pytest
 
 from conftest import TEST_LIMITS
 from grader import runner
-from grader.launcher import LocalLauncher, WorkerSpec
-from grader.loader import load_exercise
-from grader.pool import WarmPool
-from grader.sandbox import make_launcher, unavailable_reason
+from grader.sandboxes.launcher import LocalLauncher, WorkerSpec
+from grader.lesson.loader import load_exercise
+from grader.sandboxes.pool import WarmPool
+from grader.sandboxes.kinds import make_launcher, unavailable_reason
 
 AUTOCAST = load_exercise("autocast")
 LEFT_BEHIND = '''

@@ -11,9 +11,10 @@ import textwrap
 import pytest
 import torch
 
-from grader import profile, runner
+from grader import runner
+from grader.worker import census
 from grader.checks import profiling
-from grader.schema import BottleneckCheck, HostSyncsCheck, MatmulDtypesCheck, TransfersCheck
+from grader.lesson.schema import BottleneckCheck, HostSyncsCheck, MatmulDtypesCheck, TransfersCheck
 
 LEARNER = '''\
 import torch
@@ -59,10 +60,10 @@ LINES["if"] += 1
 
 DRIVER = '''\
 import importlib.util, json, sys, torch
-from grader import profile, tracing
+from grader.worker import census, tracing
 path = sys.argv[1]
 rec = tracing.Recorder(path, "cpu"); rec.install()
-census = profile.Census(rec, "cpu"); census.install()
+counts = census.Census(rec, "cpu"); counts.install()
 spec = importlib.util.spec_from_file_location("learner", path)
 module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
 torch.manual_seed(0)
@@ -71,14 +72,14 @@ names = {id(m): (n or "model") for n, m in model.named_modules()}
 x, y = torch.randn(16, 8), torch.randint(0, 4, (16,))
 out = {}
 for kind in sys.argv[2:]:
-    mode = census.start([model], names)
+    mode = counts.start([model], names)
     try:
         with mode:
             module.step(model, x, y, kind)
         error = None
     except Exception as exc:
         error = type(exc).__name__
-    out[kind] = {"events": census.stop(), "tampered": census.tampered(), "error": error}
+    out[kind] = {"events": counts.stop(), "tampered": counts.tampered(), "error": error}
 print(json.dumps(out))
 '''
 KINDS = ["none", "item", "float", "fstring", "print", "tolist", "numpy", "cpu", "helper", "if", "mask", "nonzero", "sync",
@@ -280,7 +281,7 @@ def test_census_replies_are_rebuilt_field_by_field():
     [{"ev": "sync", "kind": "value", "op": "x", "line": "1", "n": 1}],
     [{"ev": "matmul", "op": "x", "dtype": 3, "module": "", "autocast": "on", "line": 1, "n": 1}],
     [{"ev": "mystery", "line": 1, "n": 1}],
-    [sync(1)] * (profile.MAX_EVENTS + 1),
+    [sync(1)] * (census.MAX_EVENTS + 1),
 ])
 def test_malformed_census_replies_are_the_workers_fault(events):
     with pytest.raises((KeyError, TypeError, ValueError)):

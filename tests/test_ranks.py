@@ -13,13 +13,14 @@ import pytest
 import torch
 
 from conftest import ROOT, TEST_LIMITS
-from grader import runner, workload
+from grader import runner
+from grader.worker import workload
 from grader.checks import ranks as ranks_check
-from grader.launcher import LocalLauncher, WorkerFailure
-from grader.loader import load_exercise, parse_exercise
-from grader.ranks import combined
+from grader.sandboxes.launcher import LocalLauncher, WorkerFailure
+from grader.lesson.loader import load_exercise, parse_exercise
+from grader.worker.ranks import combined
 from grader.runner import RunData, StepFailure, rank_replies
-from grader.schema import RanksCheck
+from grader.lesson.schema import RanksCheck
 
 DDP = "ddp_mixed_precision"
 LESSON = ROOT / "exercises" / f"{DDP}.yaml"
@@ -183,7 +184,7 @@ def test_a_rank_that_hangs_times_out_at_a_line_of_a_stuck_rank():
 
 class Ranked:
     ranks = 2
-    spec = SimpleNamespace(code="pass\n" * 20)  # the lines a rank's report may name (grader/bounds.py)
+    spec = SimpleNamespace(code="pass\n" * 20)  # the lines a rank's report may name (grader/judge/bounds.py)
 
 
 def _ok(**extra):
@@ -309,7 +310,7 @@ def test_saved_parameters_are_loaded_as_plain_tensors_only():
 # -- Accelerate in the sandbox ---------------------------------------------------------------------------------------
 
 def test_workers_tell_libraries_there_is_no_network_and_talk_on_loopback():
-    from grader.launcher import worker_env
+    from grader.sandboxes.launcher import worker_env
 
     env = worker_env("/tmp", 1)
     assert env["HF_HUB_OFFLINE"] == "1" and env["HF_HUB_DISABLE_TELEMETRY"] == "1"
@@ -321,7 +322,7 @@ def test_accelerate_tries_no_connection_when_imported_prepared_and_trained(tmp_p
     import subprocess
     import sys
 
-    from grader.launcher import worker_env
+    from grader.sandboxes.launcher import worker_env
 
     script = tmp_path / "probe.py"
     script.write_text('''

@@ -1,10 +1,10 @@
 """What a worker reports about learner code is bounded before it becomes a finding or a stored result
-(grader/bounds.py): lines inside the submitted source, numbers in range, strings cut."""
+(grader/judge/bounds.py): lines inside the submitted source, numbers in range, strings cut."""
 
 import json
 from pathlib import Path
 
-from grader import bounds
+from grader.judge import bounds
 
 ATTACKS = Path(__file__).resolve().parent / "attacks"
 RESULT_BYTES = 256 * 1024  # a result with every cap reached stays well under this

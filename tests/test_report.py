@@ -8,7 +8,7 @@ import io
 import pytest
 
 from conftest import SUBMISSIONS
-from grader import report
+from grader.wording import report
 from grader.results import GradingResult
 
 BACKWARD_INSIDE = SUBMISSIONS / "autocast" / "backward_inside_autocast.py"
@@ -57,7 +57,7 @@ def test_colour_marks_each_badge_only_when_wanted(failing, monkeypatch):
 
 
 def test_report_speaks_the_chosen_language_from_the_message_catalog(failing):
-    from grader.messages import render
+    from grader.wording.catalog import render
 
     text = printed(*failing, io.StringIO(), lang="it")
     assert "NO      call_order  " + render("backward_inside_autocast", {}, "it") in text

@@ -97,7 +97,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
-from grader.tracing import Recorder
+from grader.worker.tracing import Recorder
 
 path = "<spelling>"
 rec = Recorder(path, "cpu", ("accelerate",))
@@ -190,7 +190,7 @@ def test_prepare_one_by_one_is_one_prepare_event_per_call(recorded):
                                          ("torch.autograd.grad(loss, params)", True),
                                          ("torch.autograd.grad(loss, params)", False)])
 def test_the_source_check_sees_every_backward_entry_point_inside_autocast(call, inside):
-    from grader import static
+    from grader.judge import static
 
     body = f"    with torch.autocast('cpu'):\n        loss = f()\n        {call}\n" if inside else \
         f"    with torch.autocast('cpu'):\n        loss = f()\n    {call}\n"

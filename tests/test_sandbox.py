@@ -5,7 +5,7 @@ sense where the backend promises isolation (bwrap, docker); the `local`
 backend is documented as unisolated and only gets the verdict-level attacks.
 
 The isolating backends are attacked through a pool of warm sandboxes
-(grader/pool.py), as the web app grades: a warm sandbox must contain an attack
+(grader/sandboxes/pool.py), as the web app grades: a warm sandbox must contain an attack
 exactly as a cold one does. The verdict comparisons use cold starts.
 
 In CI, AMP_DOJO_REQUIRE_SANDBOXES=docker,bwrap turns a missing backend into a
@@ -28,8 +28,8 @@ import torch
 from conftest import ROOT, SUBMISSIONS, TEST_LIMITS
 from grader import runner
 from grader.errors import EnvironmentProblem
-from grader.loader import load_all, parse_exercise
-from grader.sandbox import make_launcher, unavailable_reason
+from grader.lesson.loader import load_all, parse_exercise
+from grader.sandboxes.kinds import make_launcher, unavailable_reason
 
 ATTACKS = Path(__file__).resolve().parent / "attacks"
 BACKENDS = ["local", "bwrap", "docker"]
@@ -49,7 +49,7 @@ def header(path: Path) -> dict:
 @pytest.fixture(scope="session")
 def pooled(launchers):
     """The backend's launcher behind a pool of warm sandboxes (local stays a cold start)."""
-    from grader.pool import WarmPool
+    from grader.sandboxes.pool import WarmPool
 
     pools = {}
 
@@ -211,7 +211,7 @@ def test_sandbox_limits_are_named_in_the_verdict(backend, launchers, all_exercis
     assert killed and int(killed.group(1)) >= 1, spread.error.message  # 4 GiB in all, over the 3 GiB cap
     loop = runner.run(ex, (ATTACKS / "infinite_loop.py").read_text(), device="cpu", launcher=launcher)
     assert loop.error.kind == "timeout" and loop.error.line in (6, 7)
-    assert "most recent call first" not in loop.output and "grader/worker.py" not in loop.output  # the dump is ours
+    assert "most recent call first" not in loop.output and "grader/worker/serve.py" not in loop.output  # the dump is ours
 
 
 VERDICT_CASES = [(ex, role) for ex in ("autocast", "grad_scaler", "grad_accumulation", "reduce_memory")
@@ -257,7 +257,7 @@ def test_auto_prefers_an_isolating_backend():
 
 def test_containers_of_a_dead_grader_are_swept(launchers):
     """A grader killed mid-grading leaves its containers; the next docker launcher on the host removes them."""
-    from grader import docker_sandbox
+    from grader.sandboxes import docker_sandbox
 
     launcher = launchers("docker")
     dead = subprocess.Popen(["true"])
@@ -288,7 +288,7 @@ def test_every_writable_place_together_holds_no_more_than_tmp_bytes(backend, lau
 
 
 def _cpu_capped(backend: str) -> bool:
-    from grader.cgroups import cpu_limit_available
+    from grader.sandboxes.cgroups import cpu_limit_available
 
     return backend == "docker" or cpu_limit_available()
 
@@ -313,7 +313,7 @@ def test_busy_processes_in_sessions_of_their_own_share_the_sandbox_cpus(backend,
 def test_web_worker_grades_one_at_a_time_where_bwrap_cannot_cap_cpu(monkeypatch):
     """The fallback where no cpu cgroup can be made: one grading at a time, so the host keeps its other cores
     whatever one submission's processes do. A cpu cgroup, or docker, keeps one grading per core."""
-    from grader import cgroups
+    from grader.sandboxes import cgroups
     from webapp import grading_capacity
 
     config = {"GRADING_CONCURRENCY": None, "POOL_SIZE": None, "DEVICE": "cpu", "SANDBOX": "bwrap"}
@@ -326,7 +326,7 @@ def test_web_worker_grades_one_at_a_time_where_bwrap_cannot_cap_cpu(monkeypatch)
 
 
 def test_a_cpu_cgroup_carries_the_sandbox_cpus():
-    from grader.cgroups import Cgroup
+    from grader.sandboxes.cgroups import Cgroup
 
     group = Cgroup.create(64, None, cpus=0.25)
     if group is None or not any("cpu" in held.split("+") for held in group.limits):

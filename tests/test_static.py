@@ -1,9 +1,9 @@
-"""grader/static.py's rule for host syncs on branches that run on CUDA only: a CPU never runs them, so the
+"""grader/judge/static.py's rule for host syncs on branches that run on CUDA only: a CPU never runs them, so the
 source is the only evidence there."""
 
 import textwrap
 
-from grader.static import cuda_only_host_syncs
+from grader.judge.static import cuda_only_host_syncs
 
 
 def lines_of(source: str, entrypoint: str = "train_step", **kw) -> list[int]:
@@ -55,7 +55,7 @@ def test_helpers_the_step_calls_are_read_and_others_are_not():
 
 
 def test_a_wrapper_bound_in_the_entrypoints_place_is_read():
-    """How grader/mutants.py wraps a reference: `globals()["train_step"] = entry`."""
+    """How grader/authoring/mutants.py wraps a reference: `globals()["train_step"] = entry`."""
     assert lines_of('''
         def train_step(x):
             return x

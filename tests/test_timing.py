@@ -6,8 +6,8 @@ import pytest
 
 from conftest import FIXTURES
 from grader import runner
-from grader.loader import load_exercise_file
-from grader.timing import RatioEstimate, TimingPlan, estimate, t999
+from grader.lesson.loader import load_exercise_file
+from grader.judge.timing import RatioEstimate, TimingPlan, estimate, t999
 
 
 def test_interval_is_tight_for_steady_ratios():

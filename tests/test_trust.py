@@ -8,14 +8,14 @@ import pytest
 
 from conftest import ROOT
 from grader import runner
-from grader.launcher import Limits, LocalLauncher, WorkerSpec
-from grader.loader import load_exercise
+from grader.sandboxes.launcher import Limits, LocalLauncher, WorkerSpec
+from grader.lesson.loader import load_exercise
 
 
 def test_printed_and_patched_claims_do_not_change_the_verdict(grade):
     source = '''
 import json, sys, torch, torch.nn.functional as F
-import grader.tracing
+import grader.worker.tracing
 print(json.dumps({"ok": True, "losses": [0.0], "scales": []}))
 torch.is_autocast_enabled = lambda *a: True
 
@@ -172,10 +172,10 @@ def train_step(model, optimizer, inputs, targets, device_type, amp_dtype):
 '''
 HIDDEN = {
     # replaces a census method: the plain patch is seen
-    "patched_method": ("import grader.profile\ngrader.profile.Census.note = lambda self, key, nbytes=0: None",
+    "patched_method": ("import grader.worker.census\ngrader.worker.census.Census.note = lambda self, key, nbytes=0: None",
                        "print(f'loss {loss:.4f}')"),
     # the census's own code swapped in place (the function object stays the same): float32 matmuls vanish
-    "swapped_code": ("import grader.profile as P\n"
+    "swapped_code": ("import grader.worker.census as P\n"
                      "P._kept_note = P.Census.note.__class__(P.Census.note.__code__, P.__dict__)\n"
                      "exec('def note(self, key, nbytes=0):\\n'\n"
                      "     '    if key[0] == \"matmul\" and key[2] == \"float32\": return\\n'\n"
@@ -202,8 +202,8 @@ def test_slowdowns_hidden_from_the_census_do_not_pass(name, grade):
 PEAK_RSS = '''
 import json, resource, sys
 from grader import runner
-from grader.launcher import Limits, LocalLauncher
-from grader.loader import load_exercise
+from grader.sandboxes.launcher import Limits, LocalLauncher
+from grader.lesson.loader import load_exercise
 
 ex = load_exercise("autocast")
 source = ex.reference if sys.argv[1] == "reference" else open(sys.argv[1]).read()
@@ -235,7 +235,8 @@ def test_oversized_parameters_end_as_a_protocol_error_and_the_grading_process_st
 
 
 def test_any_signal_number_is_worded():
-    from grader.launcher import death_failure, signal_name
+    from grader.sandboxes.launcher import death_failure
+    from grader.worker.wire import signal_name
 
     assert signal_name(11) == "SIGSEGV" and signal_name(40) == "SIGRTMIN+6" and signal_name(99) == "signal 99"
     assert "SIGRTMIN+6" in death_failure(-40, oom=False)["message"]

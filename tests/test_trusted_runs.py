@@ -8,9 +8,11 @@ import time
 import pytest
 
 from conftest import TEST_LIMITS
-from grader import exclusive, runner, trusted_runs
-from grader.launcher import LocalLauncher
-from grader.loader import load_exercise
+from grader.sandboxes import exclusive
+from grader import runner
+from grader.judge import trusted_runs
+from grader.sandboxes.launcher import LocalLauncher
+from grader.lesson.loader import load_exercise
 
 AUTOCAST = load_exercise("autocast")
 

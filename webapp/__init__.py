@@ -12,7 +12,7 @@ import threading
 from flask import Flask
 
 from grader.errors import EnvironmentProblem
-from grader.sandbox import SANDBOXES
+from grader.sandboxes.kinds import SANDBOXES
 
 log = logging.getLogger("amp_dojo")
 
@@ -58,7 +58,7 @@ def grading_capacity(config) -> tuple[int, int]:
     concurrency = config.get("GRADING_CONCURRENCY")
     if not concurrency:
         from grader.runner import resolve_device
-        from grader.sandbox import unbounded_cpu
+        from grader.sandboxes.kinds import unbounded_cpu
 
         if unbounded_cpu(config["SANDBOX"]):
             concurrency = 1
@@ -111,8 +111,8 @@ def check_sandbox(config):
     problem = sandbox_problem(config)
     if problem:
         raise EnvironmentProblem(problem)
-    from grader.launcher import limits_from
-    from grader.sandbox import make_launcher
+    from grader.sandboxes.launcher import limits_from
+    from grader.sandboxes.kinds import make_launcher
 
     return make_launcher(config["SANDBOX"], limits_from(dict(config["SANDBOX_LIMITS"])),
                          allow_local=bool(config["ALLOW_LOCAL_SANDBOX"]))

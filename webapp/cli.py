@@ -103,7 +103,7 @@ def _ready_to_grade(config, queue, timeout: float = 120.0) -> None:
     """Before the first task: PyTorch imported here and the warm sandboxes started, so that the first
     submission after a (re)start is graded as fast as any (what is queued meanwhile waits, and is not lost)."""
     from grader import runner
-    from grader.pool import WarmPool
+    from grader.sandboxes.pool import WarmPool
 
     device = runner.resolve_device(config["DEVICE"])
     launcher = queue.launchers.get(config["SANDBOX"], bool(config["ALLOW_LOCAL_SANDBOX"]), device)
@@ -113,7 +113,8 @@ def _ready_to_grade(config, queue, timeout: float = 120.0) -> None:
 
 
 def _keep_trusted_runs(config, queue) -> None:
-    from grader import runner, trusted_runs
+    from grader import runner
+    from grader.judge import trusted_runs
 
     where = config["TRUSTED_RUNS"]
     if where == "queue":
@@ -128,7 +129,7 @@ def _warm_in_background(config, queue) -> None:
 
     def warm():
         from grader import runner
-        from grader.loader import load_all
+        from grader.lesson.loader import load_all
 
         log = logging.getLogger("amp_dojo.worker")
         try:

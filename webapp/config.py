@@ -17,13 +17,13 @@ EXERCISES = None
 SANDBOX = "auto"
 # Local means a plain child process: only for a learner grading their own code.
 ALLOW_LOCAL_SANDBOX = False
-# Sandbox limits a grading worker applies, replacing grader.launcher.Limits defaults by name, e.g.
+# Sandbox limits a grading worker applies, replacing grader.sandboxes.launcher.Limits defaults by name, e.g.
 # {"memory_bytes": 8e9, "step_timeout_s": 120} (names and defaults: docs/security.md).
 SANDBOX_LIMITS = {}
 # auto, cpu, cuda or cuda:N, passed to the grader.
 DEVICE = "auto"
 # Gradings one `amp-dojo worker` runs at once; None = one per CPU core on a CPU, 2 on a GPU. Timed speedup
-# rounds (and CUDA memory peaks) still have the device to themselves (grader/exclusive.py).
+# rounds (and CUDA memory peaks) still have the device to themselves (grader/sandboxes/exclusive.py).
 GRADING_CONCURRENCY = None
 # Warm sandboxes a worker keeps started (PyTorch imported, no code yet), each used for one submission only;
 # None = as many as GRADING_CONCURRENCY, 0 = start a sandbox per submission.

@@ -16,10 +16,10 @@ from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 from markupsafe import Markup
 
-from grader import quiz
+from grader.lesson import quiz
 from grader.errors import ExerciseNotFound
-from grader.loader import load_all
-from grader.schema import LANGUAGES, Exercise, localize
+from grader.lesson.loader import load_all
+from grader.lesson.schema import LANGUAGES, Exercise, localize
 
 ALLOWED_TAGS = {
     "p", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "strong", "em", "b", "i", "code", "pre",
@@ -120,7 +120,7 @@ def check_titles(ex: Exercise, lang: str) -> dict[str, str]:
 
 
 def quiz_answer(ex: Exercise, index: int, choice: int, lang: str, attempt: int = 1) -> dict:
-    """The API's answer: grader.quiz's rule, with the explanation rendered for the page."""
+    """The API's answer: grader.lesson.quiz's rule, with the explanation rendered for the page."""
     said = quiz.feedback(ex, index, choice, lang, attempt)
     if said.retry:
         return {"correct": False, "retry": True}

@@ -36,9 +36,9 @@ def record(db, row, result: dict) -> None:
 
 
 def message(row, lang: str) -> str | None:
-    """A finding's message in `lang` (grader/messages.py), else as the grader wrote it in English."""
+    """A finding's message in `lang` (grader/wording/catalog.py), else as the grader wrote it in English."""
     if row["text"]:
-        from grader.messages import value_in
+        from grader.wording.catalog import value_in
 
         try:
             return str(value_in(json.loads(row["text"]), lang))

@@ -59,7 +59,7 @@ class Heartbeat(threading.Thread):
 
 class CancelWatch(threading.Thread):
     """Polls the attempt's cancel key while grading runs and sets `event` when the learner cancels: the grader
-    then stops every process of this grading (grader.launcher.WorkerProcess.request), freeing the worker."""
+    then stops every process of this grading (grader.sandboxes.launcher.WorkerProcess.request), freeing the worker."""
 
     def __init__(self, queue, submission_id: str, attempt: int, interval_s: float = 0.25):
         super().__init__(name=f"cancel-{submission_id}", daemon=True)
@@ -146,7 +146,7 @@ def grade(queue, payload: dict) -> None:
 
 class Launchers:
     """This process's launchers, made once per sandbox setting (probing a backend costs a process start) and,
-    where the settings keep warm sandboxes, each behind its pool (grader/pool.py)."""
+    where the settings keep warm sandboxes, each behind its pool (grader/sandboxes/pool.py)."""
 
     def __init__(self, settings):
         self.settings = settings
@@ -154,16 +154,16 @@ class Launchers:
         self._lock = threading.Lock()
 
     def get(self, sandbox: str, allow_local: bool, device: str = "cpu"):
-        from grader.launcher import limits_from
-        from grader.sandbox import make_launcher
+        from grader.sandboxes.launcher import limits_from
+        from grader.sandboxes.kinds import make_launcher
 
         with self._lock:
             key = (sandbox, allow_local)
             if key not in self._made:
                 launcher = make_launcher(sandbox, limits_from(dict(self.settings.limits)), allow_local=allow_local)
                 if self.settings.pool_size > 0:
-                    from grader import exclusive
-                    from grader.pool import WarmPool
+                    from grader.sandboxes import exclusive
+                    from grader.sandboxes.pool import WarmPool
 
                     launcher = WarmPool(launcher, self.settings.pool_size, devices=(device,),
                                         quiet=exclusive.sharing)
@@ -183,7 +183,7 @@ def run_grader(settings, payload: dict, progress, cancel: threading.Event | None
     """A learner's failure is inside the result; only platform problems come back as `error`."""
     from grader import runner
     from grader.errors import GraderError
-    from grader.loader import load_exercise
+    from grader.lesson.loader import load_exercise
 
     try:
         directory = Path(settings.exercises) if settings.exercises else None

@@ -35,8 +35,8 @@ class WorkerSettings:
     allow_local: bool = False
     exercises: str | None = None
     name: str = ""
-    limits: tuple = ()  # (name, value) pairs replacing grader.launcher.Limits defaults
-    pool_size: int = 0  # warm sandboxes kept ready per device (grader/pool.py); 0: a cold start per worker
+    limits: tuple = ()  # (name, value) pairs replacing grader.sandboxes.launcher.Limits defaults
+    pool_size: int = 0  # warm sandboxes kept ready per device (grader/sandboxes/pool.py); 0: a cold start per worker
     concurrency: int = 1  # gradings at once in this worker process (timing still has its device alone)
 
     def worker_name(self) -> str:

@@ -191,10 +191,10 @@ def summary(row) -> dict:
 
 
 def result_of(row, lang: str = "en") -> dict | None:
-    """The stored result document with the grader's messages worded in `lang` (grader/wording.py)."""
+    """The stored result document with the grader's messages worded in `lang` (grader/wording/phrases.py)."""
     if not row["result"]:
         return None
-    from grader.wording import localized
+    from grader.wording.phrases import localized
 
     document = json.loads(row["result"])
     if len(row["result"]) > LEGACY_RESULT_BYTES:  # stored before results were bounded (webapp/bounds.py)

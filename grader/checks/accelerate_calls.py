@@ -1,5 +1,5 @@
 """Call-order rules for Hugging Face Accelerate, over the trace of real calls
-(grader/tracing_accelerate.py). Accelerate owns the AMP calls: its prepared
+(grader/worker/tracing_accelerate.py). Accelerate owns the AMP calls: its prepared
 model runs under autocast, `accelerator.backward` divides the loss by the
 accumulation steps and scales it when there is a GradScaler, the prepared
 optimizer steps (and unscales, and updates the scale) only when
@@ -9,7 +9,7 @@ clips. The mistakes are going around it, or doing its work twice."""
 from __future__ import annotations
 
 from grader.checks.events import every, first
-from grader.messages import finding
+from grader.results import finding
 from grader.results import Finding
 
 PRECISION = {"bfloat16": "bf16", "float16": "fp16"}

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from grader.checks import accelerate_calls, ddp_calls
 from grader.checks.events import BACKWARDS, backwards, every, first
-from grader.messages import finding, message_of, say
+from grader.results import finding, message_of
+from grader.wording.catalog import say
 from grader.results import FAIL, PASS, CheckResult, Finding
 
 
@@ -209,7 +210,7 @@ def zeroed_before_step(events, ctx) -> list[Finding]:
     return []
 
 
-# Rules for the calls of libraries over torch's AMP (grader/tracing_distributed.py, tracing_accelerate.py): each
+# Rules for the calls of libraries over torch's AMP (grader/worker/tracing_distributed.py, tracing_accelerate.py): each
 # module has prepare_rules(trace, ctx), for what the learner's prepare did once, and step_rules(events, ctx).
 LIBRARY_RULES = (ddp_calls, accelerate_calls)
 

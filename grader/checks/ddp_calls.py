@@ -1,5 +1,5 @@
 """Call-order rules for distributed data parallel training, over the trace of
-real calls (grader/tracing_distributed.py). The all-reduce that DDP runs in the
+real calls (grader/worker/tracing_distributed.py). The all-reduce that DDP runs in the
 backward of a forward made outside `no_sync()` is invisible in the numbers:
 averaging the gradients after every micro-batch gives the same result as once
 after the last, only slower. So these rules read when it happened. The rule
@@ -9,7 +9,7 @@ steps or updates makes the ranks drift apart."""
 from __future__ import annotations
 
 from grader.checks.events import backwards, every, first
-from grader.messages import finding
+from grader.results import finding
 from grader.results import Finding
 
 

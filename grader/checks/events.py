@@ -1,4 +1,4 @@
-"""Looking up calls in a step's trace (grader/tracing.py events), for every module of call-order rules."""
+"""Looking up calls in a step's trace (grader/worker/tracing.py events), for every module of call-order rules."""
 
 from __future__ import annotations
 

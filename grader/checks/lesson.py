@@ -12,10 +12,11 @@ from functools import lru_cache
 import torch
 
 from grader.errors import ExerciseError
-from grader.workload import lesson_code_error
-from grader.messages import message_of, own
+from grader.worker.workload import lesson_code_error
+from grader.results import message_of
+from grader.wording.catalog import own
 from grader.results import FAIL, PASS, CheckResult, Finding
-from grader.schema import localize
+from grader.lesson.schema import localize
 
 FILENAME = "<lesson check>"
 

@@ -4,9 +4,10 @@ when every step keeps more memory than the one before."""
 
 from __future__ import annotations
 
-from grader.messages import finding, say
+from grader.results import finding
+from grader.wording.catalog import say
 from grader.results import FAIL, NOT_APPLICABLE, PASS, CheckResult
-from grader.wording import size
+from grader.wording.phrases import size
 
 # What one step may leave allocated and still count as keeping nothing: the returned loss and the
 # scaler's bookkeeping are a few bytes; a kept output, loss graph or activation is kilobytes to megabytes.

@@ -15,7 +15,8 @@ import math
 
 import torch
 
-from grader.messages import finding, message_of, say
+from grader.results import finding, message_of
+from grader.wording.catalog import say
 from grader.results import FAIL, PASS, CheckResult
 
 

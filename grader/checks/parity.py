@@ -11,7 +11,8 @@ import math
 
 import torch
 
-from grader.messages import finding, own, say
+from grader.results import finding
+from grader.wording.catalog import own, say
 from grader.results import ERROR, FAIL, PASS, CheckResult
 
 
@@ -76,7 +77,7 @@ def did_not_train(sub: dict, start: dict, key: str) -> bool:
 
 
 def owner(name: str, describe):
-    """'0.0.weight' -> 'the first Linear layer (model.0.0, 128->256)' (a message, see grader/layers.py)."""
+    """'0.0.weight' -> 'the first Linear layer (model.0.0, 128->256)' (a message, see grader/wording/layers.py)."""
     module = name.rsplit(".", 1)[0] if "." in name else "model"
     return describe(module)
 

@@ -2,7 +2,7 @@
 step the lesson hands out (its starter), names what slows it (`BOTTLENECKS`),
 and fixes it. Each check compares the fixed step with the grader's own profile
 of the given step, which a process of its own ran from the lesson's code,
-never from the learner's (grader/profile.py).
+never from the learner's (grader/worker/census.py).
 
 - `bottleneck`: the names in BOTTLENECKS, read from the source without running
   it, against the symptoms the grader's profile of the given step shows here.
@@ -22,11 +22,12 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from grader import profile
+from grader.worker import census
 from grader.checks import parity
-from grader.messages import finding, message_of, say
+from grader.results import finding, message_of
+from grader.wording.catalog import say
 from grader.results import ERROR, FAIL, NOT_APPLICABLE, PASS, CheckResult, Finding
-from grader.wording import size
+from grader.wording.phrases import size
 
 CHECK_IDS = ("bottleneck", "host_syncs", "matmul_dtypes", "transfers", "step_time")
 SYNC_FINDINGS = {"value": "host_sync_value", "print": "host_sync_print", "host_read": "host_sync_print",
@@ -42,7 +43,7 @@ TOWARD_FIXED = 0.5
 @dataclass
 class ProfileEvidence:
     """What the profiling checks look at. `given` is the trusted run of the given step; `census` lists are
-    per step {"step", "events"} (grader/profile.py)."""
+    per step {"step", "events"} (grader/worker/census.py)."""
 
     source: str
     device_type: str
@@ -56,7 +57,7 @@ class ProfileEvidence:
     describe: object = None
     timing: object = None  # TimingResult of the fixed step against the given step (CUDA)
     update_rtol: float = 0.05
-    cuda_only: list = field(default_factory=list)  # host syncs on branches that run on CUDA only (grader/static.py)
+    cuda_only: list = field(default_factory=list)  # host syncs on branches that run on CUDA only (grader/judge/static.py)
 
 
 def not_applicable(spec, device_kind: str) -> CheckResult:
@@ -83,7 +84,7 @@ def _failed(spec, findings: list[Finding], n: int, key: str, measured: dict, thr
 
 
 def _steps(ev: ProfileEvidence) -> int:
-    return len(profile.steady(ev.census))
+    return len(census.steady(ev.census))
 
 
 # -- the answer ---------------------------------------------------------------------------------------------
@@ -126,12 +127,12 @@ def _name(text: str) -> str:
 def _saw(category: str, given: list[dict], device_type: str) -> object:
     """What the grader's profile of the given step shows for one category, in words."""
     if category == "host_sync":
-        events = profile.of_kind(given, "sync")
+        events = census.of_kind(given, "sync")
     elif category == "float32_matmul":
-        events = profile.float32_matmuls(given)
+        events = census.float32_matmuls(given)
     else:
-        events = profile.of_kind(given, "copy")
-    n = profile.symptoms(given, device_type)[category] or 0
+        events = census.of_kind(given, "copy")
+    n = census.symptoms(given, device_type)[category] or 0
     ops = ", ".join(sorted({e["op"] for e in events}))
     lines = ", ".join(str(line) for line in sorted({e["line"] for e in events if e["line"]}))
     return say(f"bottleneck.saw.{category}", n=n, ops=ops, lines=lines or "?")
@@ -139,21 +140,21 @@ def _saw(category: str, given: list[dict], device_type: str) -> object:
 
 def bottleneck(spec, ev: ProfileEvidence) -> CheckResult:
     names, line, problem = answer(ev.source, spec.answer)
-    shown = profile.symptoms(ev.given_census, ev.device_type)
-    judged = [c for c in profile.CATEGORIES if shown[c] is not None]
+    shown = census.symptoms(ev.given_census, ev.device_type)
+    judged = [c for c in census.CATEGORIES if shown[c] is not None]
     present = [c for c in judged if shown[c]]
     threshold = {"names": present, "judged": judged}
     if problem:
-        f = finding(problem, line, name=spec.answer, known=", ".join(profile.CATEGORIES))
+        f = finding(problem, line, name=spec.answer, known=", ".join(census.CATEGORIES))
         return CheckResult(spec.id, FAIL, message_of(f), {"names": None}, threshold, [f], weight=spec.weight)
-    findings = [finding("bottleneck_unknown", line, name=n, known=", ".join(profile.CATEGORIES))
-                for n in names if n not in profile.CATEGORIES]
+    findings = [finding("bottleneck_unknown", line, name=n, known=", ".join(census.CATEGORIES))
+                for n in names if n not in census.CATEGORIES]
     findings += [finding("bottleneck_missed", line, name=c, answer=spec.answer,
                          what=_saw(c, ev.given_census, ev.device_type)) for c in present if c not in names]
     findings += [finding("bottleneck_not_in_profile", line, name=c, answer=spec.answer)
                  for c in judged if c in names and c not in present]
     notes = [finding("bottleneck_unjudged", line, severity="info", name=c, device=ev.device_type)
-             for c in names if c in profile.CATEGORIES and c not in judged]
+             for c in names if c in census.CATEGORIES and c not in judged]
     measured = {"names": names, "given_per_step": shown}
     if findings:
         return _failed(spec, findings + notes, len(findings), "bottleneck.mistakes", measured, threshold)
@@ -166,10 +167,10 @@ def bottleneck(spec, ev: ProfileEvidence) -> CheckResult:
 def host_syncs(spec, ev: ProfileEvidence) -> CheckResult:
     """What the profiler counted, plus the syncs of branches that cannot run on this device (read from the
     source; one the census saw at its line is counted once). Each such branch runs every step on CUDA."""
-    counted = profile.of_kind(ev.census, "sync")
+    counted = census.of_kind(ev.census, "sync")
     cuda_only = [f for f in ev.cuda_only if f.line not in {e["line"] for e in counted}]
-    worst = profile.per_step(ev.census, "sync") + len(cuda_only)
-    given = profile.per_step(ev.given_census, "sync")
+    worst = census.per_step(ev.census, "sync") + len(cuda_only)
+    given = census.per_step(ev.given_census, "sync")
     measured = {"per_step": worst, "given_per_step": given, "steps": _steps(ev), "cuda_only": len(cuda_only)}
     threshold = {"max_per_step": spec.max_per_step}
     if worst <= spec.max_per_step:
@@ -191,10 +192,10 @@ def _layer(e: dict, describe) -> object:
 
 
 def matmul_dtypes(spec, ev: ProfileEvidence) -> CheckResult:
-    fp32 = profile.float32_matmuls(ev.census)
-    worst = profile.per_step(ev.census, "matmul", profile._float32)
-    total = profile.per_step(ev.census, "matmul")
-    given = profile.symptoms(ev.given_census, ev.device_type)["float32_matmul"]
+    fp32 = census.float32_matmuls(ev.census)
+    worst = census.per_step(ev.census, "matmul", census._float32)
+    total = census.per_step(ev.census, "matmul")
+    given = census.symptoms(ev.given_census, ev.device_type)["float32_matmul"]
     measured = {"float32_per_step": worst, "matmuls_per_step": total, "given_float32_per_step": given}
     threshold = {"max_float32_per_step": 0}
     if fp32:
@@ -235,15 +236,15 @@ def _toward_fixed(ev: ProfileEvidence) -> dict | None:
 
 
 def transfers(spec, ev: ProfileEvidence) -> CheckResult:
-    worst = profile.per_step(ev.census, "copy")
-    given = profile.per_step(ev.given_census, "copy")
+    worst = census.per_step(ev.census, "copy")
+    given = census.per_step(ev.given_census, "copy")
     measured = {"per_step": worst, "given_per_step": given, "steps": _steps(ev)}
     threshold = {"max_per_step": spec.max_per_step}
     if worst <= spec.max_per_step:
         return CheckResult(spec.id, PASS, say("transfers.pass", n=worst, given=given), measured, threshold,
                            weight=spec.weight)
     findings, seen = [], set()
-    for e in profile.of_kind(ev.census, "copy"):
+    for e in census.of_kind(ev.census, "copy"):
         key = "copy_to_host" if e["dir"] == "d2h" else "copy_to_device"
         if (key, e["line"]) not in seen:
             seen.add((key, e["line"]))
@@ -273,7 +274,7 @@ def step_time(spec, ev: ProfileEvidence) -> CheckResult:
     return CheckResult(spec.id, FAIL, parts, measured, threshold, weight=spec.weight)
 
 
-def plot(census: list[dict], given_census: list[dict], top_ops: list | None, device_type: str) -> dict:
+def plot(fixed: list[dict], given_census: list[dict], top_ops: list | None, device_type: str) -> dict:
     """The grader's profile of the given step beside the fixed step's counts, for the web app."""
-    return {"device": device_type, "given": {**profile.summary(given_census, device_type), "top_ops": top_ops or []},
-            "submission": profile.summary(census, device_type)}
+    return {"device": device_type, "given": {**census.summary(given_census, device_type), "top_ops": top_ops or []},
+            "submission": census.summary(fixed, device_type)}

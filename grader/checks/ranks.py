@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 
 from grader.checks import parity
-from grader.messages import finding, say
+from grader.results import finding
+from grader.wording.catalog import say
 from grader.results import FAIL, PASS, CheckResult
 
 

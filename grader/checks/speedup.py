@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from grader.messages import say
+from grader.wording.catalog import say
 from grader.results import FAIL, NOT_APPLICABLE, PASS, CheckResult
 
 

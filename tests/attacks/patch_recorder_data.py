@@ -6,7 +6,7 @@ import gc
 
 import torch.nn.functional as F
 
-from grader import tracing
+from grader.worker import tracing
 
 
 def rewrite():

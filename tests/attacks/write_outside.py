@@ -9,9 +9,9 @@ import torch
 
 
 def train_step(model, optimizer, inputs, targets, device_type, amp_dtype):
-    import grader
+    import grader.worker  # in a sandbox, `grader` is a namespace package that holds the worker alone
 
-    targets_ = ["__REPO__/canary-__MARKER__", os.path.join(os.path.dirname(grader.__file__), "canary-__MARKER__.py"),
+    targets_ = ["__REPO__/canary-__MARKER__", os.path.join(os.path.dirname(os.path.dirname(grader.worker.__file__)), "canary-__MARKER__.py"),
                 os.path.join(os.path.dirname(torch.__file__), "canary-__MARKER__.py"), os.getcwd() + "/canary",
                 "/usr/canary-__MARKER__", "/canary-__MARKER__"]
     written = []

@@ -39,7 +39,7 @@ def free_port() -> int:
 
 def choose_sandbox() -> tuple[str, str | None]:
     """("bwrap", None) where bubblewrap can run here, else ("local", why not bwrap)."""
-    from grader.sandbox import unavailable_reason
+    from grader.sandboxes.kinds import unavailable_reason
 
     why = unavailable_reason("bwrap")
     return ("bwrap", None) if why is None else ("local", why)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.loader import load_all
+from grader.lesson.loader import load_all
 
 from .amp_dojo_live import CHROMIUM, REQUIRE_BROWSER
 
@@ -24,7 +24,7 @@ if not Path(CHROMIUM).exists() and not REQUIRE_BROWSER:
 
 from playwright.sync_api import expect  # noqa: E402
 
-from grader.loader import load_exercise  # noqa: E402
+from grader.lesson.loader import load_exercise  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSON = "autocast"
@@ -274,7 +274,7 @@ def english_left(text: str, lang: str) -> list[str]:
     import json as jsonlib
     import re
 
-    from grader.messages import EN, catalog as grader_catalog
+    from grader.wording.catalog import EN, catalog as grader_catalog
 
     ui = jsonlib.loads((ROOT / "webapp" / "translations" / f"{lang}.json").read_text(encoding="utf-8"))
     left = [e for e, t in ui.items() if " " in e and e != t and not re.search(r"\{\w+\}", e) and e in text]
@@ -310,7 +310,7 @@ def test_the_results_page_shows_no_english_in_another_language(viewport_page, ex
     text = " ".join(page.locator("body").inner_text().split())
     assert not english_left(text, lang), english_left(text, lang)
     assert ui["Your task"] in text and ui["Failed: see the checks below"] in text
-    from grader.messages import render
+    from grader.wording.catalog import render
 
     assert render("backward_inside_autocast.fix", {}, lang).replace("`", "") in text  # `code` is shown as code
     if lang == "it":
@@ -344,7 +344,7 @@ def test_an_endless_loop_shows_its_time_and_limit_and_can_be_cancelled(viewport_
     replace_editor_text(page, ENDLESS_LOOP)
     submit(page, "button")
     status = page.get_by_test_id("status")
-    # at most the step's own limit (60 s), or what is left of the whole grading's budget (grader/budget.py)
+    # at most the step's own limit (60 s), or what is left of the whole grading's budget (grader/judge/budget.py)
     expect(status).to_have_text(re.compile(r"step 1 of \d+.*\(\d+ s of at most \d+ s\)"), timeout=GRADING_TIMEOUT_MS)
     expect(status).to_have_text(re.compile(r"\([2-9] s of at most \d+ s\)"), timeout=10_000)  # it counts
     cancel = page.get_by_test_id("cancel-button")

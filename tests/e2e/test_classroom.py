@@ -17,7 +17,7 @@ import sys
 
 from playwright.sync_api import expect
 
-from grader.loader import load_exercise
+from grader.lesson.loader import load_exercise
 
 from .amp_dojo_live import ROOT
 from .test_browser import GRADING_TIMEOUT_MS, editor_text, replace_editor_text

@@ -6,7 +6,7 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from grader.loader import load_all
+from grader.lesson.loader import load_all
 from webapp import cli
 from webapp.collector import collect
 from webapp.db import connect

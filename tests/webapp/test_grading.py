@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from grader.loader import load_exercise
+from grader.lesson.loader import load_exercise
 from webapp import create_app
 
 from webapp_testing import base_config, csrf_headers
@@ -167,7 +167,7 @@ def test_a_yaml_only_lesson_with_setup_code_is_graded_by_the_web_app(make_app, s
 def test_the_grader_speaks_the_learners_language(graded):
     """The same result in Italian: every message and fix from the catalog, the figures worded as rows; the
     finding ids (for tools) unchanged."""
-    from grader.messages import render
+    from grader.wording.catalog import render
 
     _app, client, ids = graded
     english = detail(client, ids["starter"])["result"]

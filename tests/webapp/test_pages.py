@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grader.loader import load_all
+from grader.lesson.loader import load_all
 
 ROOT = Path(__file__).resolve().parents[2]
 EXERCISES = load_all()

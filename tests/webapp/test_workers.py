@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.loader import load_exercise
+from grader.lesson.loader import load_exercise
 from webapp import create_app
 from webapp_testing import base_config, csrf_headers
 

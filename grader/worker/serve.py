@@ -24,80 +24,15 @@ import sys
 import traceback
 import warnings
 
-
-class Channel:
-    def __init__(self):
-        self.inp = os.fdopen(os.dup(0), "r", encoding="utf-8")
-        self.out = os.fdopen(os.dup(1), "w", encoding="utf-8")
-        devnull = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(devnull, 0)
-        os.dup2(2, 1)  # the code's prints land on stderr, never on the protocol
-        sys.stdout = sys.stderr
-
-    def read(self) -> dict | None:
-        line = self.inp.readline()
-        return json.loads(line) if line else None
-
-    def write(self, message: dict):
-        self.out.write(json.dumps(message) + "\n")
-        self.out.flush()
-
-
-class StepError(Exception):
-    def __init__(self, kind: str, message: str, line: int | None = None, source: str | None = None, tb: str = "",
-                 step: int | None = None, said=None):
-        super().__init__(message)
-        self.payload = {"kind": kind, "message": message, "line": line, "source_line": source, "traceback": tb,
-                        "step": step, "said": said.to_dict() if said is not None else None}
-
-    @classmethod
-    def worded(cls, kind: str, key: str, line: int | None = None, source: str | None = None, tb: str = "",
-               **params) -> "StepError":
-        """An error the grader words (grader/messages.py), so the learner reads it in their language."""
-        from grader.messages import say
-
-        said = say(key, **params)
-        return cls(kind, str(said), line, source, tb, said=said)
-
-
-def learner_frame(exc: BaseException, path: str):
-    """The innermost traceback frame in the learner's file, if any."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == path]
-    return frames[-1] if frames else None
-
-
-MESSAGE_CHARS = 2000  # of an exception's text: what the grader keeps of it
-
-
-def describe_exception(exc: BaseException, path: str, kind: str = "exception") -> StepError:
-    import torch
-
-    frame = learner_frame(exc, path)
-    text = str(exc)
-    if len(text) <= MESSAGE_CHARS:
-        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    else:  # the grader would cut it anyway (grader/bounds.py); a reply of megabytes would not even reach it
-        text = f"{text[:MESSAGE_CHARS]}... [cut: {len(text)} characters in all]"
-        tb = "Traceback (most recent call last):\n" + "".join(traceback.format_tb(exc.__traceback__)) + text
-    message = f"{type(exc).__name__}: {text}".strip()
-    where = (frame.lineno, frame.line) if frame else (None, None)
-    if isinstance(exc, (MemoryError, torch.OutOfMemoryError)) or "can't allocate memory" in str(exc):
-        return StepError.worded("oom", "error.oom", *where, tb[-4000:], detail=message[:200])
-    return StepError(kind, message, *where, tb[-4000:])
-
-
-def call_failure(exc: BaseException, path: str) -> StepError:
-    """What a call into the learner's code (prepare, a step) ended with: sys.exit() is its own kind."""
-    if isinstance(exc, SystemExit):
-        return StepError.worded("exit", "error.exit_step")
-    return describe_exception(exc, path)
+from grader.worker.channel import Channel
+from grader.worker.errors import StepError, call_failure, describe_exception
 
 
 class Worker:
     def __init__(self, spec: dict, rank: int = 0, world_size: int = 1):
         import torch
 
-        from grader import ranks
+        from grader.worker import ranks
 
         self.spec = spec
         self.path = os.path.abspath(spec["code_path"])
@@ -109,11 +44,11 @@ class Worker:
         self.device_type = self.device.type
         workload = spec["exercise"]["workload"]
         dtype_name = workload["amp"]["cuda_dtype"] if self.device_type == "cuda" else workload["amp"]["cpu_dtype"]
-        from grader.workload import DTYPES
+        from grader.worker.workload import DTYPES
 
         self.amp_dtype = DTYPES[dtype_name]
         self.recorder = None
-        self.census = None  # grader/profile.py: syncs, copies and matmul dtypes of profiled steps
+        self.census = None  # grader/worker/census.py: syncs, copies and matmul dtypes of profiled steps
         self.fn = None
         self.prepared: dict = {}
         # Taken before the learner's module loads, so patching torch.cuda.synchronize cannot end a timed
@@ -130,13 +65,13 @@ class Worker:
     def init(self, _msg) -> dict:
         import torch
 
-        from grader import tracing, workload
+        from grader.worker import tracing, workload
 
         try:
             torch.set_num_threads(self.spec.get("threads", 1))
             self._backend_flags()
             if self.distributed:
-                from grader import ranks
+                from grader.worker import ranks
 
                 ranks.join(self.rank, self.world_size, str(self.device), self.backend)
         except Exception as exc:  # the grader's own fault, not the learner's
@@ -155,9 +90,9 @@ class Worker:
                 self.recorder = tracing.Recorder(self.path, self.device_type,
                                                  self.spec["exercise"]["workload"].get("libraries", []))
                 self.recorder.install()
-                from grader import profile
+                from grader.worker import census
 
-                self.census = profile.Census(self.recorder, self.device_type)
+                self.census = census.Census(self.recorder, self.device_type)
                 self.census.install()
             except Exception as exc:  # noqa: BLE001
                 raise StepError("internal", f"the grader could not prepare the worker: {exc!r}",
@@ -248,7 +183,7 @@ class Worker:
         return fn
 
     def steps(self, msg: dict) -> dict:
-        from grader import memory, tracing, workload
+        from grader.worker import memory, tracing, workload
 
         self._backend_flags()
         losses, scales, reply = [], [], {}
@@ -269,14 +204,14 @@ class Worker:
             mem: dict = {}
             hooks = self._overflow_hooks() if msg.get("overflow") else []
             kept = self._skippable() if msg.get("skip") else None
-            census = self.census.start(self.problem.models.values(), self.module_names) \
+            counting = self.census.start(self.problem.models.values(), self.module_names) \
                 if msg.get("profile") and self.census else None
             profiled: dict = {}
             try:
                 with (memory.measure(mem, self.device, self.problem.parameters(),
                                               list(self.problem.optimizers.values()))
                       if msg.get("memory") else _null()):
-                    with precision if precision is not None else _null(), census if census is not None else _null(), \
+                    with precision if precision is not None else _null(), counting if counting is not None else _null(), \
                             self._torch_profile(msg, profiled):
                         loss = self.fn(*args)
             except BaseException as exc:  # noqa: BLE001
@@ -290,7 +225,7 @@ class Worker:
                     hook.remove()
                 if precision is not None:
                     precision.detach()
-                census_events = self.census.stop() if census is not None else None
+                census_events = self.census.stop() if counting is not None else None
                 if rec:
                     rec.active = False
             if kept is not None:
@@ -329,9 +264,9 @@ class Worker:
         lesson's given step): the table a learner reads, shown beside the verdict."""
         if not msg.get("torch_profile"):
             return _null()
-        from grader import profile
+        from grader.worker import census
 
-        return profile.torch_profile(self.device_type, into)
+        return census.torch_profile(self.device_type, into)
 
     def _overflow_hooks(self) -> list:
         """Puts an inf into every parameter's gradient during this step, as a float16 backward that overflows
@@ -408,12 +343,12 @@ class _null:
 def preload():
     """What every grading loads, loaded while the sandbox waits for a submission; the first optimizer, autocast
     region and GradScaler each load modules of their own. torch._dynamo stays out unless the code compiles
-    (grader/lazy_dynamo.py)."""
+    (grader/worker/lazy_dynamo.py)."""
     import torch
     import torch.nn.functional as F
     import torch.utils.checkpoint  # noqa: F401
 
-    from grader import lazy_dynamo, memory, profile, tracing, workload  # noqa: F401
+    from grader.worker import lazy_dynamo, memory, census, tracing, workload
 
     lazy_dynamo.install()
 
@@ -439,7 +374,7 @@ def main():
 
 def serve(channel: Channel, rank: int = 0, world_size: int = 1):
     """Answers the parent's commands until it says exit; never returns. A blank worker whose code is to run as
-    several ranks becomes their supervisor (grader/ranks.py) when its `init` arrives; each rank it forks
+    several ranks becomes their supervisor (grader/worker/ranks.py) when its `init` arrives; each rank it forks
     serves here as rank `rank` of `world_size`."""
     worker, code_path = None, ""
     while True:
@@ -449,9 +384,9 @@ def serve(channel: Channel, rank: int = 0, world_size: int = 1):
         try:
             if msg["cmd"] == "init":
                 if msg["spec"].get("ranks", 1) > 1 and world_size == 1:
-                    from grader import ranks
+                    from grader.worker import ranks
 
-                    ranks.supervise(channel, msg)  # never returns
+                    ranks.supervise(channel, msg, serve)  # never returns
                 code_path = msg["spec"]["code_path"]
                 worker = Worker(msg["spec"], rank, world_size)
                 reply = worker.init(msg)
@@ -465,6 +400,3 @@ def serve(channel: Channel, rank: int = 0, world_size: int = 1):
     channel.out.flush()
     os._exit(0)
 
-
-if __name__ == "__main__":
-    main()

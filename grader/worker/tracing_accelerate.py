@@ -16,7 +16,7 @@ import functools
 import torch
 from torch import nn
 
-from grader.tracing_distributed import holds_lesson_model
+from grader.worker.tracing_distributed import holds_lesson_model
 
 
 # The public ways to prepare: all at once, or one object at a time (the same preparation underneath).

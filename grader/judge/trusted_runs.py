@@ -22,7 +22,7 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-log = logging.getLogger("grader.trusted_runs")
+log = logging.getLogger("grader.judge.trusted_runs")
 FIELDS = ("losses", "scales", "traces", "coverage", "memory", "params", "census", "top_ops", "seconds", "overflow")
 # 2: a profiling lesson's given step keeps its census and torch.profiler table; 3: the run's own time; 4: the
 # overflowed step inside the window, with the weights before it
@@ -31,9 +31,10 @@ FORMAT = 4
 
 @lru_cache(maxsize=1)
 def grader_hash() -> str:
-    from grader.docker_sandbox import code_hash
+    """All of the grader's code, not the image's part alone: how the judge drives a trusted run changes it too."""
+    from grader.sandboxes.launcher import GRADER_ROOT, tree_hash
 
-    return code_hash()
+    return tree_hash(GRADER_ROOT / "grader")
 
 
 def device_model(device: str) -> str:
@@ -42,7 +43,7 @@ def device_model(device: str) -> str:
 
     if device.startswith("cuda"):
         return f"cuda:{torch.cuda.get_device_name(torch.device(device))}"
-    from grader.cpu import bf16_support
+    from grader.judge.cpu import bf16_support
 
     support = bf16_support()
     return f"cpu:{support.model}:{','.join(support.flags)}:{os.environ.get('ONEDNN_MAX_CPU_ISA', '')}"

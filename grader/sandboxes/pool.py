@@ -1,6 +1,6 @@
 """Warm, single-use sandboxes. Starting a sandbox and importing PyTorch in it
 takes seconds, most of a small grading; a pool starts blank workers ahead of
-time (grader/worker.py imports what a grading needs and says it is ready) and
+time (grader/worker/serve.py imports what a grading needs and says it is ready) and
 hands one to each new worker request. A blank has never seen code: it gets
 exactly one piece (WorkerProcess.assign) and is thrown away after it, so
 learners are as isolated from each other as with a cold start. The pool is a
@@ -14,15 +14,15 @@ import threading
 import time
 from collections import deque
 
-from grader.launcher import Launcher, WorkerProcess
+from grader.sandboxes.launcher import Launcher, WorkerProcess
 
-log = logging.getLogger("grader.pool")
+log = logging.getLogger("grader.sandboxes.pool")
 
 
 class WarmPool(Launcher):
     """Keeps `size` ready blanks per device it has been asked for (and for `devices` from the start).
     `quiet(device)` is a context manager the refill passes through before it starts a blank, so that no new
-    one starts while a grading times on the device (grader/exclusive.py); a blank holds no lock itself."""
+    one starts while a grading times on the device (grader/sandboxes/exclusive.py); a blank holds no lock itself."""
 
     REFILL_RETRY_S = 5.0
 

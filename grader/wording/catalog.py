@@ -1,6 +1,6 @@
 """Everything the grader tells a learner, worded once. A message is a key into
 this catalog plus its parameters; the English templates are here and each
-other language has a JSON catalog with the same keys (grader/translations/).
+other language has a JSON catalog with the same keys (grader/wording/translations/).
 Results carry the English text (for tools and logs) *and* the key with its
 parameters, so the web app, the CLI and the notebook show the same message in
 the learner's language without a second copy of the wording.
@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from grader.results import Finding
 
 TRANSLATIONS = Path(__file__).resolve().parent / "translations"
 LANGS = ("en", "it", "id")
@@ -449,7 +448,7 @@ EN: dict[str, str] = {
     "error.params_unreadable": "the saved parameters could not be read",
     "error.params_not_tensors": "the saved parameters are not a dict of float tensors",
     "error.cancelled": "the grading was cancelled before it finished",
-    # -- measured values against their thresholds (grader/wording.py) --------------------------------------
+    # -- measured values against their thresholds (grader/wording/phrases.py) --------------------------------------
     "measure.needs": "needs {x}",
     "measure.at_most": "at most {x}",
     "measure.at_least": "at least {x}",
@@ -489,7 +488,7 @@ EN: dict[str, str] = {
     "ordinal.6": "sixth", "ordinal.7": "seventh", "ordinal.8": "eighth", "ordinal.9": "ninth", "ordinal.10": "tenth",
     "ordinal.n": "#{n}",
     "text": "{text}",  # a lesson's own words ({"en": ..., "it": ..., "id": ...}), e.g. its parity advice
-    # -- the terminal report, grader hint/quiz/check --watch and the notebook's own words (grader/report.py,
+    # -- the terminal report, grader hint/quiz/check --watch and the notebook's own words (grader/wording/report.py,
     # grader/cli.py, amp_dojo/): badges, stages, headings of error kinds, the summary line -----------------
     "report.verdict.pass": "PASS",
     "report.verdict.fail": "FAIL",
@@ -595,7 +594,7 @@ class Said:
 
 def say(key: str, **params) -> Said:
     if key not in EN:
-        raise KeyError(f"no message {key!r} in grader/messages.py")
+        raise KeyError(f"no message {key!r} in grader/wording/catalog.py")
     return Said(key, params)
 
 
@@ -648,21 +647,6 @@ def render(key: str, params: dict | None = None, lang: str = "en") -> str:
             return EN[key].format(**values)
         except (KeyError, IndexError, ValueError, TypeError):
             return key
-
-
-def finding(id: str, line: int | None = None, severity: str = "error", key: str | None = None,
-            **params) -> Finding:
-    """A diagnosed mistake worded from the catalog: `key` (default: the id) and `key.fix`."""
-    key = key or id
-    said = say(key, **params)
-    fix_key = f"{key.split('.')[0]}.fix"
-    return Finding(id, str(said), render(fix_key, params), line, severity,
-                   text={"message": said.to_dict(), "fix": Said(fix_key, params).to_dict()})
-
-
-def message_of(f: Finding) -> Said:
-    """A finding's message, still unworded, to be a check's message."""
-    return Said.of((f.text or {}).get("message") or f.message)
 
 
 def words(parts) -> tuple[str, list[dict]]:

@@ -16,9 +16,9 @@ import struct
 import threading
 from pathlib import Path
 
-from grader.launcher import Launcher, Limits, WorkerProcess, make_workdir, scratch_sizes, worker_env
+from grader.sandboxes.launcher import (WORKER_PACKAGE, Launcher, Limits, WorkerProcess, make_workdir, scratch_sizes,
+                                       tree_hash, worker_env)
 
-PACKAGE = Path(__file__).resolve().parent
 IMAGE = os.environ.get("AMP_DOJO_IMAGE", "amp-dojo-grader")
 INSIDE = "/sandbox"
 HASH_LABEL = "org.amp-dojo.grader-hash"
@@ -26,11 +26,9 @@ OWNER_LABEL = "org.amp-dojo.owner"  # host:pid of the grading process that start
 
 
 def code_hash() -> str:
-    """Hash of the grader's Python files: an image built from other code is stale."""
-    h = hashlib.sha256()
-    for path in sorted(PACKAGE.rglob("*.py")):
-        h.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()[:16]
+    """Hash of the code the image holds, the in-sandbox package alone: an image built from other worker code is
+    stale, and editing a message or a check leaves every image current."""
+    return tree_hash(WORKER_PACKAGE)
 
 
 def _alive(pid: int) -> bool:
@@ -195,7 +193,7 @@ class DockerLauncher(Launcher):
     isolated = True
 
     def __init__(self, limits: Limits | None = None, image: str = IMAGE):
-        """Expects `unavailable_reason(image)` to have said None (grader.sandbox.make_launcher asks it)."""
+        """Expects `unavailable_reason(image)` to have said None (grader.sandboxes.kinds.make_launcher asks it)."""
         self.limits = limits or Limits()
         self.image = image
         self.engine = client()

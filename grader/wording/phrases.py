@@ -2,15 +2,15 @@
 ("update vs FP32 0.43%, needs at most 5.00%"), instead of the result
 document's keys. The web app, the terminal report and the notebook all show
 these rows: this is the one place that words them, through the message
-catalog (grader/messages.py), in the learner's language. The report's own
+catalog (grader/wording/catalog.py), in the learner's language. The report's own
 phrases (badges, stages, the summary line) are worded here too; how any of
-it is laid out is grader/report.py's and amp_dojo/html.py's business."""
+it is laid out is grader/wording/report.py's and amp_dojo/html.py's business."""
 
 from __future__ import annotations
 
 from dataclasses import asdict
 
-from grader.messages import EN, render, value_in
+from grader.wording.catalog import EN, render, value_in
 from grader.results import ERROR, FAIL, NOT_APPLICABLE, PASS, CheckResult
 
 

@@ -1,7 +1,7 @@
 """How `grader check` looks in a terminal: one coloured line per check, each
 mistake at file:line with its source line and fix, a closing summary line, and
 a spinner while it grades. Layout and colour only: every phrase comes from
-grader/wording.py (the message catalog), and each finding's message, fix and
+grader/wording/phrases.py (the message catalog), and each finding's message, fix and
 line are the result's, in the learner's language.
 
 Colour only where it is wanted: `--color auto` colours a terminal unless
@@ -26,7 +26,7 @@ from rich.table import Table
 from rich.text import Text
 
 from grader.results import ERROR, FAIL, NOT_APPLICABLE, PASS, GradingResult
-from grader.wording import (error_heading, error_in_words, localized, measured_in_words, phrase, stage_in_words,
+from grader.wording.phrases import (error_heading, error_in_words, localized, measured_in_words, phrase, stage_in_words,
                             summary_in_words, verdict)
 
 COLOUR_MODES = ("auto", "always", "never")

@@ -20,7 +20,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-GRADER_ROOT = Path(__file__).resolve().parent.parent
+from grader.worker import wire
+from grader.worker.wire import parse_reply, signal_name
+
+GRADER_ROOT = Path(__file__).resolve().parents[2]  # the folder that holds the grader package
+WORKER_PACKAGE = GRADER_ROOT / "grader" / "worker"  # all a sandbox gets of the grader (grader/worker/__init__.py)
 MAX_REPLY_BYTES = 4 * 1024**2          # a step's losses, trace and counts: a few KB in practice
 MAX_PARAMS_REPLY_BYTES = 512 * 1024**2  # the model's parameters, base64-encoded, where no model size is known
 
@@ -35,7 +39,7 @@ class Limits:
     processes: int = 256                  # processes and threads in a sandbox (fork bombs)
     tmp_bytes: int = 256 * 1024**2        # all the sandbox may write: its /tmp and /dev/shm together
     cpus: float = 2.0                     # CPUs a sandbox may use (docker; bwrap where a cpu cgroup can be made)
-    # The whole grading of a submission (grader/budget.py): this floor plus this many times what the lesson's
+    # The whole grading of a submission (grader/judge/budget.py): this floor plus this many times what the lesson's
     # trusted runs took, plus the timed phases' own budgets
     budget_floor_s: float = 30.0
     budget_factor: float = 8.0
@@ -70,7 +74,7 @@ class WorkerSpec:
     device: str
     trace: bool = False
     threads: int = 1
-    ranks: int = 1               # processes of the code in this one sandbox (grader/ranks.py)
+    ranks: int = 1               # processes of the code in this one sandbox (grader/worker/ranks.py)
 
 
 # faulthandler's dump: "Thread 0x… (most recent call first):", "Current thread …", and its indented frames
@@ -87,20 +91,25 @@ class WorkerFailure(Exception):
 
 
 def failure(kind: str, key: str, at_line: int | None = None, **params) -> dict:
-    """A worker error the grader words itself (grader/messages.py); `at_line` is the learner's line."""
-    from grader.messages import say
-
-    said = say(key, **params)
-    return {"kind": kind, "message": str(said), "said": said.to_dict(), "line": at_line}
+    """A worker error the grader words itself (grader/wording/catalog.py); `at_line` is the learner's line."""
+    return worded(wire.failure(kind, key, at_line, **params))
 
 
-def parse_reply(line: bytes | str) -> dict | None:
-    """One protocol line as a reply object; None for anything else (bad JSON, bad UTF-8, [[[[…, not an object)."""
-    try:
-        reply = json.loads(line)
-    except (ValueError, RecursionError):
-        return None
-    return reply if isinstance(reply, dict) else None
+def worded(error: dict) -> dict:
+    """An error of the worker's protocol with its message in English words (the worker sends only keys)."""
+    from grader.wording.catalog import Said
+
+    return {**error, "message": str(Said.of(error["said"]))}
+
+
+def tree_hash(folder: Path) -> str:
+    """Hash of the Python files under `folder`, with their paths."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for path in sorted(folder.rglob("*.py")):
+        h.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
 
 
 def scratch_sizes(limits: Limits) -> tuple[int, int]:
@@ -119,26 +128,9 @@ def params_reply_limit(state: dict, ranks: int = 1) -> int:
     return ranks * (4 * (2 * floats + 1024**2) // 3 + 1024)
 
 
-def signal_name(number: int) -> str:
-    """SIGSEGV, SIGRTMIN+6, or 'signal 99': any number a process may die of, including real-time signals, which
-    signal.Signals does not list."""
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        pass
-    low, high = getattr(signal, "SIGRTMIN", 0), getattr(signal, "SIGRTMAX", -1)
-    if low <= number <= high:
-        return f"SIGRTMIN+{number - low}"
-    return f"signal {number}"
-
-
 def death_failure(code: int | None, oom: bool) -> dict:
     """How a worker process ended, as its error: `code` is its exit status, or minus the signal that killed it."""
-    if oom:
-        return failure("oom", "error.killed_oom")
-    if code is not None and code < 0:
-        return failure("crash", "error.killed_signal", signal=signal_name(-code))
-    return failure("exit", "error.exited", status=code)
+    return worded(wire.death_failure(code, oom))
 
 
 class OutputBuffer(threading.Thread):
@@ -236,7 +228,7 @@ class WorkerProcess:
     tracebacks."""
 
     CANCEL_POLL_S = 0.2
-    ranks = 1  # processes of the code behind this one channel (grader/ranks.py); set by whoever starts it
+    ranks = 1  # processes of the code behind this one channel (grader/worker/ranks.py); set by whoever starts it
     params_limit = MAX_PARAMS_REPLY_BYTES  # the largest `save` reply; set from the model's size by whoever starts it
     prepare_traces: list = []  # what the learner's prepare did, per rank, once init has answered
 
@@ -249,7 +241,7 @@ class WorkerProcess:
         self.stderr = OutputBuffer(handle.stderr, limits.output_bytes)
         self._buffer = bytearray()
         self.cancel: threading.Event | None = None  # set by whoever may stop the grading (the web app's Cancel)
-        # The whole grading's length, once known (grader/budget.py); another thread may set it while a request
+        # The whole grading's length, once known (grader/judge/budget.py); another thread may set it while a request
         # waits, and the wait then ends by its `deadline`
         self.budget_s: float | None = None
         self.activity: dict = {}  # what the last request asked for: where a timeout says the code was
@@ -373,7 +365,7 @@ class WorkerProcess:
     def _budget_payload(self) -> dict:
         """The whole grading's budget ran out: where the code was (a step, with its line where the stack shows it),
         so the learner knows which part is slow."""
-        from grader.messages import say
+        from grader.wording.catalog import say
 
         line = self._stop_stuck()
         cmd, start = self.activity.get("cmd"), self.activity.get("start")
@@ -499,7 +491,7 @@ def make_workdir() -> Path:
 
 class Launcher:
     """Starts blank workers (`prepare`); `start` is prepare + assign, the cold path. A pool of warm blanks
-    (grader/pool.py) is the same launcher with the blanks made ahead of time."""
+    (grader/sandboxes/pool.py) is the same launcher with the blanks made ahead of time."""
 
     name = "?"
     isolated = False

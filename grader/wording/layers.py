@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from grader.messages import Said, say
+from grader.wording.catalog import Said, say
 
 
 def _shape(module) -> Said | None:

@@ -71,11 +71,11 @@ class Recorder:
         from torch.optim.optimizer import register_optimizer_step_pre_hook
 
         register_optimizer_step_pre_hook(self._on_optimizer_step)
-        from grader import tracing_distributed
+        from grader.worker import tracing_distributed
 
         replaced = tracing_distributed.install(self)
         if "accelerate" in self.libraries:
-            from grader import tracing_accelerate
+            from grader.worker import tracing_accelerate
 
             replaced += tracing_accelerate.install(self)
         self._snapshot = {(owner, attr): getattr(owner, attr) for owner, attr in self._watched() + replaced}

@@ -19,9 +19,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from grader.cgroups import Cgroup
+from grader.sandboxes.cgroups import Cgroup
 from grader.errors import EnvironmentProblem
-from grader.launcher import (GRADER_ROOT, Launcher, Limits, ProcessHandle, WorkerProcess, make_workdir, rlimits,
+from grader.sandboxes.launcher import (WORKER_PACKAGE, Launcher, Limits, ProcessHandle, WorkerProcess, make_workdir, rlimits,
                              scratch_sizes, worker_env)
 
 INSIDE = "/sandbox"
@@ -95,7 +95,8 @@ def command(device: str, workdir: Path, limits: Limits) -> list[str]:
     args += _system_binds() + _python_binds() + _gpu_binds(device)
     # bwrap's /dev is a tmpfs the sandbox's user owns, as large as half the host's memory: read-only once the
     # device nodes are in, so /tmp and /dev/shm are all it can write, `tmp_bytes` together.
-    args += ["--ro-bind", str(GRADER_ROOT / "grader"), f"{PACKAGE_ROOT}/grader",
+    # The in-sandbox package alone: `grader` is a namespace package in there, and no judge code is within reach.
+    args += ["--ro-bind", str(WORKER_PACKAGE), f"{PACKAGE_ROOT}/grader/worker",
              "--ro-bind", str(workdir), INSIDE, "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", INSIDE,
              "--", sys.executable, "-m", "grader.worker"]
     return args

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 
-from grader.messages import finding
+from grader.results import finding
 from grader.results import Finding
 
 DEPRECATED = {"torch.cuda.amp.autocast", "torch.cuda.amp.GradScaler", "torch.cpu.amp.autocast",
@@ -110,7 +110,7 @@ def syntax_error(source: str) -> tuple[str, int | None, str | None] | None:
 # On a CPU (where most learners and CI grade) `if device_type == "cuda": torch.cuda.synchronize()` never runs,
 # and `.cpu()`, `.item()` of a CPU tensor cost nothing, so neither the trace nor the profiler can see what the
 # branch would do on a GPU: there the host would wait for the device every step. Only the source can tell.
-# A read that runs on this device is the census's to count (grader/profile.py); this rule adds the branches
+# A read that runs on this device is the census's to count (grader/worker/census.py); this rule adds the branches
 # that cannot run here, whatever the device, so the verdict is the same on CPU and CUDA.
 HOST_READS = ("synchronize", "item", "tolist", "cpu", "numpy")
 
@@ -149,7 +149,7 @@ def _functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
 
 def _bound_to(tree: ast.Module, name: str) -> set[str]:
     """Functions put in the entrypoint's place: `train_step = wrap`, `globals()["train_step"] = wrap` (how a
-    decorator or grader/mutants.py's wrapper rebinds it). The step is whatever the name is bound to."""
+    decorator or grader/authoring/mutants.py's wrapper rebinds it). The step is whatever the name is bound to."""
     out = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name):

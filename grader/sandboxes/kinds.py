@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from grader.errors import EnvironmentProblem
-from grader.launcher import Limits, LocalLauncher
+from grader.sandboxes.launcher import Limits, LocalLauncher
 
 SANDBOXES = ("auto", "docker", "bwrap", "local")
 LOCAL_REFUSED = ("the local backend runs learner code unisolated, and it is not allowed here "
@@ -13,11 +13,11 @@ LOCAL_REFUSED = ("the local backend runs learner code unisolated, and it is not 
 def unavailable_reason(name: str) -> str | None:
     """None when the backend can run here, else why not."""
     if name == "docker":
-        from grader import docker_sandbox
+        from grader.sandboxes import docker_sandbox
 
         return docker_sandbox.unavailable_reason()
     if name == "bwrap":
-        from grader import bwrap
+        from grader.sandboxes import bwrap
 
         return bwrap.unavailable_reason()
     return None
@@ -51,10 +51,10 @@ def _local(limits: Limits | None, allow_local: bool) -> LocalLauncher:
 
 def _isolating(name: str, limits: Limits | None):
     if name == "bwrap":
-        from grader.bwrap import BwrapLauncher
+        from grader.sandboxes.bwrap import BwrapLauncher
 
         return BwrapLauncher(limits)
-    from grader.docker_sandbox import DockerLauncher
+    from grader.sandboxes.docker_sandbox import DockerLauncher
 
     return DockerLauncher(limits)
 
@@ -68,6 +68,6 @@ def unbounded_cpu(name: str) -> bool:
         name = next((n for n in ("docker", "bwrap") if unavailable_reason(n) is None), "local")
     if name != "bwrap":
         return False
-    from grader.cgroups import cpu_limit_available
+    from grader.sandboxes.cgroups import cpu_limit_available
 
     return not cpu_limit_available()

@@ -1,7 +1,7 @@
 """`grader validate` and `grader selftest`: an exercise is sound when its file
 parses, its workload learns within the graded steps, its reference solution
 passes every applicable check, its starter fails at least one, and every
-mutant of the reference (grader/mutants.py) fails. Problems are data; the CLI
+mutant of the reference (grader/authoring/mutants.py) fails. Problems are data; the CLI
 decides the exit code."""
 
 from __future__ import annotations
@@ -9,11 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader import mutants, runner, workload
+from grader.authoring import mutants
+from grader import runner
+from grader.worker import workload
 from grader.checks import lesson
 from grader.errors import ExerciseError
-from grader.loader import block_line, exercise_files, parse_exercise
-from grader.skeleton import todo_fields
+from grader.lesson.loader import block_line, exercise_files, parse_exercise
+from grader.lesson.skeleton import todo_fields
 from grader.results import NOT_APPLICABLE, PASS, GradingResult
 
 

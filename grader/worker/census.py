@@ -6,7 +6,7 @@ matmuls that ran in float32 where autocast would have run them in 16-bit.
 (after autocast chose its dtype); a few wrappers see the host reads that never
 reach the dispatcher (printing a tensor, `tolist()`, `numpy()`) and explicit
 `synchronize()` calls. Each event carries the line of the code that caused it,
-like the recorder's (grader/tracing.py). In the learner's process what it
+like the recorder's (grader/worker/tracing.py). In the learner's process what it
 reports is evidence, not truth: the grading process corroborates it where the
 numbers can (grader/checks/profiling.py) and says what it cannot.
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from grader.schema import Exercise, localize
+from grader.lesson.schema import Exercise, localize
 
 LETTERS = "abcdefgh"
 

@@ -14,13 +14,13 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from grader.errors import ExerciseError, ExerciseNotFound
-from grader.schema import BUILT_IN_CHECKS, MODEL_KINDS, CnnSpec, Exercise, MlpSpec, TransformerSpec
+from grader.lesson.schema import BUILT_IN_CHECKS, MODEL_KINDS, CnnSpec, Exercise, MlpSpec, TransformerSpec
 
 # Names pydantic puts in an error location for the branch of a tagged union: not fields of the YAML.
 UNION_TAGS = {*MODEL_KINDS, *BUILT_IN_CHECKS, "lesson"}
 
 EXERCISES_ENV = "AMP_DOJO_EXERCISES"
-BUILT_IN = Path(__file__).resolve().parent.parent / "exercises"
+BUILT_IN = Path(__file__).resolve().parents[2] / "exercises"
 
 
 def exercise_dirs() -> list[Path]:

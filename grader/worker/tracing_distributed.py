@@ -1,5 +1,5 @@
 """What the trace records of distributed data parallel training, installed by
-the Recorder next to its AMP wrappers (grader/tracing.py): where a model is
+the Recorder next to its AMP wrappers (grader/worker/tracing.py): where a model is
 wrapped in DistributedDataParallel (and whether that is the lesson's model) and
 whether it was moved after that, every
 DDP forward with whether its backward will all-reduce the gradients (outside

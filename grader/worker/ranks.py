@@ -26,6 +26,8 @@ import tempfile
 import threading
 import time
 
+from grader.worker.wire import death_failure, failure, parse_reply
+
 GRACE_S = 1.0  # after one rank fails, how long the others get to answer (one blocked in a collective never does)
 EXIT_WAIT_S = 2.0
 RENDEZVOUS_ENV = "AMP_DOJO_RENDEZVOUS"
@@ -95,8 +97,6 @@ class Rank:
         end = self.buffer.find(b"\n")
         if end < 0:
             return None
-        from grader.launcher import failure, parse_reply
-
         line = bytes(self.buffer[:end])
         del self.buffer[:end + 1]
         reply = parse_reply(line)
@@ -124,8 +124,6 @@ class Rank:
 
     def death(self) -> dict:
         """How the rank ended, worded as a worker's death; a SIGKILL is read as the memory limit's kill."""
-        from grader.launcher import death_failure
-
         if not self.wait(2):  # it closed its channel but lives on
             self.kill()
         status = self.status or 0
@@ -137,7 +135,7 @@ class Rank:
 def _prewarm():
     """What every rank needs beyond a blank worker's preload, loaded once before forking them: DDP's constructor
     asks torch._dynamo for its mode, which loads the real module (seconds of CPU per process; see
-    grader/lazy_dynamo.py). Nothing here touches a GPU, which a forked child could not use; an import that fails
+    grader/worker/lazy_dynamo.py). Nothing here touches a GPU, which a forked child could not use; an import that fails
     here is simply left to the ranks."""
     try:
         import torch._dynamo.utils  # noqa: F401
@@ -150,7 +148,7 @@ def _prewarm():
 _DUMP_FILE = None  # a rank's stack-dump pipe, kept open for faulthandler
 
 
-def _fork_rank(index: int, world_size: int, rendezvous: str, supervisor_fds: list[int]) -> Rank:
+def _fork_rank(index: int, world_size: int, rendezvous: str, supervisor_fds: list[int], serve) -> Rank:
     cmd_r, cmd_w = os.pipe()
     reply_r, reply_w = os.pipe()
     dump_r, dump_w = os.pipe()
@@ -170,7 +168,7 @@ def _fork_rank(index: int, world_size: int, rendezvous: str, supervisor_fds: lis
             _die_with_parent()
             os.environ.update({"RANK": str(index), "LOCAL_RANK": str(index), "WORLD_SIZE": str(world_size),
                                "LOCAL_WORLD_SIZE": str(world_size), RENDEZVOUS_ENV: rendezvous})
-            from grader.worker import Channel, serve
+            from grader.worker.channel import Channel
 
             serve(Channel(), index, world_size)
         finally:
@@ -254,8 +252,6 @@ def combined(replies: dict[int, dict], world_size: int) -> dict:
         return {"ok": True, "ranks": [replies[i] for i in range(world_size)]}
     error = replies[failed[0]].get("error")
     if not isinstance(error, dict):
-        from grader.launcher import failure
-
         error = failure("protocol", "error.protocol")
     answered = [replies[i] if i in replies and i not in failed else None for i in range(world_size)]
     return {"ok": False, "error": {**error, "rank": failed[0]}, "ranks": answered}
@@ -278,14 +274,15 @@ def shutdown(ranks: list[Rank]):
             rank.kill()
 
 
-def supervise(channel, init: dict):
+def supervise(channel, init: dict, serve):
     """The sandbox's worker, once its `init` says the code runs as several ranks: forks them, hands each the
-    init, then relays every command until exit. Never returns."""
+    init, then relays every command until exit; each rank answers in `serve` (grader/worker/serve.py), passed in
+    so that this module need not import the one that imports it. Never returns."""
     world_size = init["spec"]["ranks"]
     import torch
 
     if torch.cuda.is_initialized():  # a forked child cannot use a CUDA context its parent made
-        from grader.worker import StepError
+        from grader.worker.errors import StepError
 
         raise StepError("internal", "the grader initialised CUDA in the worker before forking its ranks")
     if not str(init["spec"]["device"]).startswith("cuda"):
@@ -294,7 +291,7 @@ def supervise(channel, init: dict):
     own = [channel.inp.fileno(), channel.out.fileno()]
     sys.stdout.flush()
     sys.stderr.flush()
-    ranks = [_fork_rank(i, world_size, rendezvous, own) for i in range(world_size)]
+    ranks = [_fork_rank(i, world_size, rendezvous, own, serve) for i in range(world_size)]
     threading.Thread(target=relay_dumps, args=([r.dumps for r in ranks],), name="rank-dumps", daemon=True).start()
 
     def forward(sig, _frame):  # the grader's SIGUSR1 asks for stack dumps (a timeout): each rank writes its own

@@ -1,0 +1,58 @@
+"""What went wrong in the worker, as data for the grader: the learner's
+exception with the line of their file it came from, or one of the grader's own
+errors by its catalog key."""
+
+from __future__ import annotations
+
+import traceback
+
+from grader.worker.wire import failure
+
+
+class StepError(Exception):
+    def __init__(self, kind: str, message: str, line: int | None = None, source: str | None = None, tb: str = "",
+                 step: int | None = None, said=None):
+        super().__init__(message)
+        self.payload = {"kind": kind, "message": message, "line": line, "source_line": source, "traceback": tb,
+                        "step": step, "said": said}
+
+    @classmethod
+    def worded(cls, kind: str, key: str, line: int | None = None, source: str | None = None, tb: str = "",
+               **params) -> "StepError":
+        """An error the grader words (grader/wording/catalog.py), so the learner reads it in their language: the
+        worker sends the key and its parameters, never words of its own."""
+        error = failure(kind, key, **params)
+        return cls(kind, error["message"], line, source, tb, said=error["said"])
+
+
+def learner_frame(exc: BaseException, path: str):
+    """The innermost traceback frame in the learner's file, if any."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == path]
+    return frames[-1] if frames else None
+
+
+MESSAGE_CHARS = 2000  # of an exception's text: what the grader keeps of it
+
+
+def describe_exception(exc: BaseException, path: str, kind: str = "exception") -> StepError:
+    import torch
+
+    frame = learner_frame(exc, path)
+    text = str(exc)
+    if len(text) <= MESSAGE_CHARS:
+        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    else:  # the grader would cut it anyway (grader/judge/bounds.py); a reply of megabytes would not even reach it
+        text = f"{text[:MESSAGE_CHARS]}... [cut: {len(text)} characters in all]"
+        tb = "Traceback (most recent call last):\n" + "".join(traceback.format_tb(exc.__traceback__)) + text
+    message = f"{type(exc).__name__}: {text}".strip()
+    where = (frame.lineno, frame.line) if frame else (None, None)
+    if isinstance(exc, (MemoryError, torch.OutOfMemoryError)) or "can't allocate memory" in str(exc):
+        return StepError.worded("oom", "error.oom", *where, tb[-4000:], detail=message[:200])
+    return StepError(kind, message, *where, tb[-4000:])
+
+
+def call_failure(exc: BaseException, path: str) -> StepError:
+    """What a call into the learner's code (prepare, a step) ended with: sys.exit() is its own kind."""
+    if isinstance(exc, SystemExit):
+        return StepError.worded("exit", "error.exit_step")
+    return describe_exception(exc, path)
