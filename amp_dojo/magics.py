@@ -70,7 +70,6 @@ class GradeMagics(Magics):
     def _launcher(self, sandbox: str, limits: list[str]):
         """One launcher per sandbox and limits for the kernel's life: each backend is probed once, and one warm
         sandbox waits for the next %%grade. Trusted runs are kept in the user's cache, as `grader check` does."""
-        from grader.judge import trusted_runs
         from grader.sandboxes.pool import WarmPool
 
         key = (sandbox, tuple(limits))
@@ -78,7 +77,7 @@ class GradeMagics(Magics):
             pairs = [item.partition("=") for item in limits]
             if any(not sep for _, sep, _ in pairs):
                 raise UsageError("--limit takes NAME=VALUE, e.g. --limit step_timeout_s=120")
-            runner.use_trusted_store(trusted_runs.DirectoryStore(trusted_runs.user_cache_dir()))
+            runner.use_trusted_store(runner.DirectoryStore(runner.user_cache_dir()))
             self._launchers[key] = WarmPool(make_launcher(sandbox, limits_from({k: v for k, _, v in pairs}),
                                                           allow_local=True), size=1)
         return self._launchers[key]

@@ -14,7 +14,6 @@ round robin over the pages, for `--classroom-duration` seconds."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import random
 import secrets

@@ -161,9 +161,8 @@ def keep_trusted_runs():
     """Trusted runs (each lesson's FP32 baseline and reference) are kept in the user's cache folder, so only the
     first `grader check` of a lesson on this machine computes them."""
     from grader import runner
-    from grader.judge import trusted_runs
 
-    runner.use_trusted_store(trusted_runs.DirectoryStore(trusted_runs.user_cache_dir()))
+    runner.use_trusted_store(runner.DirectoryStore(runner.user_cache_dir()))
 
 
 @dataclass
@@ -367,7 +366,6 @@ def warm(exercise_ids, device, sandbox, limits):
     """Compute the trusted runs (FP32 baseline and reference) of these lessons (default: all) into the cache
     that `grader check` uses, so that no check waits for them."""
     from grader import runner
-    from grader.judge import trusted_runs
 
     keep_trusted_runs()
     launcher = launcher_for(sandbox, limits)
@@ -379,7 +377,7 @@ def warm(exercise_ids, device, sandbox, limits):
     for ex in [exercises[i] for i in exercise_ids] or exercises.values():
         computed = runner.warm(ex, device, launcher)
         click.echo(f"{ex.id:<20} {'computed ' + ', '.join(computed) if computed else 'already cached'}")
-    click.echo(f"trusted runs for {device} ({launcher.name} sandbox) are in {trusted_runs.user_cache_dir()}")
+    click.echo(f"trusted runs for {device} ({launcher.name} sandbox) are in {runner.user_cache_dir()}")
 
 
 @main.command()
@@ -392,7 +390,7 @@ def selftest(device, sandbox, limits, as_json):
     from grader import runner
     from grader.authoring.validate import measured_row
 
-    from grader.judge.cpu import bf16_support
+    from grader.judge.devices import bf16_support
 
     launcher = launcher_for(sandbox, limits)
     support = bf16_support()

@@ -8,6 +8,7 @@ import pytest
 from conftest import TEST_LIMITS
 from grader.judge import budget
 from grader import runner
+from grader.judge import timing
 from grader.sandboxes.launcher import LocalLauncher
 
 SLOW_RIGHT_ANSWER = '''
@@ -84,6 +85,6 @@ def test_waiting_for_the_device_is_not_taken_from_the_budget():
     assert worker.deadline == 135.0
     worker.extend_budget(2.5)
     assert worker.deadline == 137.5 and worker.budget_s == 30.0
-    with runner.budget_paused(worker):
+    with timing.budget_paused(worker):
         pass
     assert worker.deadline >= 137.5

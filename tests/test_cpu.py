@@ -1,7 +1,7 @@
 """`grader selftest` says whether this CPU runs bfloat16 natively, since an AVX2-only one emulates it and
 gradings take 10-20x longer there."""
 
-from grader.judge.cpu import bf16_support
+from grader.judge.devices import bf16_support
 
 EPYC_AVX2 = "model name\t: AMD EPYC 7B12\nflags\t\t: fpu avx avx2 fma\n"
 EPYC_BF16 = "model name\t: AMD EPYC 9B14\nflags\t\t: fpu avx2 avx512f avx512_bf16\n"

@@ -6,7 +6,7 @@ import pytest
 
 from conftest import FIXTURES
 from grader.authoring import mutants
-from grader.lesson.loader import exercise_files, load_all, parse_exercise
+from grader.lesson.loader import load_all, parse_exercise
 from grader.authoring.validate import validate_file
 
 CASES = [(ex.id, m.name) for ex in load_all().values() for m in mutants.applicable(ex, "cpu")

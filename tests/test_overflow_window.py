@@ -8,6 +8,8 @@ import pytest
 
 from conftest import SUBMISSIONS
 from grader import runner
+from grader.judge import drive
+from grader.judge import evaluate
 from grader.lesson.schema import Exercise
 
 
@@ -63,8 +65,8 @@ def test_gradients_left_holding_the_inf_are_named_as_no_recovery(grade):
 
 
 def test_the_overflowed_steps_loss_is_left_out_of_the_loss_comparison():
-    data = runner.RunData(losses=[3.0, 2.0, math.nan, 1.0], overflow={"step": 2})
-    assert runner.compared_losses(data) == [3.0, 2.0, 1.0]
+    data = drive.RunData(losses=[3.0, 2.0, math.nan, 1.0], overflow={"step": 2})
+    assert evaluate.compared_losses(data) == [3.0, 2.0, 1.0]
 
 
 def test_an_overflow_with_no_step_after_it_is_refused_by_the_schema(exercises):

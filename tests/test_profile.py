@@ -6,12 +6,12 @@ fixed step against the grader's own profile of the given step."""
 import json
 import subprocess
 import sys
-import textwrap
 
 import pytest
 import torch
 
 from grader import runner
+from grader.judge import protocol
 from grader.worker import census
 from grader.checks import profiling
 from grader.lesson.schema import BottleneckCheck, HostSyncsCheck, MatmulDtypesCheck, TransfersCheck
@@ -273,7 +273,7 @@ def test_a_step_with_no_matmul_seen_cannot_pass():
 
 def test_census_replies_are_rebuilt_field_by_field():
     reply = [{"step": 1, "events": [{**sync(4), "extra": "x" * 10_000}, copy(5)]}]
-    assert runner._census(reply) == [{"step": 1, "events": [sync(4), copy(5)]}]
+    assert protocol._census(reply) == [{"step": 1, "events": [sync(4), copy(5)]}]
 
 
 @pytest.mark.parametrize("events", [
@@ -285,7 +285,7 @@ def test_census_replies_are_rebuilt_field_by_field():
 ])
 def test_malformed_census_replies_are_the_workers_fault(events):
     with pytest.raises((KeyError, TypeError, ValueError)):
-        runner._census([{"step": 0, "events": events}])
+        protocol._census([{"step": 0, "events": events}])
 
 
 def test_a_plot_carries_the_given_steps_profile_beside_the_fixed_steps_counts():

@@ -14,12 +14,15 @@ import torch
 
 from conftest import ROOT, TEST_LIMITS
 from grader import runner
+from grader.judge import evaluate
+from grader.judge import protocol
 from grader.worker import workload
 from grader.checks import ranks as ranks_check
 from grader.sandboxes.launcher import LocalLauncher, WorkerFailure
 from grader.lesson.loader import load_exercise, parse_exercise
 from grader.worker.ranks import combined
-from grader.runner import RunData, StepFailure, rank_replies
+from grader.judge.drive import RunData
+from grader.judge.protocol import StepFailure, rank_replies
 from grader.lesson.schema import RanksCheck
 
 DDP = "ddp_mixed_precision"
@@ -184,7 +187,7 @@ def test_a_rank_that_hangs_times_out_at_a_line_of_a_stuck_rank():
 
 class Ranked:
     ranks = 2
-    spec = SimpleNamespace(code="pass\n" * 20)  # the lines a rank's report may name (grader/judge/bounds.py)
+    spec = SimpleNamespace(code="pass\n" * 20)  # the lines a rank's report may name (grader/judge/protocol.py)
 
 
 def _ok(**extra):
@@ -304,7 +307,7 @@ def test_saved_parameters_are_loaded_as_plain_tensors_only():
     torch.save({"0.weight": Evil()}, buffer)
     reply = {"ok": True, "params": base64.b64encode(buffer.getvalue()).decode()}
     with pytest.raises(WorkerFailure, match="could not be read"):
-        runner._params(reply)
+        protocol._params(reply)
 
 
 # -- Accelerate in the sandbox ---------------------------------------------------------------------------------------
@@ -355,5 +358,5 @@ print("connections:", tried)
 
 def test_a_rank_error_names_the_rank_before_the_line_as_the_docs_show():
     """docs/authoring.md documents `rank 1: line 23: ...`: whose error first, then where."""
-    error = runner.submission_error({"kind": "exception", "message": "ValueError: x", "line": 23, "rank": 1})
+    error = evaluate.submission_error({"kind": "exception", "message": "ValueError: x", "line": 23, "rank": 1})
     assert error.message == "rank 1: line 23: ValueError: x"

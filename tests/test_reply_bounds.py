@@ -1,10 +1,10 @@
 """What a worker reports about learner code is bounded before it becomes a finding or a stored result
-(grader/judge/bounds.py): lines inside the submitted source, numbers in range, strings cut."""
+(grader/judge/protocol.py): lines inside the submitted source, numbers in range, strings cut."""
 
 import json
 from pathlib import Path
 
-from grader.judge import bounds
+from grader.judge import protocol
 
 ATTACKS = Path(__file__).resolve().parent / "attacks"
 RESULT_BYTES = 256 * 1024  # a result with every cap reached stays well under this
@@ -47,18 +47,18 @@ def test_an_error_claiming_a_line_outside_the_source_has_no_line():
     code = "def train_step():\n    pass\n"
     report = {"kind": "exception", "message": "boom", "line": 10**30, "source_line": "forged", "step": 2**70,
               "traceback": "t" * 10**6, "events": [{"ev": "backward", "line": 2, "value": 1e308 * 10}]}
-    out = bounds.error(report, code, max_events=10)
+    out = protocol.bounded_error(report, code, max_events=10)
     assert out["line"] is None and out["source_line"] is None and out["step"] is None
-    assert len(out["traceback"]) < bounds.MAX_TRACEBACK_CHARS + 100
+    assert len(out["traceback"]) < protocol.MAX_TRACEBACK_CHARS + 100
     assert out["events"] == [{"ev": "backward", "line": 2, "value": float("inf")}]
-    assert bounds.error({**report, "line": 2}, code, 10)["source_line"] == "pass"
+    assert protocol.bounded_error({**report, "line": 2}, code, 10)["source_line"] == "pass"
 
 
 def test_trace_events_keep_only_plain_bounded_fields():
     code = "x = 1\n"
     event = {"ev": "function", "line": 1, "name": "n" * 10_000, "in_dtypes": ["float32"] * 1000,
              "big": 10**40, "nested": {"a": 1}, **{f"k{i}": i for i in range(100)}}
-    out = bounds.event(event, code)
-    assert out["line"] == 1 and len(out["name"]) < bounds.MAX_EVENT_STRING_CHARS + 50
-    assert len(out["in_dtypes"]) == bounds.MAX_EVENT_LIST and out["big"] is None and out["nested"] is None
-    assert len(out) <= bounds.MAX_EVENT_FIELDS + 2
+    out = protocol.bounded_event(event, code)
+    assert out["line"] == 1 and len(out["name"]) < protocol.MAX_EVENT_STRING_CHARS + 50
+    assert len(out["in_dtypes"]) == protocol.MAX_EVENT_LIST and out["big"] is None and out["nested"] is None
+    assert len(out) <= protocol.MAX_EVENT_FIELDS + 2

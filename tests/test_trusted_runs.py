@@ -29,13 +29,13 @@ class CountingLauncher(LocalLauncher):
 
 @pytest.fixture
 def store(tmp_path):
-    saved = dict(runner._TRUSTED_CACHE)
-    runner._TRUSTED_CACHE.clear()
+    saved = dict(trusted_runs._TRUSTED_CACHE)
+    trusted_runs._TRUSTED_CACHE.clear()
     runner.use_trusted_store(trusted_runs.DirectoryStore(tmp_path / "trusted"))
     yield tmp_path / "trusted"
     runner.use_trusted_store(None)
-    runner._TRUSTED_CACHE.clear()
-    runner._TRUSTED_CACHE.update(saved)
+    trusted_runs._TRUSTED_CACHE.clear()
+    trusted_runs._TRUSTED_CACHE.update(saved)
 
 
 def test_a_stored_baseline_serves_a_later_process_without_running_again(store):
@@ -43,7 +43,7 @@ def test_a_stored_baseline_serves_a_later_process_without_running_again(store):
     assert runner.run(AUTOCAST, AUTOCAST.reference, device="cpu", launcher=first).status == "pass"
     assert sorted(first.started) == ["baseline.py", "reference.py", "submission.py"]
     assert len(list(store.glob("*.pt"))) == 2
-    runner._TRUSTED_CACHE.clear()  # as in a new process: only the store remembers
+    trusted_runs._TRUSTED_CACHE.clear()  # as in a new process: only the store remembers
     later = CountingLauncher()
     again = runner.run(AUTOCAST, AUTOCAST.starter, device="cpu", launcher=later)
     assert later.started == ["submission.py"]
@@ -54,7 +54,7 @@ def test_a_damaged_entry_is_computed_again(store):
     runner.run(AUTOCAST, AUTOCAST.reference, device="cpu", launcher=CountingLauncher())
     for path in store.glob("*.pt"):
         path.write_bytes(b"not a run")
-    runner._TRUSTED_CACHE.clear()
+    trusted_runs._TRUSTED_CACHE.clear()
     launcher = CountingLauncher()
     assert runner.run(AUTOCAST, AUTOCAST.reference, device="cpu", launcher=launcher).status == "pass"
     assert "baseline.py" in launcher.started
@@ -117,7 +117,7 @@ def test_a_stored_given_step_keeps_its_profile(store):
     first = CountingLauncher()
     assert runner.run(lesson, lesson.reference, device="cpu", launcher=first).status == "pass"
     assert sorted(first.started) == ["baseline.py", "given.py", "reference.py", "submission.py"]
-    runner._TRUSTED_CACHE.clear()
+    trusted_runs._TRUSTED_CACHE.clear()
     later = CountingLauncher()
     again = runner.run(lesson, lesson.starter, device="cpu", launcher=later)
     assert later.started == ["submission.py"]

@@ -114,13 +114,12 @@ def _ready_to_grade(config, queue, timeout: float = 120.0) -> None:
 
 def _keep_trusted_runs(config, queue) -> None:
     from grader import runner
-    from grader.judge import trusted_runs
 
     where = config["TRUSTED_RUNS"]
     if where == "queue":
-        runner.use_trusted_store(trusted_runs.KeyValueStore(queue.huey))
+        runner.use_trusted_store(runner.KeyValueStore(queue.huey))
     elif where:
-        runner.use_trusted_store(trusted_runs.DirectoryStore(where))
+        runner.use_trusted_store(runner.DirectoryStore(where))
 
 
 def _warm_in_background(config, queue) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import secrets
-from pathlib import Path
 
 from flask import g, has_request_context, jsonify, request, session
 from flask.sessions import SecureCookieSessionInterface

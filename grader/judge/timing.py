@@ -1,13 +1,22 @@
 """Statistics for paired, interleaved timing rounds. Each round times a block
 of baseline steps and a block of submission steps back to back (in alternating
 order), so drift hits both; the verdict uses the lower bound of a confidence
-interval on the ratio, so noise can make a pass inconclusive but never forges one."""
+interval on the ratio, so noise can make a pass inconclusive but never forges one. Also the timed phase itself:
+interleaved rounds between the two workers, with the grading's budget paused while the idle one waits."""
 
 from __future__ import annotations
 
 import math
 import statistics
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+
+from grader.judge import budget
+from grader.judge.drive import Progress
+from grader.judge.protocol import _floats, _ok, code_of, malformed_is_protocol
+from grader.lesson.schema import Exercise
+from grader.sandboxes.launcher import WorkerProcess
 
 # two-sided 95% Student-t quantiles; beyond 30 degrees of freedom the normal one
 _T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
@@ -93,3 +102,72 @@ class TimingResult:
     after_params: tuple = ()  # (submission, baseline) parameters once timing is over
     losses: dict = field(default_factory=lambda: {"baseline": [], "submission": []})  # of the timed steps
     next_step: int = 0  # the first step index that timing did not use
+
+
+def time_interleaved(base: WorkerProcess, sub: WorkerProcess, first_step: int, plan: TimingPlan,
+                     progress: Progress) -> TimingResult:
+    """Warm-up, then rounds of one block each, order alternating, the idle worker frozen."""
+
+    def timed(worker, other, start, count, losses=None):
+        other.freeze()
+        try:
+            t0 = time.perf_counter()
+            reply = _ok(worker.request({"cmd": "steps", "start": start, "count": count}), code=code_of(worker))
+            elapsed = time.perf_counter() - t0
+        finally:
+            other.thaw()
+        if losses is not None:
+            with malformed_is_protocol():
+                losses += _floats(reply, "losses", expected=count)
+        return elapsed
+
+    step = first_step
+    warm = [timed(base, sub, step, plan.warmup_steps), timed(sub, base, step, plan.warmup_steps)]
+    step += plan.warmup_steps
+    k = plan.block_steps(min(warm) / plan.warmup_steps)
+    result = TimingResult(steps_per_block=k)
+    started = time.perf_counter()
+    while True:
+        order = [(base, sub), (sub, base)] if len(result.baseline_s) % 2 == 0 else [(sub, base), (base, sub)]
+        for worker, other in order:
+            role = "baseline" if worker is base else "submission"
+            elapsed = timed(worker, other, step, k, result.losses[role])
+            (result.baseline_s if worker is base else result.submission_s).append(elapsed)
+        step += k
+        result.estimate = estimate(result.baseline_s, result.submission_s)
+        result.elapsed_s = time.perf_counter() - started
+        progress("timing", rounds=result.estimate.rounds, speedup=result.estimate.ratio)
+        if plan.done(result.estimate, result.elapsed_s, estimate(result.baseline_s, result.submission_s, t999)):
+            result.next_step = step
+            return result
+
+@contextmanager
+def budget_paused(worker: WorkerProcess):
+    """The grading waits for something that is not the learner's (the device, held by another grading's timed
+    rounds; a trusted run still going): that wait is not taken from the learner's budget."""
+    started = time.monotonic()
+    try:
+        yield
+    finally:
+        worker.extend_budget(time.monotonic() - started)
+
+def step_limit(worker: WorkerProcess, limits) -> float:
+    """The longest the next step may take: its own limit, or what is left of the grading's budget."""
+    if worker.deadline is None:
+        return limits.step_timeout_s
+    return max(0.0, min(limits.step_timeout_s, round(worker.deadline - time.monotonic(), 1)))
+
+def budget_when_known(worker: WorkerProcess, futures: dict, limits, exercise: Exercise, timed_s: list[float]):
+    """Sets the submission's whole-grading budget (grader/judge/budget.py) once every trusted run it is measured against
+    has its time: at once where they were stored, else when the last one finishes."""
+
+    def finished(_future):
+        if all(f.done() for f in futures.values()):  # the last one's callback (or two at once: the same value)
+            runs = {r: f.result() for r, f in futures.items() if f.exception() is None}
+            worker.set_budget(budget.derived(limits, {r: d.seconds for r, d in runs.items()}, timed_s,
+                                             exercise.workload.grading_budget_s))
+
+    if not futures:
+        worker.set_budget(exercise.workload.grading_budget_s)
+    for future in futures.values():
+        future.add_done_callback(finished)

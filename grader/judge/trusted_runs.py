@@ -21,6 +21,17 @@ import os
 import tempfile
 from functools import lru_cache
 from pathlib import Path
+import time
+import torch
+from grader.worker import census
+from grader.checks import profiling
+from grader.errors import EnvironmentProblem
+from grader.sandboxes.launcher import (WorkerFailure, WorkerProcess)
+from grader.lesson.schema import Exercise
+from grader.judge.devices import resolve_device
+from grader.judge.drive import ForcedOverflow, RunData, collect_params, drive
+from grader.judge.protocol import StepFailure, _ok, code_of, malformed_is_protocol
+from grader.judge.workers import init_worker, lesson_setup_error, spawn_worker, workload_of
 
 log = logging.getLogger("grader.judge.trusted_runs")
 FIELDS = ("losses", "scales", "traces", "coverage", "memory", "params", "census", "top_ops", "seconds", "overflow")
@@ -39,25 +50,22 @@ def grader_hash() -> str:
 
 def device_model(device: str) -> str:
     """The device's make and model; on a CPU also the instruction-set cap, which changes oneDNN's kernels."""
-    import torch
 
     if device.startswith("cuda"):
         return f"cuda:{torch.cuda.get_device_name(torch.device(device))}"
-    from grader.judge.cpu import bf16_support
+    from grader.judge.devices import bf16_support
 
     support = bf16_support()
     return f"cpu:{support.model}:{','.join(support.flags)}:{os.environ.get('ONEDNN_MAX_CPU_ISA', '')}"
 
 
 def key(role: str, exercise_json: str, device: str, launcher_identity: str) -> str:
-    import torch
 
     parts = [FORMAT, role, exercise_json, device_model(device), torch.__version__, grader_hash(), launcher_identity]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
 def dumps(run) -> bytes:
-    import torch
 
     buffer = io.BytesIO()
     torch.save({name: getattr(run, name) for name in FIELDS}, buffer)
@@ -66,7 +74,6 @@ def dumps(run) -> bytes:
 
 def loads(data: bytes, make):
     """`make(**fields)` builds the run (runner.RunData). Plain tensors and containers only (weights_only)."""
-    import torch
 
     fields = torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
     return make(**{name: fields[name] for name in FIELDS})
@@ -132,10 +139,115 @@ def fetch(store, name: str, make):
         return None
 
 
-def keep(store, name: str, run) -> None:
+def put(store, name: str, run) -> None:
     if store is None:
         return
     try:
         store.put(name, dumps(run))
     except Exception:  # noqa: BLE001 - a full disk must not fail a grading
         log.warning("trusted run %s could not be stored", name[:12], exc_info=True)
+
+
+_TRUSTED_CACHE: dict[str, RunData] = {}  # this process's trusted runs, by key
+
+_STORE = None  # where trusted runs outlive the process (grader/judge/py); None: memory only
+
+# The trusted runs and the lesson code each runs: a profiling lesson's given step is its starter, profiled by the
+# grader in a process of its own (traced, so that its census runs there too).
+TRUSTED = {"baseline": "baseline.py", "reference": "reference.py", "given": "given.py"}
+
+TRUSTED_CODE = {"baseline": "baseline", "reference": "reference", "given": "starter"}
+
+def spawn_trusted(launcher, exercise: Exercise, role: str, device: str) -> WorkerProcess:
+    """The FP32 baseline is one process on the whole batch, whatever the lesson's ranks; the reference (and a
+    profiling lesson's given step) runs as the submission does."""
+    code = getattr(exercise, TRUSTED_CODE[role])
+    return spawn_worker(launcher, exercise, code, TRUSTED[role], device, role == "given",
+                        ranks=1 if role == "baseline" else None)
+
+def use_trusted_store(store) -> None:
+    """Keeps trusted runs in `store` too (a DirectoryStore or KeyValueStore), for every grading of
+    this process; None keeps them in memory only."""
+    global _STORE
+    _STORE = store
+
+def _trusted_key(exercise: Exercise, role: str, device: str, launcher) -> str:
+    """The sandbox is part of the key: its image may carry another PyTorch than the grader's."""
+    return key(role, exercise.model_dump_json(
+        include={"workload", TRUSTED_CODE[role], "entrypoint", "checks"}), device, launcher.identity())
+
+def cached_run(launcher, exercise: Exercise, role: str, device: str) -> RunData | None:
+    return _cached(_trusted_key(exercise, role, device, launcher))
+
+
+def _cached(key: str) -> RunData | None:
+    """This process's copy of a trusted run, else the store's (kept here from then on), else None."""
+    if key not in _TRUSTED_CACHE and (stored := fetch(_STORE, key, RunData)) is not None:
+        _TRUSTED_CACHE[key] = stored
+    return _TRUSTED_CACHE.get(key)
+
+def trusted_run(launcher, exercise: Exercise, role: str, device: str, worker: WorkerProcess | None = None,
+                keep: bool = False) -> RunData:
+    """The public FP32 baseline or the hidden reference, each in a process of its own that never sees learner
+    code, over the same steps as the submission; cached per process. `keep` leaves a given worker open (timing)."""
+    key = _trusted_key(exercise, role, device, launcher)
+    if worker is None and (cached := _cached(key)) is not None:
+        return cached
+    log.info("running the %s of %s on %s (%s sandbox)", role, exercise.id, device, launcher.name)
+    try:
+        worker = init_worker(launcher, worker or spawn_trusted(launcher, exercise, role, device))
+        data = RunData()
+        steps = workload_of(exercise, device).steps
+        drive(worker, steps, trace=False, measure_memory=exercise.check("memory") is not None, data=data,
+              census=role == "given", overflow=ForcedOverflow.of(exercise, device, role))
+        collect_params(worker, data)
+        data.seconds = time.monotonic() - worker.loaded_at
+        if role == "given" and not keep:  # one more step under torch.profiler (after timing, where it is timed)
+            data.top_ops = torch_profiled(worker, steps)
+    except (StepFailure, WorkerFailure) as exc:
+        if exc.payload.get("kind") == "setup":
+            raise lesson_setup_error(exercise, exc.payload["message"]) from None
+        if exc.payload.get("kind") == "cancelled":
+            raise
+        what = {"baseline": "FP32 baseline", "reference": "reference solution",
+                "given": "given step (the lesson's starter)"}[role]
+        raise EnvironmentProblem(f"the {what} of {exercise.id!r} failed on {device}: {exc.payload['message']}"
+                                 f"\n{exc.payload.get('traceback', '')}") from None
+    finally:
+        if worker is not None and not keep:
+            worker.close()
+    _TRUSTED_CACHE[key] = data
+    put(_STORE, key, data)
+    return data
+
+def torch_profiled(worker: WorkerProcess, step: int) -> list[dict] | None:
+    """torch.profiler's table of one step of a trusted worker (grader/worker/census.py). It is shown, never judged: a
+    profiler that cannot run there (no access to the GPU's counters, say) leaves the table out, nothing else."""
+    try:
+        reply = _ok(worker.request({"cmd": "steps", "start": step, "count": 1, "torch_profile": True}),
+                    code=code_of(worker))
+        rows = reply.get("top_ops")
+        with malformed_is_protocol():
+            return [{"op": str(r["op"])[:200], "calls": int(r["calls"]), "self_cpu_us": float(r["self_cpu_us"]),
+                     "self_device_us": None if r["self_device_us"] is None else float(r["self_device_us"]),
+                     "dtypes": [str(d)[:40] for d in r["dtypes"]][:3]} for r in rows[:census.TOP_OPS + 4]]
+    except (StepFailure, WorkerFailure) as exc:
+        if exc.payload.get("kind") == "cancelled":
+            raise
+        return None
+
+def trusted_roles(exercise: Exercise) -> list[str]:
+    """The trusted runs a grading of `exercise` compares with: always the FP32 baseline; the reference where
+    a check measures where real mixed precision ends; a profiling lesson's given step."""
+    ids = {c.id for c in exercise.checks}
+    return ["baseline"] + (["reference"] if ids & {"coverage", "matmul_dtypes"} else []) + (
+        ["given"] if ids & set(profiling.CHECK_IDS) else [])
+
+def warm(exercise: Exercise, device: str, launcher) -> list[str]:
+    """Makes sure the trusted runs a grading of `exercise` needs exist (in memory and in the store); returns
+    the roles that had to be computed."""
+    device = resolve_device(device)
+    missing = [r for r in trusted_roles(exercise) if cached_run(launcher, exercise, r, device) is None]
+    for role in missing:
+        trusted_run(launcher, exercise, role, device)
+    return missing

@@ -7,7 +7,6 @@ with a DeviceRequest (the same as `--gpus`) when grading on CUDA."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import socket

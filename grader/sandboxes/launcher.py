@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.worker import wire
-from grader.worker.wire import parse_reply, signal_name
+from grader.worker.wire import parse_reply
 
 GRADER_ROOT = Path(__file__).resolve().parents[2]  # the folder that holds the grader package
 WORKER_PACKAGE = GRADER_ROOT / "grader" / "worker"  # all a sandbox gets of the grader (grader/worker/__init__.py)

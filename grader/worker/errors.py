@@ -41,7 +41,7 @@ def describe_exception(exc: BaseException, path: str, kind: str = "exception") -
     text = str(exc)
     if len(text) <= MESSAGE_CHARS:
         tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    else:  # the grader would cut it anyway (grader/judge/bounds.py); a reply of megabytes would not even reach it
+    else:  # the grader would cut it anyway (grader/judge/protocol.py); a reply of megabytes would not even reach it
         text = f"{text[:MESSAGE_CHARS]}... [cut: {len(text)} characters in all]"
         tb = "Traceback (most recent call last):\n" + "".join(traceback.format_tb(exc.__traceback__)) + text
     message = f"{type(exc).__name__}: {text}".strip()

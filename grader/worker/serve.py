@@ -16,7 +16,6 @@ import faulthandler
 import importlib.util
 import inspect
 import io
-import json
 import math
 import os
 import signal
@@ -348,7 +347,7 @@ def preload():
     import torch.nn.functional as F
     import torch.utils.checkpoint  # noqa: F401
 
-    from grader.worker import lazy_dynamo, memory, census, tracing, workload
+    from grader.worker import census, lazy_dynamo, memory, tracing, workload  # noqa: F401
 
     lazy_dynamo.install()
 

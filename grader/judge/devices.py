@@ -9,6 +9,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
+
+from grader.errors import EnvironmentProblem
+from grader.lesson.schema import Exercise
+
 NATIVE_FLAGS = ("avx512_bf16", "amx_bf16")
 # oneDNN's instruction-set names at or below which bfloat16 is emulated
 EMULATED_ISAS = ("SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX512_CORE", "AVX512_CORE_VNNI")
@@ -48,3 +53,18 @@ def bf16_support(cpuinfo: str | None = None) -> Bf16Support:
         elif key.strip() == "flags":
             flags |= set(value.split())
     return Bf16Support(model, [f for f in NATIVE_FLAGS if f in flags], os.environ.get("ONEDNN_MAX_CPU_ISA"))
+
+
+def resolve_device(device: str = "auto") -> str:
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise EnvironmentProblem("--device cuda was asked for, but PyTorch sees no CUDA device here "
+                                 f"(torch {torch.__version__}, CUDA build: {torch.version.cuda or 'no'})")
+    if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
+        raise EnvironmentProblem(f"unknown device {device!r}: use auto, cpu or cuda")
+    return device
+
+def amp_dtype_for(exercise: Exercise, device: str) -> str:
+    amp = exercise.workload.amp
+    return amp.cuda_dtype if device.startswith("cuda") else amp.cpu_dtype

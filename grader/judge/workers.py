@@ -1,0 +1,86 @@
+"""Starting a worker for a lesson and waiting until it has loaded its code (and
+run the learner's prepare); and the lesson's starting point, which the judge
+builds itself from the workload so that every run's parameters can be checked
+against what they started from."""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+
+
+from grader.wording import layers
+from grader.worker import workload
+from grader.errors import EnvironmentProblem, ExerciseError
+from grader.sandboxes.launcher import (SandboxDidNotStart, WorkerProcess, WorkerSpec,
+                             params_reply_limit)
+from grader.lesson.schema import Exercise
+from grader.judge.protocol import StepFailure, _traces, code_of, malformed_is_protocol, prepare_trace, rank_replies
+
+_START_CACHE: dict[str, Start] = {}
+
+
+def spawn_worker(launcher, exercise: Exercise, code: str, filename: str, device: str, trace: bool,
+                 ranks: int | None = None) -> WorkerProcess:
+    """Starts the process (it imports torch while the grader does other work); `init_worker` waits for it."""
+    kind = "cuda" if device.startswith("cuda") else "cpu"
+    ranks = ranks or exercise.workload.ranks
+    try:
+        worker = launcher.start(WorkerSpec(code, filename, exercise.public(kind), device, trace=trace, ranks=ranks))
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise EnvironmentProblem(f"the {launcher.name} sandbox could not start a worker: {exc}") from None
+    worker.ranks = ranks
+    worker.params_limit = params_reply_limit(starting_point(exercise, device).state, ranks)
+    return worker
+
+def init_worker(launcher, worker: WorkerProcess) -> WorkerProcess:
+    """Waits for the worker to load the code (and run the learner's prepare); what prepare did is kept as
+    `worker.prepare_traces`, one per rank."""
+    try:
+        worker.wait_ready()
+    except SandboxDidNotStart as exc:
+        worker.close()
+        raise EnvironmentProblem(f"the {launcher.name} sandbox did not start a worker: {exc}") from None
+    try:
+        replies = rank_replies(worker, worker.request(worker.init_message(), timeout=launcher.limits.init_timeout_s))
+        with malformed_is_protocol():
+            worker.prepare_traces = [prepare_trace(_traces([r["trace"]], code_of(worker))[0],
+                                                   i if len(replies) > 1 else None)
+                                     for i, r in enumerate(replies) if "trace" in r]
+    except StepFailure as exc:
+        exc.payload["output"] = worker.output()  # what the code printed before failing belongs in the result
+        worker.close()
+        raise
+    except BaseException:
+        worker.close()
+        raise
+    return worker
+
+def lesson_setup_error(exercise: Exercise, message: str) -> ExerciseError:
+    return ExerciseError(f"lesson {exercise.id!r}: {message} (this is the lesson's fault, not the submission's; "
+                         "run `grader validate` on it)")
+
+@dataclass
+class Start:
+    """Where every run starts, rebuilt here from the seed: the weights, and the model's layers by name."""
+
+    state: dict
+    layers: dict
+
+def starting_point(exercise: Exercise, device: str) -> Start:
+    """Built in the grading process; a lesson whose setup code fails stops the grading as the lesson's error
+    before any learner code runs."""
+    wl = workload_of(exercise, device)
+    key = wl.model_dump_json()
+    if key not in _START_CACHE:
+        try:
+            problem = workload.build_problem(wl.model_dump(), optimizers=False)
+        except workload.SetupError as exc:
+            raise lesson_setup_error(exercise, exc.message) from None
+        if unprovided := problem.unprovided_by(exercise.entrypoint.model_dump()):
+            raise lesson_setup_error(exercise, unprovided)
+        _START_CACHE[key] = Start(problem.state(), layers.describe(problem.root))
+    return _START_CACHE[key]
+
+def workload_of(exercise: Exercise, device: str):
+    return exercise.workload.for_device("cuda" if device.startswith("cuda") else "cpu")
