@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from forgery import forger
 from conftest import ROOT, TEST_LIMITS
 from grader import runner
 from grader.judge import evaluate
@@ -163,6 +164,15 @@ def test_an_exception_in_prepare_is_reported_at_its_line(grade):
     assert f"rank 0: line {result.error.line}: RuntimeError: prepare broke" in result.error.message
 
 
+def test_sys_exit_in_prepare_is_named_as_prepares_not_the_steps(grade):
+    source = ddp_source('    import sys\n    sys.exit(0)  # leave early')
+    result = grade(DDP, source)
+    assert result.error.kind == "exit", result.error
+    assert result.error.line == line_of(source, "sys.exit(0)")
+    assert "sys.exit() in prepare, which the grader calls once before the training steps" in result.error.message
+    assert "during the training step" not in result.error.message
+
+
 def test_a_prepare_that_returns_the_wrong_number_of_values_is_named(grade):
     result = grade("accelerate", load_exercise("accelerate").reference.replace(
         "    return accelerator, model, optimizer", "    return accelerator, model", 1))
@@ -255,27 +265,13 @@ def test_the_ranks_check_names_a_loss_scale_that_differs():
     assert "rank 1's loss scale was 65536 after step 1, rank 0's 32768" in result.message
 
 
-FORGING_RANK = '''
-import fcntl, os
-
-FORGED = {payload!r}
-
-
-def reply_pipes():
-    for fd in range(3, 64):
-        try:
-            writable = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY
-            if writable and os.readlink(f"/proc/self/fd/{{fd}}").startswith("pipe:"):
-                yield fd
-        except OSError:
-            pass
-
+FORGE_ON_RANK_1 = """
 
 def forge():
     if dist.get_rank() == 1:
-        for fd in reply_pipes():
+        for fd in writable_pipes():
             os.write(fd, FORGED)
-'''
+"""
 
 FORGED_BY_A_RANK = {
     "ranks_agree": b'{"ok": true, "ranks": [{"ok": true, "losses": [0.1], "scales": [65536.0]}]}\n',
@@ -291,7 +287,7 @@ def test_a_rank_that_forges_a_reply_ends_as_the_submissions_error(name, grade):
     source = ddp_source(step_extra="    forge()").replace(
         "    scaler.step(optimizer)\n    scaler.update()\n",
         "    if dist.get_rank() == 0:\n        scaler.step(optimizer)\n    scaler.update()\n", 1)
-    source = source.replace("def prepare(", FORGING_RANK.format(payload=FORGED_BY_A_RANK[name]) + "\n\ndef prepare(",
+    source = source.replace("def prepare(", forger(FORGED_BY_A_RANK[name]) + FORGE_ON_RANK_1 + "\n\ndef prepare(",
                             1)
     result = grade(DDP, source)
     assert result.status in ("error", "fail"), result.to_dict()

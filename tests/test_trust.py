@@ -7,6 +7,7 @@ import json
 import pytest
 
 from conftest import ROOT
+from forgery import forger
 from grader import runner
 from grader.sandboxes.launcher import Limits, LocalLauncher, WorkerSpec
 from grader.lesson.loader import load_exercise
@@ -112,38 +113,25 @@ FORGED_REPLIES = {
                     b'"by_module": {}}}\n',
 }
 
-FORGER = '''
-import fcntl, os
+FORGING_STEP = """
 import torch.nn.functional as F
-
-FORGED = {payload!r}
-
-
-def protocol_fds():
-    for fd in range(3, 64):
-        try:
-            writable = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY
-            if writable and os.readlink(f"/proc/self/fd/{{fd}}").startswith("pipe:"):
-                yield fd
-        except OSError:
-            pass
 
 
 def train_step(model, optimizer, inputs, targets, device_type, amp_dtype):
-    for fd in protocol_fds():
+    for fd in writable_pipes():
         os.write(fd, FORGED)
     optimizer.zero_grad()
     loss = F.cross_entropy(model(inputs), targets)
     loss.backward()
     optimizer.step()
     return loss
-'''
+"""
 
 
 @pytest.mark.parametrize("name", sorted(FORGED_REPLIES))
 def test_forged_reply_ends_as_the_submissions_error_never_as_a_grader_crash(name):
     ex = load_exercise("autocast")
-    source = FORGER.format(payload=FORGED_REPLIES[name])
+    source = forger(FORGED_REPLIES[name]) + FORGING_STEP
     result = runner.run(ex, source, device="cpu", launcher=LocalLauncher(Limits(step_timeout_s=20)))
     assert result.status in ("error", "fail"), result.to_dict()
     assert result.status == "error" or result.check("coverage").status == "fail"

@@ -419,6 +419,8 @@ EN: dict[str, str] = {
     "error.oom": "out of memory: the code tried to use more memory than the grader allows ({detail})",
     "error.exit_import": "the code called sys.exit() while being imported",
     "error.exit_step": "the code called sys.exit() during the training step",
+    "error.exit_prepare": "the code called sys.exit() in {name}, which the grader calls once before the training "
+                          "steps",
     "error.tampering": "the code replaced functions the grader uses to watch the training ({names}): that is not "
                        "allowed",
     "error.timeout": "the code did not finish within {seconds:.0f} s: look for an endless loop or a wait that never "

@@ -51,8 +51,13 @@ def describe_exception(exc: BaseException, path: str, kind: str = "exception") -
     return StepError(kind, message, *where, tb[-4000:])
 
 
-def call_failure(exc: BaseException, path: str) -> StepError:
-    """What a call into the learner's code (prepare, a step) ended with: sys.exit() is its own kind."""
+def call_failure(exc: BaseException, path: str, prepare: str | None = None) -> StepError:
+    """What a call into the learner's code ended with: a training step, or the lesson's `prepare` function when
+    named. sys.exit() is its own kind, at the learner's line."""
     if isinstance(exc, SystemExit):
-        return StepError.worded("exit", "error.exit_step")
+        frame = learner_frame(exc, path)
+        where = (frame.lineno, frame.line) if frame else (None, None)
+        if prepare is not None:
+            return StepError.worded("exit", "error.exit_prepare", *where, name=prepare)
+        return StepError.worded("exit", "error.exit_step", *where)
     return describe_exception(exc, path)

@@ -131,7 +131,7 @@ class Worker:
         try:
             out = fn(*self.problem.arguments(spec["params"], None, **self.grader_arguments()))
         except BaseException as exc:  # noqa: BLE001
-            err = call_failure(exc, self.path)
+            err = call_failure(exc, self.path, prepare=spec["name"])
             err.payload["phase"] = "prepare"
             if rec:
                 err.payload["events"] = rec.events
