@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from grader import runner
-from grader.sandboxes.launcher import WorkerSpec  # noqa: E402
+from grader.sandboxes.limits import WorkerSpec
 from grader.lesson.loader import load_exercise  # noqa: E402
 from grader.sandboxes.kinds import make_launcher, unavailable_reason  # noqa: E402
 

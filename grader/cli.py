@@ -17,11 +17,12 @@ import click
 from grader.wording import formats, report
 from grader.lesson import hints, quiz
 from grader.errors import GraderError
-from grader.sandboxes.launcher import limits_from
+from grader.sandboxes.limits import limits_from
 from grader.lesson.loader import load_all, load_exercise
 from grader.results import PASS
 from grader.sandboxes.kinds import SANDBOXES, make_launcher
-from grader.lesson.schema import LANGUAGES, Exercise, localize
+from grader.lesson.base import LANGUAGES, localize
+from grader.lesson.schema import Exercise
 from grader.wording.phrases import phrase
 
 DEVICE = click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda")

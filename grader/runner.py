@@ -25,7 +25,8 @@ from grader.judge.workers import init_worker, lesson_setup_error, spawn_worker, 
 from grader.lesson.schema import Exercise
 from grader.results import GradingResult, SubmissionError
 from grader.sandboxes import exclusive
-from grader.sandboxes.launcher import LocalLauncher, WorkerFailure, WorkerProcess
+from grader.sandboxes.launcher import LocalLauncher
+from grader.sandboxes.process import WorkerFailure, WorkerProcess
 from grader.wording.catalog import say
 from grader.worker import lazy_dynamo
 

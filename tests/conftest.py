@@ -4,7 +4,8 @@ from pathlib import Path
 import pytest
 
 from grader import runner
-from grader.sandboxes.launcher import Limits, LocalLauncher
+from grader.sandboxes.limits import Limits
+from grader.sandboxes.launcher import LocalLauncher
 from grader.lesson.loader import load_all
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -76,7 +76,7 @@ def test_the_reference_passes_well_inside_its_budget(exercises):
 
 def test_waiting_for_the_device_is_not_taken_from_the_budget():
     """Time a grading waits for another grading's timed rounds (or a trusted run) moves the budget's end."""
-    from grader.sandboxes.launcher import WorkerProcess
+    from grader.sandboxes.process import WorkerProcess
 
     worker = WorkerProcess.__new__(WorkerProcess)
     worker.loaded_at, worker.paused_s, worker.budget_s = 100.0, 0.0, None

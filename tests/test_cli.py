@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from conftest import SUBMISSIONS
 from grader.cli import main
-from grader.lesson.schema import localize
+from grader.lesson.base import localize
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -4,7 +4,7 @@ applicable check, the starter fails, and CUDA-only checks say so."""
 import pytest
 
 from grader.lesson.loader import exercise_files, load_all
-from grader.lesson.schema import LANGUAGES, localize
+from grader.lesson.base import LANGUAGES, localize
 from grader.authoring.validate import example_mismatches, learning_problem
 
 IDS = [p.stem for p in exercise_files()]

@@ -10,7 +10,8 @@ import pytest
 
 from conftest import TEST_LIMITS
 from grader import runner
-from grader.sandboxes.launcher import LocalLauncher, WorkerSpec
+from grader.sandboxes.launcher import LocalLauncher
+from grader.sandboxes.limits import WorkerSpec
 from grader.lesson.loader import load_exercise
 from grader.sandboxes.pool import WarmPool
 from grader.sandboxes.kinds import make_launcher, unavailable_reason

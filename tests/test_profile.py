@@ -14,7 +14,7 @@ from grader import runner
 from grader.judge import protocol
 from grader.worker import census
 from grader.checks import profiling
-from grader.lesson.schema import BottleneckCheck, HostSyncsCheck, MatmulDtypesCheck, TransfersCheck
+from grader.lesson.check_specs import BottleneckCheck, HostSyncsCheck, MatmulDtypesCheck, TransfersCheck
 
 LEARNER = '''\
 import torch

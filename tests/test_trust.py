@@ -9,7 +9,8 @@ import pytest
 from conftest import ROOT
 from forgery import forger
 from grader import runner
-from grader.sandboxes.launcher import Limits, LocalLauncher, WorkerSpec
+from grader.sandboxes.limits import Limits, WorkerSpec
+from grader.sandboxes.launcher import LocalLauncher
 from grader.lesson.loader import load_exercise
 
 
@@ -223,7 +224,7 @@ def test_oversized_parameters_end_as_a_protocol_error_and_the_grading_process_st
 
 
 def test_any_signal_number_is_worded():
-    from grader.sandboxes.launcher import death_failure
+    from grader.sandboxes.process import death_failure
     from grader.worker.wire import signal_name
 
     assert signal_name(11) == "SIGSEGV" and signal_name(40) == "SIGRTMIN+6" and signal_name(99) == "signal 99"

@@ -111,7 +111,7 @@ def check_sandbox(config):
     problem = sandbox_problem(config)
     if problem:
         raise EnvironmentProblem(problem)
-    from grader.sandboxes.launcher import limits_from
+    from grader.sandboxes.limits import limits_from
     from grader.sandboxes.kinds import make_launcher
 
     return make_launcher(config["SANDBOX"], limits_from(dict(config["SANDBOX_LIMITS"])),

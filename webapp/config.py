@@ -17,7 +17,7 @@ EXERCISES = None
 SANDBOX = "auto"
 # Local means a plain child process: only for a learner grading their own code.
 ALLOW_LOCAL_SANDBOX = False
-# Sandbox limits a grading worker applies, replacing grader.sandboxes.launcher.Limits defaults by name, e.g.
+# Sandbox limits a grading worker applies, replacing grader.sandboxes.limits.Limits defaults by name, e.g.
 # {"memory_bytes": 8e9, "step_timeout_s": 120} (names and defaults: docs/security.md).
 SANDBOX_LIMITS = {}
 # auto, cpu, cuda or cuda:N, passed to the grader.

@@ -19,7 +19,8 @@ from markupsafe import Markup
 from grader.lesson import quiz
 from grader.errors import ExerciseNotFound
 from grader.lesson.loader import load_all
-from grader.lesson.schema import LANGUAGES, Exercise, localize
+from grader.lesson.base import LANGUAGES, localize
+from grader.lesson.schema import Exercise
 
 ALLOWED_TAGS = {
     "p", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "strong", "em", "b", "i", "code", "pre",

@@ -18,7 +18,7 @@ bp = Blueprint("courses", __name__)
 
 
 def lesson_title(lesson_id: str, lang: str) -> str:
-    from grader.lesson.schema import localize
+    from grader.lesson.base import localize
 
     ex = content.exercises().get(lesson_id)
     return localize(ex.title, lang) if ex else lesson_id

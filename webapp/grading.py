@@ -59,7 +59,7 @@ class Heartbeat(threading.Thread):
 
 class CancelWatch(threading.Thread):
     """Polls the attempt's cancel key while grading runs and sets `event` when the learner cancels: the grader
-    then stops every process of this grading (grader.sandboxes.launcher.WorkerProcess.request), freeing the worker."""
+    then stops every process of this grading (grader.sandboxes.process.WorkerProcess.request), freeing the worker."""
 
     def __init__(self, queue, submission_id: str, attempt: int, interval_s: float = 0.25):
         super().__init__(name=f"cancel-{submission_id}", daemon=True)
@@ -154,7 +154,7 @@ class Launchers:
         self._lock = threading.Lock()
 
     def get(self, sandbox: str, allow_local: bool, device: str = "cpu"):
-        from grader.sandboxes.launcher import limits_from
+        from grader.sandboxes.limits import limits_from
         from grader.sandboxes.kinds import make_launcher
 
         with self._lock:

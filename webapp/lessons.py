@@ -9,7 +9,7 @@ from urllib.parse import urlparse
 from flask import Blueprint, Response, abort, current_app, make_response, redirect, render_template, request
 
 from grader.errors import ExerciseNotFound
-from grader.lesson.schema import LANGUAGES, localize
+from grader.lesson.base import LANGUAGES, localize
 from webapp import code_views, content, i18n, store
 from webapp.collector import collect
 from webapp.db import get_db

@@ -35,7 +35,7 @@ class WorkerSettings:
     allow_local: bool = False
     exercises: str | None = None
     name: str = ""
-    limits: tuple = ()  # (name, value) pairs replacing grader.sandboxes.launcher.Limits defaults
+    limits: tuple = ()  # (name, value) pairs replacing grader.sandboxes.limits.Limits defaults
     pool_size: int = 0  # warm sandboxes kept ready per device (grader/sandboxes/pool.py); 0: a cold start per worker
     concurrency: int = 1  # gradings at once in this worker process (timing still has its device alone)
 

@@ -16,7 +16,7 @@ from grader.worker.workload import lesson_code_error
 from grader.results import message_of
 from grader.wording.catalog import own
 from grader.results import FAIL, PASS, CheckResult, Finding
-from grader.lesson.schema import localize
+from grader.lesson.base import localize
 
 FILENAME = "<lesson check>"
 

@@ -14,7 +14,7 @@ from typing import Callable
 
 
 from grader.checks import overflow
-from grader.sandboxes.launcher import (WorkerProcess)
+from grader.sandboxes.process import WorkerProcess
 from grader.lesson.schema import Exercise
 from grader.judge.protocol import StepFailure, _census, _coverage, _floats, _memory, _params, _traces, code_of, malformed_is_protocol, rank_replies, step_trace
 from grader.judge.workers import workload_of

@@ -37,7 +37,7 @@ from contextlib import contextmanager
 import torch
 
 from grader.worker import census
-from grader.sandboxes.launcher import (WorkerFailure, WorkerProcess)
+from grader.sandboxes.process import WorkerFailure, WorkerProcess
 from grader.wording.catalog import EN, Said, say
 
 # ---- bounds on every field a worker reports ----

@@ -16,7 +16,7 @@ from grader.judge import budget
 from grader.judge.drive import Progress
 from grader.judge.protocol import _floats, _ok, code_of, malformed_is_protocol
 from grader.lesson.schema import Exercise
-from grader.sandboxes.launcher import WorkerProcess
+from grader.sandboxes.process import WorkerProcess
 
 # two-sided 95% Student-t quantiles; beyond 30 degrees of freedom the normal one
 _T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,

@@ -26,7 +26,7 @@ import torch
 from grader.worker import census
 from grader.checks import profiling
 from grader.errors import EnvironmentProblem
-from grader.sandboxes.launcher import (WorkerFailure, WorkerProcess)
+from grader.sandboxes.process import WorkerFailure, WorkerProcess
 from grader.lesson.schema import Exercise
 from grader.judge.devices import resolve_device
 from grader.judge.drive import ForcedOverflow, RunData, collect_params, drive

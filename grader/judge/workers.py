@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from grader.wording import layers
 from grader.worker import workload
 from grader.errors import EnvironmentProblem, ExerciseError
-from grader.sandboxes.launcher import (SandboxDidNotStart, WorkerProcess, WorkerSpec,
-                             params_reply_limit)
+from grader.sandboxes.process import SandboxDidNotStart, WorkerProcess, params_reply_limit
+from grader.sandboxes.limits import WorkerSpec
 from grader.lesson.schema import Exercise
 from grader.judge.protocol import StepFailure, _traces, code_of, malformed_is_protocol, prepare_trace, rank_replies
 

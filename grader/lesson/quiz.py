@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from grader.lesson.schema import Exercise, localize
+from grader.lesson.schema import Exercise
+from grader.lesson.base import localize
 
 LETTERS = "abcdefgh"
 

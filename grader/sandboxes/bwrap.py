@@ -21,8 +21,9 @@ from pathlib import Path
 
 from grader.sandboxes.cgroups import Cgroup
 from grader.errors import EnvironmentProblem
-from grader.sandboxes.launcher import (WORKER_PACKAGE, Launcher, Limits, ProcessHandle, WorkerProcess, make_workdir, rlimits,
-                             scratch_sizes, worker_env)
+from grader.sandboxes.launcher import WORKER_PACKAGE, Launcher, make_workdir, rlimits, worker_env
+from grader.sandboxes.limits import Limits, scratch_sizes
+from grader.sandboxes.process import ProcessHandle, WorkerProcess
 
 INSIDE = "/sandbox"
 PACKAGE_ROOT = "/opt/amp-dojo"

@@ -15,8 +15,9 @@ import struct
 import threading
 from pathlib import Path
 
-from grader.sandboxes.launcher import (WORKER_PACKAGE, Launcher, Limits, WorkerProcess, make_workdir, scratch_sizes,
-                                       tree_hash, worker_env)
+from grader.sandboxes.launcher import WORKER_PACKAGE, Launcher, make_workdir, tree_hash, worker_env
+from grader.sandboxes.limits import Limits, scratch_sizes
+from grader.sandboxes.process import WorkerProcess
 
 IMAGE = os.environ.get("AMP_DOJO_IMAGE", "amp-dojo-grader")
 INSIDE = "/sandbox"

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from grader.errors import EnvironmentProblem
-from grader.sandboxes.launcher import Limits, LocalLauncher
+from grader.sandboxes.limits import Limits
+from grader.sandboxes.launcher import LocalLauncher
 
 SANDBOXES = ("auto", "docker", "bwrap", "local")
 LOCAL_REFUSED = ("the local backend runs learner code unisolated, and it is not allowed here "

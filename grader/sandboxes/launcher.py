@@ -4,103 +4,21 @@ launcher, not a change to grading."""
 
 from __future__ import annotations
 
-import json
-import logging
 import os
-import re
 import resource
-import select
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
-from grader.worker import wire
-from grader.worker.wire import parse_reply
+from grader.sandboxes.limits import Limits, WorkerSpec
+from grader.sandboxes.process import ProcessHandle, WorkerProcess
+
 
 GRADER_ROOT = Path(__file__).resolve().parents[2]  # the folder that holds the grader package
+
 WORKER_PACKAGE = GRADER_ROOT / "grader" / "worker"  # all a sandbox gets of the grader (grader/worker/__init__.py)
-MAX_REPLY_BYTES = 4 * 1024**2          # a step's losses, trace and counts: a few KB in practice
-MAX_PARAMS_REPLY_BYTES = 512 * 1024**2  # the model's parameters, base64-encoded, where no model size is known
-
-
-@dataclass(frozen=True)
-class Limits:
-    memory_bytes: int = 6 * 1024**3       # address space of a CPU worker
-    output_bytes: int = 256 * 1024        # learner output kept for display
-    file_bytes: int = 64 * 1024**2        # largest file the worker may write
-    init_timeout_s: float = 120.0         # importing torch and the code, building the model
-    step_timeout_s: float = 60.0          # one request of training steps
-    processes: int = 256                  # processes and threads in a sandbox (fork bombs)
-    tmp_bytes: int = 256 * 1024**2        # all the sandbox may write: its /tmp and /dev/shm together
-    cpus: float = 2.0                     # CPUs a sandbox may use (docker; bwrap where a cpu cgroup can be made)
-    # The whole grading of a submission (grader/judge/budget.py): this floor plus this many times what the lesson's
-    # trusted runs took, plus the timed phases' own budgets
-    budget_floor_s: float = 30.0
-    budget_factor: float = 8.0
-
-
-def limits_from(overrides: dict | None, base: Limits | None = None) -> Limits:
-    """Limits with some fields replaced, e.g. {"memory_bytes": 8e9} from a CLI flag or a config file."""
-    from dataclasses import fields, replace
-
-    from grader.errors import EnvironmentProblem
-
-    known = {f.name: f.type for f in fields(Limits)}
-    changes = {}
-    for name, value in (overrides or {}).items():
-        if name not in known:
-            raise EnvironmentProblem(f"unknown sandbox limit {name!r}: use one of {', '.join(known)}")
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            raise EnvironmentProblem(f"sandbox limit {name} must be a number, not {value!r}") from None
-        if number <= 0:
-            raise EnvironmentProblem(f"sandbox limit {name} must be positive")
-        changes[name] = number if known[name] in (float, "float") else int(number)
-    return replace(base or Limits(), **changes)
-
-
-@dataclass(frozen=True)
-class WorkerSpec:
-    code: str
-    filename: str                # e.g. submission.py: the name learners see in tracebacks
-    exercise: dict               # Exercise.public(): never the reference solution
-    device: str
-    trace: bool = False
-    threads: int = 1
-    ranks: int = 1               # processes of the code in this one sandbox (grader/worker/ranks.py)
-
-
-# faulthandler's dump: "Thread 0x… (most recent call first):", "Current thread …", and its indented frames
-FAULTHANDLER_LINE = re.compile(r'^(?:(?:Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):'
-                               r'|  File ".*", line \d+ in \S+|  <no Python frame>)\s*$')
-
-
-class WorkerFailure(Exception):
-    """The worker died or stopped answering; `payload` is shaped like a worker error."""
-
-    def __init__(self, payload: dict):
-        super().__init__(payload["message"])
-        self.payload = payload
-
-
-def failure(kind: str, key: str, at_line: int | None = None, **params) -> dict:
-    """A worker error the grader words itself (grader/wording/catalog.py); `at_line` is the learner's line."""
-    return worded(wire.failure(kind, key, at_line, **params))
-
-
-def worded(error: dict) -> dict:
-    """An error of the worker's protocol with its message in English words (the worker sends only keys)."""
-    from grader.wording.catalog import Said
-
-    return {**error, "message": str(Said.of(error["said"]))}
-
 
 def tree_hash(folder: Path) -> str:
     """Hash of the Python files under `folder`, with their paths."""
@@ -110,342 +28,6 @@ def tree_hash(folder: Path) -> str:
     for path in sorted(folder.rglob("*.py")):
         h.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:16]
-
-
-def scratch_sizes(limits: Limits) -> tuple[int, int]:
-    """(/tmp, /dev/shm) in bytes: the two writable places of a sandbox share `tmp_bytes`, a quarter of it for
-    shared memory (64 MiB by default, Docker's own default), so what the code can write is bounded by one number."""
-    shm = limits.tmp_bytes // 4
-    return limits.tmp_bytes - shm, shm
-
-
-def params_reply_limit(state: dict, ranks: int = 1) -> int:
-    """The most bytes a `save` reply may take for a model whose state the grader built itself (`state`, tensors):
-    per rank, base64 of twice its float32 size and 1 MiB for torch.save's framing and the JSON around it. A
-    submission that grows the model beyond that (a buffer of ballast) ends as an oversized reply, and the grading
-    process never holds more than this in memory for it."""
-    floats = sum(t.numel() * 4 for t in state.values())
-    return ranks * (4 * (2 * floats + 1024**2) // 3 + 1024)
-
-
-def death_failure(code: int | None, oom: bool) -> dict:
-    """How a worker process ended, as its error: `code` is its exit status, or minus the signal that killed it."""
-    return worded(wire.death_failure(code, oom))
-
-
-class OutputBuffer(threading.Thread):
-    """Drains a pipe so the child never blocks on it, keeping a bounded head."""
-
-    def __init__(self, pipe, limit: int):
-        super().__init__(daemon=True)
-        self.pipe, self.limit = pipe, limit
-        self.kept = bytearray()
-        self.total = 0
-        self.start()
-
-    def run(self):
-        for chunk in iter(lambda: self.pipe.read1(65536), b""):
-            self.total += len(chunk)
-            room = self.limit - len(self.kept)
-            if room > 0:
-                self.kept += chunk[:room]
-
-    def text(self) -> str:
-        text = self.kept.decode("utf-8", "replace")
-        if self.total > len(self.kept):
-            text += f"\n[output truncated: {self.total} bytes in all, first {len(self.kept)} shown]"
-        return text
-
-
-class ProcessHandle:
-    """A worker started with subprocess (local, bwrap): pipes, signals to its group."""
-
-    def __init__(self, proc: subprocess.Popen):
-        self.proc = proc
-        self.stdout_fd = proc.stdout.fileno()
-        self.stderr = proc.stderr
-
-    def write(self, data: bytes):
-        self.proc.stdin.write(data)
-        self.proc.stdin.flush()
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def signal_worker(self, sig):
-        """Signals the Python process that runs the code (faulthandler's dump on SIGUSR1)."""
-        try:
-            os.kill(self.proc.pid, sig)
-        except OSError:
-            pass
-
-    def signal_all(self, sig):
-        try:
-            os.killpg(self.proc.pid, sig)
-        except OSError:
-            pass
-
-    def freeze(self):
-        self.signal_all(signal.SIGSTOP)
-
-    def thaw(self):
-        self.signal_all(signal.SIGCONT)
-
-    def kill(self):
-        self.thaw()
-        self.signal_all(signal.SIGKILL)
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
-
-    def exit_status(self, timeout: float) -> tuple[int | None, bool]:
-        """(exit code or -signal, killed for memory?); kills a process that does not end in time."""
-        try:
-            code = self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            code = self.proc.returncode
-        return code, code is not None and code in (-signal.SIGKILL, 128 + signal.SIGKILL)
-
-    def cleanup(self):
-        for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            try:
-                pipe.close()
-            except OSError:
-                pass
-
-
-class SandboxDidNotStart(Exception):
-    """A worker never said it was ready: the sandbox's fault (or the machine's), never the learner's, since
-    no learner code exists in it yet."""
-
-
-class WorkerProcess:
-    """The grader's side of one worker, whatever started it. It starts blank: the process imports what a
-    grading needs and says it is ready; `assign` then gives it one piece of code, once. `workdir` is the
-    host folder the sandbox sees as `inside`; `code_path` is the code's path as the worker sees it, for
-    tracebacks."""
-
-    CANCEL_POLL_S = 0.2
-    ranks = 1  # processes of the code behind this one channel (grader/worker/ranks.py); set by whoever starts it
-    params_limit = MAX_PARAMS_REPLY_BYTES  # the largest `save` reply; set from the model's size by whoever starts it
-    prepare_traces: list = []  # what the learner's prepare did, per rank, once init has answered
-
-    def __init__(self, handle, workdir: Path, inside: str | None, limits: Limits):
-        self.handle, self.workdir, self.limits = handle, workdir, limits
-        self.inside = inside or str(workdir)
-        self.code_path, self.spec = "", None
-        self.device_inside: str | None = None  # the device's name inside the sandbox, where it differs
-        self.ready = False
-        self.stderr = OutputBuffer(handle.stderr, limits.output_bytes)
-        self._buffer = bytearray()
-        self.cancel: threading.Event | None = None  # set by whoever may stop the grading (the web app's Cancel)
-        # The whole grading's length, once known (grader/judge/budget.py); another thread may set it while a request
-        # waits, and the wait then ends by its `deadline`
-        self.budget_s: float | None = None
-        self.activity: dict = {}  # what the last request asked for: where a timeout says the code was
-        self.loaded_at: float | None = None  # when the code's init request was sent (after the sandbox was ready)
-        self.paused_s = 0.0  # time since then spent waiting for something else than the code
-
-    def extend_budget(self, seconds: float) -> None:
-        """Moves the budget's end by `seconds`: time the grading spent waiting on something else."""
-        self.paused_s += seconds
-
-    def set_budget(self, seconds: float | None) -> None:
-        """Bounds every request (the current one too) by `seconds` of the code's own time after it started
-        loading (waits for something else, `extend_budget`, do not count)."""
-        self.budget_s = seconds
-
-    @property
-    def deadline(self) -> float | None:
-        """When the budget ends (time.monotonic()), once it is known and the code has started loading."""
-        if self.budget_s is None or self.loaded_at is None:
-            return None
-        return self.loaded_at + self.budget_s + self.paused_s
-
-    def wait_ready(self, timeout: float | None = None) -> "WorkerProcess":
-        """Reads the worker's 'ready' line (once). Raises SandboxDidNotStart if it never comes."""
-        if self.ready:
-            return self
-        try:
-            reply = self.request(None, timeout=timeout or self.limits.init_timeout_s)
-        except WorkerFailure as exc:
-            if exc.payload["kind"] == "cancelled":
-                raise
-            raise SandboxDidNotStart(f"the worker did not start: {exc.payload['message']}\n"
-                                     f"{self.stderr.text()[-2000:]}") from None
-        if reply.get("ready") is not True:
-            raise SandboxDidNotStart(f"the worker did not start: it said {str(reply)[:200]}")
-        self.ready = True
-        return self
-
-    def assign(self, spec: WorkerSpec) -> "WorkerProcess":
-        """The code and the public exercise this worker will run; it never gets another. The code lands in
-        the folder the sandbox already sees, and the rest travels with the `init` request (init_message)."""
-        if self.spec is not None:
-            raise RuntimeError("a worker runs one piece of code only")
-        self.spec, self.code_path = spec, f"{self.inside}/{spec.filename}"
-        path = self.workdir / spec.filename
-        path.write_text(spec.code, encoding="utf-8")
-        path.chmod(0o644)  # the sandbox user is not the grader's user: it may read this file, nothing more
-        return self
-
-    def init_message(self) -> dict:
-        s = self.spec
-        return {"cmd": "init", "spec": {"code_path": self.code_path, "exercise": s.exercise,
-                                        "device": self.device_inside or s.device, "trace": s.trace,
-                                        "threads": s.threads, "ranks": s.ranks}}
-
-    def request(self, message: dict, timeout: float | None = None, max_bytes: int = MAX_REPLY_BYTES,
-                oversized: str = "error.oversized") -> dict:
-        """One reply line, parsed; anything else the worker sends is its failure, never the grader's. A reply over
-        `max_bytes` kills the worker and is worded by the message `oversized` (its {limit} in MiB)."""
-        timeout = timeout or self.limits.step_timeout_s
-        try:
-            if message is not None:  # None: only read (the ready line)
-                self.activity = {k: message.get(k) for k in ("cmd", "start")}
-                if message.get("cmd") == "init" and self.loaded_at is None:
-                    self.loaded_at = time.monotonic()
-                self.handle.write((json.dumps(message) + "\n").encode())
-        except (BrokenPipeError, OSError):
-            raise WorkerFailure(self._death_payload()) from None
-        limit_at = time.monotonic() + timeout
-        fd = self.handle.stdout_fd
-        scanned = 0  # only new bytes are searched for the end of the line
-        while (end := self._buffer.find(b"\n", scanned)) < 0:
-            scanned = len(self._buffer)
-            deadline = self.deadline
-            budget_ends = deadline is not None and deadline < limit_at
-            left = (deadline if budget_ends else limit_at) - time.monotonic()
-            if left <= 0:
-                raise WorkerFailure(self._budget_payload() if budget_ends else self._timeout_payload(timeout))
-            if self.cancel is not None and self.cancel.is_set():
-                self.kill()
-                raise WorkerFailure(failure("cancelled", "error.cancelled"))
-            # short waits: a Cancel, or a budget that another thread sets meanwhile, ends this one within them
-            ready, _, _ = select.select([fd], [], [], min(left, self.CANCEL_POLL_S if self.cancel else 1.0))
-            if ready:
-                chunk = os.read(fd, 1 << 20)
-                if not chunk:
-                    raise WorkerFailure(self._death_payload())
-                self._buffer += chunk
-                if len(self._buffer) > max_bytes:
-                    self.kill()
-                    self._buffer = bytearray()
-                    raise WorkerFailure(failure("protocol", oversized, limit=max(1, round(max_bytes / 1024**2))))
-        reply = parse_reply(self._take_line(end))
-        if reply is None:
-            self.kill()
-            raise WorkerFailure(failure("protocol", "error.not_a_reply"))
-        return reply
-
-    def _take_line(self, end: int) -> str:
-        """The buffer's first line, without its newline, as text ("" where it is not UTF-8: not a reply). Where the
-        line is all the buffer holds (a reply is read to its end before the next request), the buffer itself is
-        decoded and dropped: a large parameters reply is then held at most twice while it is parsed (this text,
-        then the string inside it), not four times."""
-        if end == len(self._buffer) - 1:
-            line, self._buffer = self._buffer, bytearray()
-            del line[end:]
-        else:
-            line = self._buffer[:end]
-            del self._buffer[:end + 1]
-        try:
-            return line.decode("utf-8")
-        except UnicodeDecodeError:
-            return ""
-
-    def _timeout_payload(self, timeout: float) -> dict:
-        line = self._stop_stuck()
-        if line:
-            return failure("timeout", "error.timeout_at", line, seconds=timeout, line=line)
-        return failure("timeout", "error.timeout", seconds=timeout)
-
-    def _budget_payload(self) -> dict:
-        """The whole grading's budget ran out: where the code was (a step, with its line where the stack shows it),
-        so the learner knows which part is slow."""
-        from grader.wording.catalog import say
-
-        line = self._stop_stuck()
-        cmd, start = self.activity.get("cmd"), self.activity.get("start")
-        if cmd == "init":
-            during = say("budget.during_init")
-        elif cmd == "steps" and isinstance(start, int):
-            during = say("budget.during_step_at", step=start + 1, line=line) if line else say(
-                "budget.during_step", step=start + 1)
-        else:
-            during = say("budget.during_other")
-        payload = failure("timeout", "error.budget", line, seconds=self.budget_s or 0.0, during=during)
-        payload["step"] = start if cmd == "steps" and isinstance(start, int) else None
-        return payload
-
-    def _stop_stuck(self) -> int | None:
-        """Asks a process that ran out of time where it is (its learner line, if the stack shows one), then kills
-        it."""
-        line = None
-        if self.handle.alive():
-            self.handle.signal_worker(signal.SIGUSR1)  # faulthandler: where is it stuck?
-            for _ in range(30):  # the dump arrives through the stderr thread
-                time.sleep(0.1)
-                line = self._stuck_line()
-                if line:
-                    break
-        self.kill()
-        return line
-
-    def _stuck_line(self) -> int | None:
-        text = self.stderr.kept.decode("utf-8", "replace")
-        hits = re.findall(rf'File "{re.escape(self.code_path)}", line (\d+)', text)
-        return int(hits[0]) if hits else None
-
-    def _death_payload(self) -> dict:
-        return death_failure(*self.handle.exit_status(timeout=5))
-
-    def freeze(self):
-        try:
-            self.handle.freeze()
-        except OSError:
-            raise WorkerFailure(self._death_payload()) from None
-
-    def thaw(self):
-        try:
-            self.handle.thaw()
-        except OSError:
-            raise WorkerFailure(self._death_payload()) from None
-
-    def output(self) -> str:
-        """What the code printed. The stack dump the grader asks for on a timeout is the grader's evidence,
-        not the learner's output: it goes to the server log."""
-        text = self.stderr.text()
-        kept, dump = [], []
-        for line in text.splitlines(keepends=True):
-            if FAULTHANDLER_LINE.match(line):
-                dump.append(line)
-            else:
-                kept.append(line)
-        if dump:
-            logging.getLogger("grader.worker").info("stack dump of a worker that timed out:\n%s", "".join(dump))
-        return "".join(kept)
-
-    def kill(self):
-        self.handle.kill()
-
-    def close(self):
-        if getattr(self, "_closed", False):
-            return
-        self._closed = True
-        if self.handle.alive():
-            try:
-                self.handle.write(b'{"cmd": "exit"}\n')
-                self.handle.exit_status(timeout=5)
-            except OSError:
-                pass
-        self.kill()
-        self.stderr.join(timeout=2)
-        self.handle.cleanup()
-        shutil.rmtree(self.workdir, ignore_errors=True)
-
 
 def worker_env(home: str, threads: int, pythonpath: str = str(GRADER_ROOT)) -> dict:
     """A fresh environment: the grader's own variables (secrets included) never reach the code."""
@@ -468,7 +50,6 @@ def worker_env(home: str, threads: int, pythonpath: str = str(GRADER_ROOT)) -> d
             env[name] = os.environ[name]
     return env
 
-
 # The sandbox has no network: libraries that would look for one are told so (Hugging Face's hub, which Accelerate
 # imports), and a process group of ranks talks over loopback only.
 OFFLINE_AND_LOOPBACK = {
@@ -481,13 +62,11 @@ OFFLINE_AND_LOOPBACK = {
 # bfloat16 emulate it like an AVX2-only one, which the test suite uses to hold every lesson to the slow kind.
 PASSED_TO_WORKERS = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "ONEDNN_MAX_CPU_ISA")
 
-
 def make_workdir() -> Path:
     """A fresh, empty host folder for one worker; the sandbox user may list and read it, nothing more."""
     workdir = Path(tempfile.mkdtemp(prefix="amp-dojo-"))
     workdir.chmod(0o755)
     return workdir
-
 
 class Launcher:
     """Starts blank workers (`prepare`); `start` is prepare + assign, the cold path. A pool of warm blanks
@@ -512,7 +91,6 @@ class Launcher:
         trusted-run cache): the PyTorch they run."""
         return self.name
 
-
 def rlimits(limits: Limits, device: str, processes: bool = False):
     """Applied in the child before exec; the same for local and bwrap."""
 
@@ -525,7 +103,6 @@ def rlimits(limits: Limits, device: str, processes: bool = False):
             resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
 
     return apply
-
 
 class LocalLauncher(Launcher):
     """A plain child process: separate memory, but not isolated from the machine.

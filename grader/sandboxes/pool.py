@@ -14,7 +14,8 @@ import threading
 import time
 from collections import deque
 
-from grader.sandboxes.launcher import Launcher, WorkerProcess
+from grader.sandboxes.launcher import Launcher
+from grader.sandboxes.process import WorkerProcess
 
 log = logging.getLogger("grader.sandboxes.pool")
 
