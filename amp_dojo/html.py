@@ -11,10 +11,17 @@ import re
 from html import escape
 
 from amp_dojo.chart import loss_svg
-from grader.wording.report import printable
 from grader.results import ERROR, FAIL, NOT_APPLICABLE, PASS, GradingResult
-from grader.wording.phrases import (error_heading, error_in_words, localized, measured_in_words, phrase, summary_in_words,
-                            verdict)
+from grader.wording.phrases import (
+    error_heading,
+    error_in_words,
+    localized,
+    measured_in_words,
+    phrase,
+    summary_in_words,
+    verdict,
+)
+from grader.wording.report import printable
 
 BADGE = {PASS: "#1a7f37", FAIL: "#cf222e", ERROR: "#cf222e", NOT_APPLICABLE: "#6e7781"}
 CODE = "background:rgba(127,127,127,.12);padding:2px 6px;margin:2px 0;white-space:pre;overflow-x:auto;" \

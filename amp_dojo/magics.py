@@ -16,14 +16,14 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import HTML, Markdown, display
 
 from amp_dojo.html import CELL_OFFSET, grading_html, progress_html
-from grader.wording import report
 from grader import runner
 from grader.errors import GraderError
-from grader.sandboxes.limits import limits_from
+from grader.lesson.base import LANGUAGES, localize
 from grader.lesson.loader import load_exercise
 from grader.results import GradingResult
 from grader.sandboxes.kinds import SANDBOXES, make_launcher
-from grader.lesson.base import LANGUAGES, localize
+from grader.sandboxes.limits import limits_from
+from grader.wording import report
 from grader.wording.phrases import phrase, stage_in_words
 
 

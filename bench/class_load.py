@@ -39,8 +39,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from e2e.amp_dojo_live import LiveApp  # noqa: E402
-from grader.lesson.loader import load_all  # noqa: E402
 from webapp_load import Client, percentile  # noqa: E402
+
+from grader.lesson.loader import load_all  # noqa: E402
 
 LESSON = "autocast"
 SHARED_ADDRESS = "127.0.0.50"

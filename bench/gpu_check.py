@@ -21,12 +21,12 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from grader import runner
+from grader import runner  # noqa: E402
 from grader.judge.devices import bf16_support  # noqa: E402
-from grader.lesson.loader import load_all  # noqa: E402
-from grader.sandboxes.pool import WarmPool  # noqa: E402
-from grader.sandboxes.kinds import SANDBOXES, make_launcher, unavailable_reason  # noqa: E402
 from grader.judge.timing import TimingPlan  # noqa: E402
+from grader.lesson.loader import load_all  # noqa: E402
+from grader.sandboxes.kinds import SANDBOXES, make_launcher, unavailable_reason  # noqa: E402
+from grader.sandboxes.pool import WarmPool  # noqa: E402
 
 
 def parse_args(argv=None) -> argparse.Namespace:

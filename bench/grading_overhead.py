@@ -23,12 +23,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader import runner
+from grader import runner  # noqa: E402
 from grader.lesson.loader import load_all  # noqa: E402
 
 BARE = """
 import importlib.util, json, sys, torch
-from grader.worker import workload
+from grader.worker import workload  # noqa: E402
 spec = json.load(open(sys.argv[1]))
 mod_spec = importlib.util.spec_from_file_location("ref", sys.argv[2])
 mod = importlib.util.module_from_spec(mod_spec); mod_spec.loader.exec_module(mod)

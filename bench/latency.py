@@ -40,8 +40,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from e2e.amp_dojo_live import LiveApp  # noqa: E402
-from grader.lesson.loader import load_all  # noqa: E402
 from webapp_load import Client, Submission, follow, percentile  # noqa: E402
+
+from grader.lesson.loader import load_all  # noqa: E402
 
 OPEN_LIMITS = {"RATE_LIMIT": 10_000, "IP_RATE_LIMIT": 100_000, "MAX_WAITING_PER_LEARNER": 0,
                "MAX_WAITING_PER_IP": 0, "QUEUE_MAX": 500, "MAX_STREAMS": 64, "MAX_STREAMS_PER_LEARNER": 64}

@@ -21,10 +21,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader import runner
-from grader.sandboxes.limits import WorkerSpec
+from grader import runner  # noqa: E402
 from grader.lesson.loader import load_exercise  # noqa: E402
 from grader.sandboxes.kinds import make_launcher, unavailable_reason  # noqa: E402
+from grader.sandboxes.limits import WorkerSpec  # noqa: E402
 
 TRIVIAL = "def train_step(model, optimizer, inputs, targets, device_type, amp_dtype):\n    return 0.0\n"
 

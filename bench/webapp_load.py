@@ -53,6 +53,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from e2e.amp_dojo_live import LiveApp  # noqa: E402
+
 from grader.lesson.loader import load_all  # noqa: E402
 
 try:
@@ -88,7 +89,7 @@ class Client:
     def cookies(self):
         return self.session.cookies if requests is not None else list(self.jar)
 
-    def clone(self) -> "Client":
+    def clone(self) -> Client:
         """Another connection pool with the same learner (for use from another thread)."""
         other = Client(self.base, self.cookies())
         other.csrf = self.csrf
@@ -203,7 +204,7 @@ def follow(sub: Submission, stop: threading.Event) -> None:
                     return
             elif not line:
                 event = None
-    except Exception as exc:  # recorded, and the final status check still tells the outcome
+    except Exception as exc:  # noqa: BLE001 - recorded, and the final status check still tells the outcome
         sub.stream_error = f"{type(exc).__name__}: {exc}"
 
 
@@ -231,8 +232,8 @@ def hammer(base: str, owners: list[Client], lesson_ids: list[str], ids: list[str
         t0 = time.perf_counter()
         try:
             status, _h, _body = client.request("GET", path)
-        except Exception:
-            status = 0  # connection error or timeout
+        except Exception:  # noqa: BLE001 - connection error or timeout
+            status = 0
         local[endpoint].append((time.perf_counter() - t0, status))
     with lock:
         for endpoint, samples in local.items():

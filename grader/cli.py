@@ -14,15 +14,15 @@ from pathlib import Path
 
 import click
 
-from grader.wording import formats, report
-from grader.lesson import hints, quiz
 from grader.errors import GraderError
-from grader.sandboxes.limits import limits_from
+from grader.lesson import hints, quiz
+from grader.lesson.base import LANGUAGES, localize
 from grader.lesson.loader import load_all, load_exercise
+from grader.lesson.schema import Exercise
 from grader.results import PASS
 from grader.sandboxes.kinds import SANDBOXES, make_launcher
-from grader.lesson.base import LANGUAGES, localize
-from grader.lesson.schema import Exercise
+from grader.sandboxes.limits import limits_from
+from grader.wording import formats, report
 from grader.wording.phrases import phrase
 
 DEVICE = click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda")
@@ -390,7 +390,6 @@ def selftest(device, sandbox, limits, as_json):
     """Grade every reference and starter here; print what was measured."""
     from grader import runner
     from grader.authoring.validate import measured_row
-
     from grader.judge.devices import bf16_support
 
     launcher = launcher_for(sandbox, limits)

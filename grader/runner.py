@@ -13,14 +13,35 @@ from concurrent.futures import ThreadPoolExecutor
 from grader.checks import profiling
 from grader.judge import static
 from grader.judge.devices import amp_dtype_for, resolve_device
-from grader.judge.drive import (ForcedOverflow, Progress, RunData, all_traces, collect_params, cut_at_overflow, drive,
-                                load_params, no_progress, partial_trace, window)
+from grader.judge.drive import (
+    ForcedOverflow,
+    Progress,
+    RunData,
+    all_traces,
+    collect_params,
+    cut_at_overflow,
+    drive,
+    load_params,
+    no_progress,
+    partial_trace,
+    window,
+)
 from grader.judge.evaluate import Evidence, error_checks, evaluate, judged, submission_error
 from grader.judge.plots import plots
 from grader.judge.protocol import StepFailure
 from grader.judge.timing import TimingPlan, budget_paused, budget_when_known, step_limit, time_interleaved
-from grader.judge.trusted_runs import (DirectoryStore, KeyValueStore, cached_run, spawn_trusted, torch_profiled,
-                                       trusted_roles, trusted_run, use_trusted_store, user_cache_dir, warm)
+from grader.judge.trusted_runs import (
+    DirectoryStore,
+    KeyValueStore,
+    cached_run,
+    spawn_trusted,
+    torch_profiled,
+    trusted_roles,
+    trusted_run,
+    use_trusted_store,
+    user_cache_dir,
+    warm,
+)
 from grader.judge.workers import init_worker, lesson_setup_error, spawn_worker, starting_point, workload_of
 from grader.lesson.schema import Exercise
 from grader.results import GradingResult, SubmissionError

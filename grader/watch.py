@@ -30,7 +30,7 @@ class Saves:
             if changes:
                 self._changes.put(changes)
 
-    def __enter__(self) -> "Saves":
+    def __enter__(self) -> Saves:
         self._thread.start()
         self._ready.wait(timeout=READY_TIMEOUT_S)
         return self

@@ -4,9 +4,9 @@ from pathlib import Path
 import pytest
 
 from grader import runner
-from grader.sandboxes.limits import Limits
-from grader.sandboxes.launcher import LocalLauncher
 from grader.lesson.loader import load_all
+from grader.sandboxes.launcher import LocalLauncher
+from grader.sandboxes.limits import Limits
 
 ROOT = Path(__file__).resolve().parent.parent
 SUBMISSIONS = Path(__file__).resolve().parent / "submissions"

@@ -59,7 +59,7 @@ class PostgresServer:
     def _run(self, *args: str, **kwargs) -> subprocess.CompletedProcess:
         return subprocess.run([*self.as_user, *args], check=True, capture_output=True, text=True, **kwargs)
 
-    def start(self, timeout: float = 60.0) -> "PostgresServer":
+    def start(self, timeout: float = 60.0) -> PostgresServer:
         self.dir = Path(tempfile.mkdtemp(prefix="amp-dojo-pg-"))
         if os.geteuid() == 0:
             account = pwd.getpwnam("postgres")  # created by Debian's package
@@ -114,7 +114,7 @@ class PostgresServer:
                 time.sleep(0.1)
         self.dir = None
 
-    def __enter__(self) -> "PostgresServer":
+    def __enter__(self) -> PostgresServer:
         return self.start()
 
     def __exit__(self, *_exc) -> None:

@@ -4,11 +4,10 @@ that waits just under every per-request limit, names the step it was on, and nev
 from dataclasses import replace
 
 import pytest
-
 from conftest import TEST_LIMITS
-from grader.judge import budget
+
 from grader import runner
-from grader.judge import timing
+from grader.judge import budget, timing
 from grader.sandboxes.launcher import LocalLauncher
 
 SLOW_RIGHT_ANSWER = '''

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 from click.testing import CliRunner
-
 from conftest import SUBMISSIONS
+
 from grader.cli import main
 from grader.lesson.base import localize
 

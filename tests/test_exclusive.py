@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.sandboxes import exclusive
 from grader.errors import EnvironmentProblem
+from grader.sandboxes import exclusive
 
 
 @pytest.fixture

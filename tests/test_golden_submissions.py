@@ -5,7 +5,6 @@ error kind and learner line). Files under errors/ use the autocast lesson."""
 from pathlib import Path
 
 import pytest
-
 from conftest import SUBMISSIONS, expectations
 
 CASES = sorted(SUBMISSIONS.glob("*/*.py"))

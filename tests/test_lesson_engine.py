@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import ROOT
-from grader.worker import workload
+
 from grader.cli import main
 from grader.lesson.loader import exercise_dirs, load_all, parse_exercise
+from grader.worker import workload
 
 MULTI = (ROOT / "exercises" / "multiple_models.yaml").read_text()
 

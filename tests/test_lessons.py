@@ -3,9 +3,9 @@ applicable check, the starter fails, and CUDA-only checks say so."""
 
 import pytest
 
-from grader.lesson.loader import exercise_files, load_all
-from grader.lesson.base import LANGUAGES, localize
 from grader.authoring.validate import example_mismatches, learning_problem
+from grader.lesson.base import LANGUAGES, localize
+from grader.lesson.loader import exercise_files, load_all
 
 IDS = [p.stem for p in exercise_files()]
 EXAMPLES = [(ex.id, e.name) for ex in load_all().values() for e in ex.examples]

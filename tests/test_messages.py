@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from grader.results import CheckResult, finding, message_of
 from grader.wording import catalog
 from grader.wording.catalog import EN, Said, render, say
-from grader.results import CheckResult, finding, message_of
 from grader.wording.phrases import localized, measured_in_words
 
 TRANSLATIONS = Path(catalog.__file__).parent / "translations"

@@ -3,11 +3,11 @@ reference must fail, and a lesson whose checks let a mutant through fails
 `grader validate`."""
 
 import pytest
-
 from conftest import FIXTURES
+
 from grader.authoring import mutants
-from grader.lesson.loader import load_all, parse_exercise
 from grader.authoring.validate import validate_file
+from grader.lesson.loader import load_all, parse_exercise
 
 CASES = [(ex.id, m.name) for ex in load_all().values() for m in mutants.applicable(ex, "cpu")
          if m.name not in ex.mutants.skip]

@@ -5,11 +5,10 @@ the scale grow inside the window."""
 import math
 
 import pytest
-
 from conftest import SUBMISSIONS
+
 from grader import runner
-from grader.judge import drive
-from grader.judge import evaluate
+from grader.judge import drive, evaluate
 from grader.lesson.schema import Exercise
 
 

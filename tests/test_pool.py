@@ -7,14 +7,14 @@ import os
 import time
 
 import pytest
-
 from conftest import TEST_LIMITS
+
 from grader import runner
+from grader.lesson.loader import load_exercise
+from grader.sandboxes.kinds import make_launcher, unavailable_reason
 from grader.sandboxes.launcher import LocalLauncher
 from grader.sandboxes.limits import WorkerSpec
-from grader.lesson.loader import load_exercise
 from grader.sandboxes.pool import WarmPool
-from grader.sandboxes.kinds import make_launcher, unavailable_reason
 
 AUTOCAST = load_exercise("autocast")
 LEFT_BEHIND = '''

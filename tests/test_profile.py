@@ -11,10 +11,10 @@ import pytest
 import torch
 
 from grader import runner
-from grader.judge import protocol
-from grader.worker import census
 from grader.checks import profiling
+from grader.judge import protocol
 from grader.lesson.check_specs import BottleneckCheck, HostSyncsCheck, MatmulDtypesCheck, TransfersCheck
+from grader.worker import census
 
 LEARNER = '''\
 import torch

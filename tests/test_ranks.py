@@ -11,21 +11,20 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-
-from forgery import forger
 from conftest import ROOT, TEST_LIMITS
+from forgery import forger
+
 from grader import runner
-from grader.judge import evaluate
-from grader.judge import protocol
-from grader.worker import workload
 from grader.checks import ranks as ranks_check
-from grader.sandboxes.launcher import LocalLauncher
-from grader.sandboxes.process import WorkerFailure
-from grader.lesson.loader import load_exercise, parse_exercise
-from grader.worker.ranks import combined
+from grader.judge import evaluate, protocol
 from grader.judge.drive import RunData
 from grader.judge.protocol import StepFailure, rank_replies
 from grader.lesson.check_specs import RanksCheck
+from grader.lesson.loader import load_exercise, parse_exercise
+from grader.sandboxes.launcher import LocalLauncher
+from grader.sandboxes.process import WorkerFailure
+from grader.worker import workload
+from grader.worker.ranks import combined
 
 DDP = "ddp_mixed_precision"
 LESSON = ROOT / "exercises" / f"{DDP}.yaml"

@@ -6,10 +6,10 @@ prints can redraw it."""
 import io
 
 import pytest
-
 from conftest import SUBMISSIONS
-from grader.wording import report
+
 from grader.results import GradingResult
+from grader.wording import report
 
 BACKWARD_INSIDE = SUBMISSIONS / "autocast" / "backward_inside_autocast.py"
 

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from conftest import ROOT, SUBMISSIONS, TEST_LIMITS
+
 from grader import runner
 from grader.errors import EnvironmentProblem
 from grader.lesson.loader import load_all, parse_exercise

@@ -3,11 +3,11 @@
 import math
 
 import pytest
-
 from conftest import FIXTURES
+
 from grader import runner
-from grader.lesson.loader import load_exercise_file
 from grader.judge.timing import RatioEstimate, TimingPlan, estimate, t999
+from grader.lesson.loader import load_exercise_file
 
 
 def test_interval_is_tight_for_steady_ratios():

@@ -5,13 +5,13 @@ reference solution or the grader's environment."""
 import json
 
 import pytest
-
 from conftest import ROOT
 from forgery import forger
+
 from grader import runner
-from grader.sandboxes.limits import Limits, WorkerSpec
-from grader.sandboxes.launcher import LocalLauncher
 from grader.lesson.loader import load_exercise
+from grader.sandboxes.launcher import LocalLauncher
+from grader.sandboxes.limits import Limits, WorkerSpec
 
 
 def test_printed_and_patched_claims_do_not_change_the_verdict(grade):

@@ -6,13 +6,13 @@ import threading
 import time
 
 import pytest
-
 from conftest import TEST_LIMITS
-from grader.sandboxes import exclusive
+
 from grader import runner
 from grader.judge import trusted_runs
-from grader.sandboxes.launcher import LocalLauncher
 from grader.lesson.loader import load_exercise
+from grader.sandboxes import exclusive
+from grader.sandboxes.launcher import LocalLauncher
 
 AUTOCAST = load_exercise("autocast")
 

@@ -111,8 +111,8 @@ def check_sandbox(config):
     problem = sandbox_problem(config)
     if problem:
         raise EnvironmentProblem(problem)
-    from grader.sandboxes.limits import limits_from
     from grader.sandboxes.kinds import make_launcher
+    from grader.sandboxes.limits import limits_from
 
     return make_launcher(config["SANDBOX"], limits_from(dict(config["SANDBOX_LIMITS"])),
                          allow_local=bool(config["ALLOW_LOCAL_SANDBOX"]))

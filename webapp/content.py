@@ -10,16 +10,16 @@ from pathlib import Path
 import nh3
 from flask import current_app
 from markdown_it import MarkdownIt
+from markupsafe import Markup
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
-from markupsafe import Markup
 
-from grader.lesson import quiz
 from grader.errors import ExerciseNotFound
-from grader.lesson.loader import load_all
+from grader.lesson import quiz
 from grader.lesson.base import LANGUAGES, localize
+from grader.lesson.loader import load_all
 from grader.lesson.schema import Exercise
 
 ALLOWED_TAGS = {

@@ -154,8 +154,8 @@ class Launchers:
         self._lock = threading.Lock()
 
     def get(self, sandbox: str, allow_local: bool, device: str = "cpu"):
-        from grader.sandboxes.limits import limits_from
         from grader.sandboxes.kinds import make_launcher
+        from grader.sandboxes.limits import limits_from
 
         with self._lock:
             key = (sandbox, allow_local)
@@ -197,6 +197,6 @@ def run_grader(settings, payload: dict, progress, cancel: threading.Event | None
     except GraderError as exc:
         log.error("could not grade %s: %s", payload["submission_id"], exc.message)
         return {"status": "error", "reason": f"the grader could not grade this submission: {exc.message}"}
-    except Exception as exc:  # noqa: BLE001 - reported to the learner instead of losing the submission
+    except Exception as exc:
         log.exception("grading %s failed", payload["submission_id"])
         return {"status": "error", "reason": f"internal error in the grading worker ({type(exc).__name__})"}

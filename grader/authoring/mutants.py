@@ -15,13 +15,13 @@ e.g. a scaled gradient under Adam) is skipped with a reason in the lesson's
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Callable
 
 from grader import runner
 from grader.judge.static import dotted
-from grader.results import FAIL, PASS, GradingResult
 from grader.lesson.schema import Exercise
+from grader.results import FAIL, PASS, GradingResult
 
 CLIP_FUNCTIONS = ("clip_grad_norm_", "clip_grad_value_", "clip_grad_norm")
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.authoring import mutants
 from grader import runner
-from grader.worker import workload
+from grader.authoring import mutants
 from grader.checks import lesson
 from grader.errors import ExerciseError
 from grader.lesson.loader import block_line, exercise_files, parse_exercise
 from grader.lesson.skeleton import todo_fields
 from grader.results import NOT_APPLICABLE, PASS, GradingResult
+from grader.worker import workload
 
 
 @dataclass

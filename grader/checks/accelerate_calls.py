@@ -9,8 +9,7 @@ clips. The mistakes are going around it, or doing its work twice."""
 from __future__ import annotations
 
 from grader.checks.events import every, first
-from grader.results import finding
-from grader.results import Finding
+from grader.results import Finding, finding
 
 PRECISION = {"bfloat16": "bf16", "float16": "fp16"}
 

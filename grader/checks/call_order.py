@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from grader.checks import accelerate_calls, ddp_calls
 from grader.checks.events import BACKWARDS, backwards, every, first
-from grader.results import finding, message_of
+from grader.results import FAIL, PASS, CheckResult, Finding, finding, message_of
 from grader.wording.catalog import say
-from grader.results import FAIL, PASS, CheckResult, Finding
 
 
 def master_weights(trace, ctx) -> list[Finding]:

@@ -4,9 +4,8 @@ stayed in float32."""
 
 from __future__ import annotations
 
-from grader.results import finding
+from grader.results import FAIL, PASS, CheckResult, finding
 from grader.wording.catalog import say
-from grader.results import FAIL, PASS, CheckResult
 from grader.worker.tracing import OUTSIDE_MODEL
 
 LOW = ("float16", "bfloat16")

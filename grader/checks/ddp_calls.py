@@ -9,8 +9,7 @@ steps or updates makes the ranks drift apart."""
 from __future__ import annotations
 
 from grader.checks.events import backwards, every, first
-from grader.results import finding
-from grader.results import Finding
+from grader.results import Finding, finding
 
 
 def moved_after_wrap(trace, ctx) -> list[Finding]:
@@ -89,7 +88,7 @@ def rank_rules(traces: list[dict]) -> list[Finding]:
     for t in traces:
         if t.get("phase") != "prepare" and isinstance(t.get("rank"), int):
             steps.setdefault(t.get("step"), {})[t["rank"]] = t
-    for step, by_rank in sorted(steps.items(), key=lambda item: (item[0] is None, item[0] or 0)):
+    for _step, by_rank in sorted(steps.items(), key=lambda item: (item[0] is None, item[0] or 0)):
         if len(by_rank) < 2:
             continue
         partial = next((t["events"] for t in by_rank.values() if t.get("partial")), None)

@@ -4,9 +4,8 @@ when every step keeps more memory than the one before."""
 
 from __future__ import annotations
 
-from grader.results import finding
+from grader.results import FAIL, NOT_APPLICABLE, PASS, CheckResult, finding
 from grader.wording.catalog import say
-from grader.results import FAIL, NOT_APPLICABLE, PASS, CheckResult
 from grader.wording.phrases import size
 
 # What one step may leave allocated and still count as keeping nothing: the returned loss and the

@@ -15,9 +15,8 @@ import math
 
 import torch
 
-from grader.results import finding, message_of
+from grader.results import FAIL, PASS, CheckResult, finding, message_of
 from grader.wording.catalog import say
-from grader.results import FAIL, PASS, CheckResult
 
 
 def changed(before: dict, after: dict) -> list[str]:

@@ -11,9 +11,8 @@ import math
 
 import torch
 
-from grader.results import finding
+from grader.results import ERROR, FAIL, PASS, CheckResult, finding
 from grader.wording.catalog import own, say
-from grader.results import ERROR, FAIL, PASS, CheckResult
 
 
 def loss_deviation(sub: list[float], base: list[float]) -> tuple[float, int]:

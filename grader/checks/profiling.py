@@ -22,12 +22,11 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from grader.worker import census
 from grader.checks import parity
-from grader.results import finding, message_of
+from grader.results import ERROR, FAIL, NOT_APPLICABLE, PASS, CheckResult, Finding, finding, message_of
 from grader.wording.catalog import say
-from grader.results import ERROR, FAIL, NOT_APPLICABLE, PASS, CheckResult, Finding
 from grader.wording.phrases import size
+from grader.worker import census
 
 CHECK_IDS = ("bottleneck", "host_syncs", "matmul_dtypes", "transfers", "step_time")
 SYNC_FINDINGS = {"value": "host_sync_value", "print": "host_sync_print", "host_read": "host_sync_print",

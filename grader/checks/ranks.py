@@ -10,9 +10,8 @@ from __future__ import annotations
 import math
 
 from grader.checks import parity
-from grader.results import finding
+from grader.results import FAIL, PASS, CheckResult, finding
 from grader.wording.catalog import say
-from grader.results import FAIL, PASS, CheckResult
 
 
 def deviations(mine: dict, first: dict, start: dict) -> dict[str, float]:

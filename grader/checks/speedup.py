@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from grader.wording.catalog import say
 from grader.results import FAIL, NOT_APPLICABLE, PASS, CheckResult
+from grader.wording.catalog import say
 
 
 def not_applicable(spec, device_kind: str) -> CheckResult:

@@ -9,15 +9,26 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
-
 
 from grader.checks import overflow
-from grader.sandboxes.process import WorkerProcess
-from grader.lesson.schema import Exercise
-from grader.judge.protocol import StepFailure, _census, _coverage, _floats, _memory, _params, _traces, code_of, malformed_is_protocol, rank_replies, step_trace
+from grader.judge.protocol import (
+    StepFailure,
+    _census,
+    _coverage,
+    _floats,
+    _memory,
+    _params,
+    _traces,
+    code_of,
+    malformed_is_protocol,
+    rank_replies,
+    step_trace,
+)
 from grader.judge.workers import workload_of
+from grader.lesson.schema import Exercise
+from grader.sandboxes.process import WorkerProcess
 
 Progress = Callable[..., None]
 
@@ -44,7 +55,7 @@ class RunData:
     memory: list[dict] = field(default_factory=list)  # per measured step: peak_bytes, retained_bytes
     params: dict | None = None
     overflow: dict | None = None  # the forced-overflow step: weights before and after, scale before and after
-    ranks: list["RunData"] = field(default_factory=list)  # each rank's own evidence, where the code ran as several
+    ranks: list[RunData] = field(default_factory=list)  # each rank's own evidence, where the code ran as several
     census: list[dict] = field(default_factory=list)  # per step: syncs, copies, matmul dtypes (grader/worker/census.py)
     top_ops: list[dict] | None = None  # torch.profiler's busiest ops of one step (a trusted run of a given step)
     seconds: float | None = None  # a trusted run's own time, from loading its code to its parameters (budget)
@@ -93,7 +104,7 @@ class ForcedOverflow:
     how: str = "overflow"
 
     @classmethod
-    def of(cls, exercise: Exercise, device: str, role: str = "submission") -> "ForcedOverflow | None":
+    def of(cls, exercise: Exercise, device: str, role: str = "submission") -> ForcedOverflow | None:
         spec = exercise.check("overflow")
         if spec is None:
             return None

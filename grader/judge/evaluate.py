@@ -7,19 +7,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-
-from grader.judge import static
-from grader.wording import layers
-from grader.worker import workload
 from grader.checks import call_order, coverage, lesson, memory, overflow, parity, profiling, ranks, speedup
 from grader.errors import GraderError
-from grader.wording.catalog import Said, say
-from grader.results import ERROR, CheckResult, GradingResult, SubmissionError
-from grader.lesson.schema import Exercise
-from grader.judge.timing import TimingResult
+from grader.judge import static
 from grader.judge.drive import RunData, all_traces, cut_at_overflow, raised_on_overflow
 from grader.judge.protocol import protocol
-
+from grader.judge.timing import TimingResult
+from grader.lesson.schema import Exercise
+from grader.results import ERROR, CheckResult, GradingResult, SubmissionError
+from grader.wording import layers
+from grader.wording.catalog import Said, say
+from grader.worker import workload
 
 NEAR_FP32 = 0.05  # where a lesson has no parity check: how close to the FP32 run a forged run would end
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 
-
 from grader.checks import memory
 from grader.judge.drive import RunData
 

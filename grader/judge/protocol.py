@@ -36,9 +36,9 @@ from contextlib import contextmanager
 
 import torch
 
-from grader.worker import census
 from grader.sandboxes.process import WorkerFailure, WorkerProcess
 from grader.wording.catalog import EN, Said, say
+from grader.worker import census
 
 # ---- bounds on every field a worker reports ----
 

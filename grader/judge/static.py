@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import ast
 
-from grader.results import finding
-from grader.results import Finding
+from grader.results import Finding, finding
 
 DEPRECATED = {"torch.cuda.amp.autocast", "torch.cuda.amp.GradScaler", "torch.cpu.amp.autocast",
               "torch.cuda.amp.custom_fwd", "torch.cuda.amp.custom_bwd"}
@@ -192,7 +191,7 @@ def cuda_only_host_syncs(source: str, entrypoint: str, *, note: bool = False) ->
             for child in node.orelse:
                 visit(child, cuda_only or not side)
             return
-        if cuda_only and isinstance(node, ast.Call) and (name := _host_read(node)) and node.lineno not in lines:
+        if cuda_only and isinstance(node, ast.Call) and _host_read(node) and node.lineno not in lines:
             lines.add(node.lineno)
             out.append(finding("host_sync_cuda_only", node.lineno, severity="info" if note else "error",
                                key="host_sync_cuda_only.note" if note else None, call=f"{dotted(node.func)}()"))

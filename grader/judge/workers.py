@@ -8,14 +8,13 @@ from __future__ import annotations
 import subprocess
 from dataclasses import dataclass
 
-
+from grader.errors import EnvironmentProblem, ExerciseError
+from grader.judge.protocol import StepFailure, _traces, code_of, malformed_is_protocol, prepare_trace, rank_replies
+from grader.lesson.schema import Exercise
+from grader.sandboxes.limits import WorkerSpec
+from grader.sandboxes.process import SandboxDidNotStart, WorkerProcess, params_reply_limit
 from grader.wording import layers
 from grader.worker import workload
-from grader.errors import EnvironmentProblem, ExerciseError
-from grader.sandboxes.process import SandboxDidNotStart, WorkerProcess, params_reply_limit
-from grader.sandboxes.limits import WorkerSpec
-from grader.lesson.schema import Exercise
-from grader.judge.protocol import StepFailure, _traces, code_of, malformed_is_protocol, prepare_trace, rank_replies
 
 _START_CACHE: dict[str, Start] = {}
 

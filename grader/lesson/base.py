@@ -4,7 +4,7 @@ one language or several."""
 
 from __future__ import annotations
 
-from typing import Literal, Union
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -17,7 +17,7 @@ class Strict(BaseModel):
 
 
 # A text is either one string (English) or a map of language code to string.
-Text = Union[str, dict[Literal["en", "it", "id"], str]]
+Text = str | dict[Literal["en", "it", "id"], str]
 
 
 def localize(text: Text, lang: str = "en") -> str:

@@ -3,7 +3,7 @@ built-in ones by id, and a lesson's own (`python:`), told apart by their id."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
@@ -145,14 +145,7 @@ def _check_tag(value) -> str | None:
 
 
 CheckSpec = Annotated[
-    Union[Annotated[CallOrderCheck, Tag("call_order")], Annotated[ParityCheck, Tag("parity")],
-          Annotated[CoverageCheck, Tag("coverage")], Annotated[OverflowCheck, Tag("overflow")],
-          Annotated[SpeedupCheck, Tag("speedup")], Annotated[MemoryCheck, Tag("memory")],
-          Annotated[RanksCheck, Tag("ranks")],
-          Annotated[BottleneckCheck, Tag("bottleneck")], Annotated[HostSyncsCheck, Tag("host_syncs")],
-          Annotated[MatmulDtypesCheck, Tag("matmul_dtypes")], Annotated[TransfersCheck, Tag("transfers")],
-          Annotated[StepTimeCheck, Tag("step_time")],
-          Annotated[LessonCheck, Tag("lesson")]],
+    Annotated[CallOrderCheck, Tag("call_order")] | Annotated[ParityCheck, Tag("parity")] | Annotated[CoverageCheck, Tag("coverage")] | Annotated[OverflowCheck, Tag("overflow")] | Annotated[SpeedupCheck, Tag("speedup")] | Annotated[MemoryCheck, Tag("memory")] | Annotated[RanksCheck, Tag("ranks")] | Annotated[BottleneckCheck, Tag("bottleneck")] | Annotated[HostSyncsCheck, Tag("host_syncs")] | Annotated[MatmulDtypesCheck, Tag("matmul_dtypes")] | Annotated[TransfersCheck, Tag("transfers")] | Annotated[StepTimeCheck, Tag("step_time")] | Annotated[LessonCheck, Tag("lesson")],
     Discriminator(_check_tag, custom_error_type="unknown_check",
                   custom_error_message="unknown check id; expected one of " + ", ".join(BUILT_IN_CHECKS) +
                   ", or a lesson check with `python:`"),

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from grader.lesson.schema import Exercise
 from grader.lesson.base import localize
+from grader.lesson.schema import Exercise
 
 LETTERS = "abcdefgh"
 

@@ -4,7 +4,7 @@ error with its line, not a silently ignored key."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
@@ -119,8 +119,7 @@ def _model_kind(value) -> str:
     return value.get("kind", "mlp") if isinstance(value, dict) else getattr(value, "kind", "mlp")
 
 
-ModelSpec = Annotated[Union[Annotated[MlpSpec, Tag("mlp")], Annotated[CnnSpec, Tag("cnn")],
-                            Annotated[TransformerSpec, Tag("transformer")]], Discriminator(_model_kind)]
+ModelSpec = Annotated[Annotated[MlpSpec, Tag("mlp")] | Annotated[CnnSpec, Tag("cnn")] | Annotated[TransformerSpec, Tag("transformer")], Discriminator(_model_kind)]
 MODEL_KINDS = ("mlp", "cnn", "transformer")
 
 
@@ -204,7 +203,7 @@ class Workload(Strict):
             raise ValueError(f"the workload needs {', '.join(missing)} (or setup code that builds them)")
         return self
 
-    def for_device(self, kind: str) -> "Workload":
+    def for_device(self, kind: str) -> Workload:
         """The workload as graded on `kind` ("cpu" or "cuda"), overrides applied."""
         if kind != "cuda" or self.cuda is None:
             return self.model_copy(update={"cuda": None})

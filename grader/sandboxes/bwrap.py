@@ -19,8 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from grader.sandboxes.cgroups import Cgroup
 from grader.errors import EnvironmentProblem
+from grader.sandboxes.cgroups import Cgroup
 from grader.sandboxes.launcher import WORKER_PACKAGE, Launcher, make_workdir, rlimits, worker_env
 from grader.sandboxes.limits import Limits, scratch_sizes
 from grader.sandboxes.process import ProcessHandle, WorkerProcess

@@ -25,7 +25,7 @@ class Cgroup:
         self.limits = limits  # what holds, e.g. ["pids", "memory"]: for the record, and for tests
 
     @classmethod
-    def create(cls, pids_max: int, memory_bytes: int | None, cpus: float | None = None) -> "Cgroup | None":
+    def create(cls, pids_max: int, memory_bytes: int | None, cpus: float | None = None) -> Cgroup | None:
         """None where no writable hierarchy is found; otherwise the limits that could be set. `cpus`: CPU time
         per wall-clock second, summed over the sandbox's processes (1.5 = one and a half cores)."""
         name = f"amp-dojo-{secrets.token_hex(6)}"

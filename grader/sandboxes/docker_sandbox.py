@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import signal
+import socket
 import struct
 import threading
 from pathlib import Path

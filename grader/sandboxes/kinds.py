@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from grader.errors import EnvironmentProblem
-from grader.sandboxes.limits import Limits
 from grader.sandboxes.launcher import LocalLauncher
+from grader.sandboxes.limits import Limits
 
 SANDBOXES = ("auto", "docker", "bwrap", "local")
 LOCAL_REFUSED = ("the local backend runs learner code unisolated, and it is not allowed here "

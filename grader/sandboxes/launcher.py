@@ -15,7 +15,6 @@ from pathlib import Path
 from grader.sandboxes.limits import Limits, WorkerSpec
 from grader.sandboxes.process import ProcessHandle, WorkerProcess
 
-
 GRADER_ROOT = Path(__file__).resolve().parents[2]  # the folder that holds the grader package
 
 WORKER_PACKAGE = GRADER_ROOT / "grader" / "worker"  # all a sandbox gets of the grader (grader/worker/__init__.py)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-
 @dataclass(frozen=True)
 class Limits:
     memory_bytes: int = 6 * 1024**3       # address space of a CPU worker

@@ -20,7 +20,6 @@ from grader.sandboxes.limits import Limits, WorkerSpec
 from grader.worker import wire
 from grader.worker.wire import parse_reply
 
-
 MAX_REPLY_BYTES = 4 * 1024**2          # a step's losses, trace and counts: a few KB in practice
 
 MAX_PARAMS_REPLY_BYTES = 512 * 1024**2  # the model's parameters, base64-encoded, where no model size is known
@@ -186,7 +185,7 @@ class WorkerProcess:
             return None
         return self.loaded_at + self.budget_s + self.paused_s
 
-    def wait_ready(self, timeout: float | None = None) -> "WorkerProcess":
+    def wait_ready(self, timeout: float | None = None) -> WorkerProcess:
         """Reads the worker's 'ready' line (once). Raises SandboxDidNotStart if it never comes."""
         if self.ready:
             return self
@@ -202,7 +201,7 @@ class WorkerProcess:
         self.ready = True
         return self
 
-    def assign(self, spec: WorkerSpec) -> "WorkerProcess":
+    def assign(self, spec: WorkerSpec) -> WorkerProcess:
         """The code and the public exercise this worker will run; it never gets another. The code lands in
         the folder the sandbox already sees, and the rest travels with the `init` request (init_message)."""
         if self.spec is not None:

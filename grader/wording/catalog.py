@@ -19,7 +19,6 @@ from pathlib import Path
 
 from grader.wording.catalog_checks import CHECKS
 
-
 TRANSLATIONS = Path(__file__).resolve().parent / "translations"
 LANGS = ("en", "it", "id")
 
@@ -202,7 +201,7 @@ class Said:
         return {"key": self.key, "params": {k: _plain(v) for k, v in self.params.items()}}
 
     @classmethod
-    def of(cls, part) -> "Said":
+    def of(cls, part) -> Said:
         """Back from to_dict() (a finding's or a check's message, to be quoted in another); a plain string, or
         a lesson's {"en": ...}, becomes the lesson's own text."""
         if isinstance(part, Said):

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from grader.wording.catalog import EN, render, value_in
 from grader.results import ERROR, FAIL, NOT_APPLICABLE, PASS, CheckResult
+from grader.wording.catalog import EN, render, value_in
 
 
 def pct(value: float) -> str:

@@ -26,8 +26,16 @@ from rich.table import Table
 from rich.text import Text
 
 from grader.results import ERROR, FAIL, NOT_APPLICABLE, PASS, GradingResult
-from grader.wording.phrases import (error_heading, error_in_words, localized, measured_in_words, phrase, stage_in_words,
-                            summary_in_words, verdict)
+from grader.wording.phrases import (
+    error_heading,
+    error_in_words,
+    localized,
+    measured_in_words,
+    phrase,
+    stage_in_words,
+    summary_in_words,
+    verdict,
+)
 
 COLOUR_MODES = ("auto", "always", "never")
 STYLE = {PASS: "bold green", FAIL: "bold red", ERROR: "bold red", NOT_APPLICABLE: "bold yellow"}

@@ -137,7 +137,7 @@ class Census:
         return "none"
 
     # -- a profiled step ----------------------------------------------------------------------------
-    def start(self, models, module_names: dict[int, str]) -> "CensusMode":
+    def start(self, models, module_names: dict[int, str]) -> CensusMode:
         self.counts, self.bytes, self._stack, self.evaded = Counter(), Counter(), [], []
         self._names = module_names
         for model in models:

@@ -18,7 +18,7 @@ class StepError(Exception):
 
     @classmethod
     def worded(cls, kind: str, key: str, line: int | None = None, source: str | None = None, tb: str = "",
-               **params) -> "StepError":
+               **params) -> StepError:
         """An error the grader words (grader/wording/catalog.py), so the learner reads it in their language: the
         worker sends the key and its parameters, never words of its own."""
         error = failure(kind, key, **params)

@@ -138,8 +138,8 @@ def _prewarm():
     grader/worker/lazy_dynamo.py). Nothing here touches a GPU, which a forked child could not use; an import that fails
     here is simply left to the ranks."""
     try:
-        import torch._dynamo.utils  # noqa: F401
-        import torch.distributed  # noqa: F401
+        import torch._dynamo.utils
+        import torch.distributed
         import torch.nn.parallel.distributed  # noqa: F401
     except Exception:  # noqa: BLE001
         pass

@@ -73,7 +73,7 @@ class Worker:
                 from grader.worker import ranks
 
                 ranks.join(self.rank, self.world_size, str(self.device), self.backend)
-        except Exception as exc:  # the grader's own fault, not the learner's
+        except Exception as exc:  # noqa: BLE001 - the grader's own fault, not the learner's: reported as internal
             raise StepError("internal", f"the grader could not prepare the worker: {exc!r}",
                             tb=traceback.format_exc()) from None
         # The lesson's problem is built before any learner code exists in this process: a failure here is
@@ -155,14 +155,15 @@ class Worker:
             source = open(self.path, encoding="utf-8").read()
             compile(source, self.path, "exec")
         except SyntaxError as exc:
-            raise StepError("syntax", f"SyntaxError: {exc.msg}", exc.lineno, (exc.text or "").rstrip() or None)
+            raise StepError("syntax", f"SyntaxError: {exc.msg}", exc.lineno,
+                            (exc.text or "").rstrip() or None) from None
         spec = importlib.util.spec_from_file_location("submission", self.path)
         module = importlib.util.module_from_spec(spec)
         try:
             spec.loader.exec_module(module)
         except BaseException as exc:  # noqa: BLE001 - a learner's import-time failure is data
             if isinstance(exc, SystemExit):
-                raise StepError.worded("exit", "error.exit_import")
+                raise StepError.worded("exit", "error.exit_import") from None
             raise describe_exception(exc, self.path, kind="import") from None
         return module
 
@@ -278,7 +279,7 @@ class Worker:
 
         return [p.register_hook(poison) for p in self.problem.parameters() if p.requires_grad]
 
-    def _skippable(self) -> "_Skipped":
+    def _skippable(self) -> _Skipped:
         """The FP32 baseline has no scaler to skip the step the grader makes overflow in the other runs: it runs
         the step (its loss is compared) and then puts the weights and optimizer state back as a skipped step
         leaves them, with the gradients cleared, so every run goes on from the same point."""
@@ -345,7 +346,7 @@ def preload():
     (grader/worker/lazy_dynamo.py)."""
     import torch
     import torch.nn.functional as F
-    import torch.utils.checkpoint  # noqa: F401
+    import torch.utils.checkpoint
 
     from grader.worker import census, lazy_dynamo, memory, tracing, workload  # noqa: F401
 

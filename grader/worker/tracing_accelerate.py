@@ -18,7 +18,6 @@ from torch import nn
 
 from grader.worker.tracing_distributed import holds_lesson_model
 
-
 # The public ways to prepare: all at once, or one object at a time (the same preparation underneath).
 PREPARES = ("prepare", "prepare_model", "prepare_optimizer", "prepare_scheduler")
 
@@ -49,7 +48,7 @@ def _number(value):
 def install(rec) -> list[tuple[object, str]]:
     from accelerate import Accelerator
 
-    init, prepare, backward = Accelerator.__init__, Accelerator.prepare, Accelerator.backward
+    init, backward = Accelerator.__init__, Accelerator.backward
     clip_norm, clip_value, accumulate = Accelerator.clip_grad_norm_, Accelerator.clip_grad_value_, \
         Accelerator.accumulate
 

@@ -96,7 +96,7 @@ class LiveApp:
         self.procs.append((name, proc, log))
         self.log_paths[name] = log
 
-    def start(self, timeout: float = 60.0) -> "LiveApp":
+    def start(self, timeout: float = 60.0) -> LiveApp:
         try:
             self._spawn("serve", ["serve", "--host", "127.0.0.1", "--port", str(self.port),
                                   "--threads", str(self.threads)])
@@ -149,7 +149,7 @@ class LiveApp:
                 pass
         self.procs = []
 
-    def __enter__(self) -> "LiveApp":
+    def __enter__(self) -> LiveApp:
         return self.start()
 
     def __exit__(self, *exc) -> None:

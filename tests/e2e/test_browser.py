@@ -22,9 +22,9 @@ if not Path(CHROMIUM).exists() and not REQUIRE_BROWSER:
     pytest.skip(f"no Chromium at {CHROMIUM} (set AMP_DOJO_REQUIRE_BROWSER=1 to make this a failure)",
                 allow_module_level=True)
 
-from playwright.sync_api import expect  # noqa: E402
+from playwright.sync_api import expect
 
-from grader.lesson.loader import load_exercise  # noqa: E402
+from grader.lesson.loader import load_exercise
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSON = "autocast"
@@ -274,7 +274,8 @@ def english_left(text: str, lang: str) -> list[str]:
     import json as jsonlib
     import re
 
-    from grader.wording.catalog import EN, catalog as grader_catalog
+    from grader.wording.catalog import EN
+    from grader.wording.catalog import catalog as grader_catalog
 
     ui = jsonlib.loads((ROOT / "webapp" / "translations" / f"{lang}.json").read_text(encoding="utf-8"))
     left = [e for e, t in ui.items() if " " in e and e != t and not re.search(r"\{\w+\}", e) and e in text]

@@ -8,9 +8,9 @@ file under tmp_path) and on PostgreSQL (a fresh database on the test server of
 tests/conftest.py)."""
 
 import pytest
+from webapp_testing import base_config, csrf_headers
 
 from webapp import create_app
-from webapp_testing import base_config, csrf_headers
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -4,9 +4,9 @@ the create-instructor command, and the switch that turns anonymous use off."""
 
 import pytest
 from click.testing import CliRunner
+from webapp_testing import PASSWORD, csrf_headers, form, make_instructor, signin, signup
 
 from grader.lesson.loader import load_exercise
-from webapp_testing import PASSWORD, csrf_headers, form, make_instructor, signin, signup
 
 STARTER = load_exercise("autocast").starter
 

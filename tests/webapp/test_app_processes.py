@@ -7,7 +7,6 @@ import re
 
 import pytest
 import requests
-
 from e2e.amp_dojo_live import LiveApp
 
 pytestmark = pytest.mark.slow

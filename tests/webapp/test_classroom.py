@@ -8,7 +8,6 @@ import io
 import re
 
 import pytest
-
 from webapp_testing import csrf_headers, finding, form, grade_as, make_instructor, signin, signup
 
 

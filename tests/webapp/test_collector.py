@@ -181,7 +181,7 @@ def test_two_app_processes_collecting_at_once_accept_the_result_once(app, submit
         try:
             for _ in range(5):
                 collect(db, queue, app.config)
-        except Exception as exc:  # surfaced below
+        except Exception as exc:  # noqa: BLE001 - surfaced below
             errors.append(exc)
         finally:
             db.close()
@@ -369,9 +369,10 @@ def test_a_result_the_database_refuses_ends_as_an_error_after_three_passes_logge
 
 
 def test_storing_a_huge_forged_result_does_not_block_another_writer(tmp_path, submit):
+    from webapp_testing import base_config
+
     from webapp import create_app
     from webapp.db import transaction
-    from webapp_testing import base_config
 
     app = create_app(base_config(tmp_path))  # SQLite: one write lock for everybody
     queue = app.extensions["amp_dojo_queue"]

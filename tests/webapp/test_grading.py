@@ -5,11 +5,10 @@ import json
 import re
 
 import pytest
+from webapp_testing import base_config, csrf_headers
 
 from grader.lesson.loader import load_exercise
 from webapp import create_app
-
-from webapp_testing import base_config, csrf_headers
 
 AUTOCAST = load_exercise("autocast")
 PRINTS_SCRIPT = AUTOCAST.reference.replace(

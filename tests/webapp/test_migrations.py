@@ -8,9 +8,10 @@ import sqlite3
 import threading
 from pathlib import Path
 
+from webapp_testing import base_config
+
 from webapp import create_app
 from webapp.db import connect, current_revision, head_revision, init_db
-from webapp_testing import base_config
 
 OLD_SCHEMA = (Path(__file__).resolve().parents[1] / "fixtures" / "schema_before_migrations.sql").read_text()
 RESULT = {"status": "fail", "score": 0.5, "checks": [
@@ -83,7 +84,7 @@ def test_several_processes_migrating_one_new_database_at_once_all_end_at_the_new
         db = connect(database)
         try:
             revisions.append(init_db(db))
-        except Exception as exc:  # reported below
+        except Exception as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
         finally:
             db.close()
@@ -105,10 +106,10 @@ def test_accounts_made_before_look_alike_names_were_refused_keep_signing_in_and_
     """0004 fills in every account's skeleton; where two already look alike, both keep working and no third
     may take the look-alike name."""
     from alembic import command
+    from webapp_testing import PASSWORD, form, signin
     from werkzeug.security import generate_password_hash
 
     from webapp import db as webapp_db
-    from webapp_testing import PASSWORD, form, signin
 
     path = tmp_path / "app.sqlite3"
     db = connect(str(path))

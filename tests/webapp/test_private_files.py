@@ -7,9 +7,9 @@ import stat
 
 import pytest
 from flask import Flask
+from webapp_testing import base_config, csrf_headers
 
 from webapp import create_app, load_settings, make_queue
-from webapp_testing import base_config, csrf_headers
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ JSON under /api, on either database, never the 500 of SQLite's integer overflow.
 import re
 
 import pytest
-
 from webapp_testing import csrf_headers, make_instructor, signin
 
 OUT_OF_RANGE = [str(2**63), str(2**64), "9" * 20, "9" * 5000, "-1", "-9223372036854775809", "1e3", "0x10", "１"]
