@@ -9,7 +9,15 @@ The graded cell is not run by the kernel: it is graded in a sandbox, as
 
 from __future__ import annotations
 
-last_result = None  # the GradingResult of the latest %%grade in this kernel
+
+def __getattr__(name: str):
+    """`amp_dojo.last_result`: the GradingResult of the latest %%grade in this kernel, None before one. It lives
+    in amp_dojo.magics, which sets it, so that the magics need not import this package back."""
+    if name == "last_result":
+        from amp_dojo import magics
+
+        return magics.last_result
+    raise AttributeError(f"module 'amp_dojo' has no attribute {name!r}")
 
 
 def load_ipython_extension(ipython) -> None:

@@ -27,6 +27,9 @@ from grader.wording import report
 from grader.wording.phrases import phrase, stage_in_words
 
 
+last_result = None  # the GradingResult of the latest %%grade in this kernel (amp_dojo.last_result)
+
+
 class Graded:
     """A grading as the notebook shows it; `.result` is the GradingResult (also `amp_dojo.last_result`)."""
 
@@ -107,9 +110,8 @@ class GradeMagics(Magics):
             raise UsageError(exc.message) from None
         note = "" if launcher.isolated else phrase("report.local_sandbox", args.lang)
         graded = Graded(result, cell, args.lang, note)
-        import amp_dojo
-
-        amp_dojo.last_result = result
+        global last_result
+        last_result = result
         progress.handle.update(graded)
 
     @magic_arguments()

@@ -11,9 +11,6 @@ import threading
 
 from flask import Flask
 
-from grader.errors import EnvironmentProblem
-from grader.sandboxes.kinds import SANDBOXES
-
 log = logging.getLogger("amp_dojo")
 
 
@@ -93,29 +90,6 @@ def create_app(test_config: dict | None = None) -> Flask:
         app.register_blueprint(blueprint)
     app.before_request(lambda: start_collector(app))
     return app
-
-
-def sandbox_problem(config) -> str | None:
-    """Why grading may not start with this configuration (checked by the app and the worker)."""
-    name = config["SANDBOX"]
-    if name not in SANDBOXES:
-        return f"SANDBOX={name!r} is not one of {', '.join(SANDBOXES)}"
-    if name == "local" and not config["ALLOW_LOCAL_SANDBOX"]:
-        return ("SANDBOX='local' runs learner code without isolation; set ALLOW_LOCAL_SANDBOX=True only "
-                "where learners grade their own code on their own machine")
-    return None
-
-
-def check_sandbox(config):
-    """Raises EnvironmentProblem unless this machine can run learner code as configured."""
-    problem = sandbox_problem(config)
-    if problem:
-        raise EnvironmentProblem(problem)
-    from grader.sandboxes.kinds import make_launcher
-    from grader.sandboxes.limits import limits_from
-
-    return make_launcher(config["SANDBOX"], limits_from(dict(config["SANDBOX_LIMITS"])),
-                         allow_local=bool(config["ALLOW_LOCAL_SANDBOX"]))
 
 
 _collector_lock = threading.Lock()

@@ -145,7 +145,7 @@ def _code_from_request() -> str:
 @bp.post("/lessons/<lesson_id>/submissions")
 def submit(lesson_id):
     content.exercise(lesson_id)
-    from webapp import sandbox_problem
+    from webapp.sandboxing import sandbox_problem
 
     problem = sandbox_problem(current_app.config)
     if problem:

@@ -73,7 +73,8 @@ def create_instructor(name, password_stdin):
 def worker(verbose):
     """Grade submissions from the queue: several at once, each timing with its device to itself."""
     _logging(verbose)
-    from webapp import check_sandbox, load_settings, make_queue
+    from webapp import load_settings, make_queue
+    from webapp.sandboxing import check_sandbox
 
     config = load_settings().config
     try:
@@ -196,7 +197,7 @@ def serve(host, port, threads, with_worker, verbose):
     """Serve the web app."""
     _logging(verbose)
     app = _app()
-    from webapp import sandbox_problem
+    from webapp.sandboxing import sandbox_problem
 
     problem = sandbox_problem(app.config)
     if problem:
