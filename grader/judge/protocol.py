@@ -16,7 +16,7 @@ A failure is {"ok": false, "error": {"kind": one of ERROR_KINDS, "message": str,
 {"ok": true, "ranks": [one reply per rank]}, or the lowest failing rank's error with the others' replies.
 
 Sizes: a reply line is at most MAX_REPLY_BYTES and a `save` reply at most params_reply_limit() of the model the
-judge built itself (both grader/sandboxes/launcher.py, which reads the pipe). Inside a reply:
+judge built itself (both grader/sandboxes/process.py, which reads the pipe). Inside a reply:
 
 Bounds on what a worker reports about the learner's code. Everything a worker sends is untrusted (learner code
 shares its process and can rewrite any of it), and some of it becomes findings, figures and stored results: an
