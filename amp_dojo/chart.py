@@ -42,32 +42,45 @@ def loss_svg(submission: list[float], baseline: list[float], lang: str = "en") -
     x = lambda i: LEFT + plot_w * i / (steps - 1)  # noqa: E731
     y = lambda v: TOP + plot_h * (high - v) / (high - low)  # noqa: E731
     title = escape(phrase("chart.title", lang))
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} '
-           f'{HEIGHT}" role="img" aria-label="{title}" font-family="sans-serif" font-size="11" '
-           f'fill="currentColor"><title>{title}</title>',
-           f'<text x="{LEFT}" y="14" font-size="12" font-weight="bold">{title}</text>']
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} '
+        f'{HEIGHT}" role="img" aria-label="{title}" font-family="sans-serif" font-size="11" '
+        f'fill="currentColor"><title>{title}</title>',
+        f'<text x="{LEFT}" y="14" font-size="12" font-weight="bold">{title}</text>',
+    ]
     for tick in _ticks(low, high):
         ty = y(tick)
-        out.append(f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{ty:.1f}" y2="{ty:.1f}" stroke="currentColor" '
-                   f'stroke-opacity="0.15"/><text x="{LEFT - 6}" y="{ty + 4:.1f}" text-anchor="end">'
-                   f'{_fmt(tick)}</text>')
+        out.append(
+            f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{ty:.1f}" y2="{ty:.1f}" stroke="currentColor" '
+            f'stroke-opacity="0.15"/><text x="{LEFT - 6}" y="{ty + 4:.1f}" text-anchor="end">'
+            f"{_fmt(tick)}</text>"
+        )
     every = max(1, math.ceil(steps / 10))
     for i in range(0, steps, every):
         out.append(f'<text x="{x(i):.1f}" y="{HEIGHT - BOTTOM + 16}" text-anchor="middle">{i}</text>')
-    out.append(f'<text x="{LEFT + plot_w / 2:.1f}" y="{HEIGHT - 4}" text-anchor="middle">'
-               f'{escape(phrase("chart.step", lang))}</text>')
-    out.append(f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="none" stroke="currentColor" '
-               'stroke-opacity="0.4"/>')
+    out.append(
+        f'<text x="{LEFT + plot_w / 2:.1f}" y="{HEIGHT - 4}" text-anchor="middle">'
+        f"{escape(phrase('chart.step', lang))}</text>"
+    )
+    out.append(
+        f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="none" stroke="currentColor" '
+        'stroke-opacity="0.4"/>'
+    )
     # the baseline dashed over the learner's line: where they agree, both stay visible
     for name, series, dash in (("submission", submission, ""), ("baseline", baseline, ' stroke-dasharray="5 3"')):
         points = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(series) if math.isfinite(v))
         if points:
-            out.append(f'<polyline class="loss-{name}" points="{points}" fill="none" stroke="{COLOURS[name]}" '
-                       f'stroke-width="2"{dash}/>')
-    for k, (name, key, dash) in enumerate((("submission", "chart.yours", ""),
-                                          ("baseline", "chart.baseline", ' stroke-dasharray="5 3"'))):
+            out.append(
+                f'<polyline class="loss-{name}" points="{points}" fill="none" stroke="{COLOURS[name]}" '
+                f'stroke-width="2"{dash}/>'
+            )
+    for k, (name, key, dash) in enumerate(
+        (("submission", "chart.yours", ""), ("baseline", "chart.baseline", ' stroke-dasharray="5 3"'))
+    ):
         lx = LEFT + k * 150
-        out.append(f'<line x1="{lx}" x2="{lx + 18}" y1="26" y2="26" stroke="{COLOURS[name]}" stroke-width="2"{dash}/>'
-                   f'<text x="{lx + 22}" y="30">{escape(phrase(key, lang))}</text>')
+        out.append(
+            f'<line x1="{lx}" x2="{lx + 18}" y1="26" y2="26" stroke="{COLOURS[name]}" stroke-width="2"{dash}/>'
+            f'<text x="{lx + 22}" y="30">{escape(phrase(key, lang))}</text>'
+        )
     out.append("</svg>")
     return "".join(out)

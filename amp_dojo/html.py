@@ -24,8 +24,10 @@ from grader.wording.phrases import (
 from grader.wording.report import printable
 
 BADGE = {PASS: "#1a7f37", FAIL: "#cf222e", ERROR: "#cf222e", NOT_APPLICABLE: "#6e7781"}
-CODE = "background:rgba(127,127,127,.12);padding:2px 6px;margin:2px 0;white-space:pre;overflow-x:auto;" \
-       "font-family:monospace"
+CODE = (
+    "background:rgba(127,127,127,.12);padding:2px 6px;margin:2px 0;white-space:pre;overflow-x:auto;"
+    "font-family:monospace"
+)
 MAX_OUTPUT_CHARS = 20_000
 # The cell's first line is `%%grade LESSON`: the code the grader saw starts on the cell's second line.
 CELL_OFFSET = 1
@@ -41,9 +43,11 @@ def _prose(text) -> str:
 
 
 def _badge(status: str, lang: str) -> str:
-    return (f'<span data-status="{_e(status)}" style="display:inline-block;min-width:4.5em;text-align:center;'
-            f'font-weight:bold;color:#fff;background:{BADGE.get(status, "#6e7781")};border-radius:3px;'
-            f'padding:0 6px">{_e(verdict(status, lang))}</span>')
+    return (
+        f'<span data-status="{_e(status)}" style="display:inline-block;min-width:4.5em;text-align:center;'
+        f"font-weight:bold;color:#fff;background:{BADGE.get(status, '#6e7781')};border-radius:3px;"
+        f'padding:0 6px">{_e(verdict(status, lang))}</span>'
+    )
 
 
 def _cell_line(line: int | None, lang: str) -> str:
@@ -62,21 +66,25 @@ def _finding(f: dict, check_message: str, lines: list[str], lang: str) -> str:
     info = f.get("severity") == "info"
     tag = phrase("report.note" if info else "report.mistake", lang)
     text = "" if f["message"] == check_message else ": " + _prose(f["message"])
-    return (f'<div class="finding" data-finding="{_e(f["id"])}" style="margin:4px 0">{_cell_line(f.get("line"), lang)}'
-            f'<span style="color:{"#0969da" if info else "#cf222e"}">{_e(tag)}</span> <code>{_e(f["id"])}</code>{text}'
-            f'{_code(lines, f.get("line"))}<div><span style="color:#1a7f37;font-weight:bold">'
-            f'{_e(phrase("report.fix", lang))}</span> {_prose(f["fix"])}</div></div>')
+    return (
+        f'<div class="finding" data-finding="{_e(f["id"])}" style="margin:4px 0">{_cell_line(f.get("line"), lang)}'
+        f'<span style="color:{"#0969da" if info else "#cf222e"}">{_e(tag)}</span> <code>{_e(f["id"])}</code>{text}'
+        f'{_code(lines, f.get("line"))}<div><span style="color:#1a7f37;font-weight:bold">'
+        f"{_e(phrase('report.fix', lang))}</span> {_prose(f['fix'])}</div></div>"
+    )
 
 
 def _error(doc: dict, lines: list[str], lang: str) -> str:
     err = doc.get("error")
     if not err:
         return ""
-    return (f'<tr class="error"><td style="vertical-align:top;text-align:left;padding:2px 0">{_badge(ERROR, lang)}</td>'
-            f'<td colspan="2" style="text-align:left;padding:2px 8px">'
-            f'<strong>{_e(error_heading(err["kind"], lang))}</strong><div>{_cell_line(err.get("line"), lang)}'
-            f'{_prose(error_in_words(err, lang))}</div>{_code(lines, err.get("line"), err.get("source_line"))}'
-            f'</td></tr>')
+    return (
+        f'<tr class="error"><td style="vertical-align:top;text-align:left;padding:2px 0">{_badge(ERROR, lang)}</td>'
+        f'<td colspan="2" style="text-align:left;padding:2px 8px">'
+        f"<strong>{_e(error_heading(err['kind'], lang))}</strong><div>{_cell_line(err.get('line'), lang)}"
+        f"{_prose(error_in_words(err, lang))}</div>{_code(lines, err.get('line'), err.get('source_line'))}"
+        f"</td></tr>"
+    )
 
 
 def _check_rows(doc: dict, lines: list[str], lang: str) -> str:
@@ -84,12 +92,14 @@ def _check_rows(doc: dict, lines: list[str], lang: str) -> str:
     for c in doc["checks"]:
         measured = "".join(f"<div>{_e(m)}</div>" for m in measured_in_words(c, lang))
         findings = "".join(_finding(f, c["message"], lines, lang) for f in c["findings"])
-        rows.append(f'<tr class="check" data-check="{_e(c["id"])}">'
-                    f'<td style="vertical-align:top;text-align:left;padding:2px 0">{_badge(c["status"], lang)}</td>'
-                    f'<td style="vertical-align:top;text-align:left;font-weight:bold;padding:2px 8px">'
-                    f'{_e(c["id"])}</td>'
-                    f'<td style="text-align:left;padding:2px 4px"><div>{_prose(c["message"])}</div>'
-                    f'<div style="opacity:.8">{measured}</div>{findings}</td></tr>')
+        rows.append(
+            f'<tr class="check" data-check="{_e(c["id"])}">'
+            f'<td style="vertical-align:top;text-align:left;padding:2px 0">{_badge(c["status"], lang)}</td>'
+            f'<td style="vertical-align:top;text-align:left;font-weight:bold;padding:2px 8px">'
+            f"{_e(c['id'])}</td>"
+            f'<td style="text-align:left;padding:2px 4px"><div>{_prose(c["message"])}</div>'
+            f'<div style="opacity:.8">{measured}</div>{findings}</td></tr>'
+        )
     return "".join(rows)
 
 
@@ -99,8 +109,10 @@ def _printed(doc: dict, lang: str) -> str:
         return ""
     if len(text) > MAX_OUTPUT_CHARS:
         text = text[:MAX_OUTPUT_CHARS] + "\n..."
-    return (f'<details class="output"><summary>{_e(phrase("report.printed", lang))}</summary>'
-            f'<pre style="{CODE}">{_e(printable(text))}</pre></details>')
+    return (
+        f'<details class="output"><summary>{_e(phrase("report.printed", lang))}</summary>'
+        f'<pre style="{CODE}">{_e(printable(text))}</pre></details>'
+    )
 
 
 def grading_html(result: GradingResult, source: str, lang: str = "en", note: str = "") -> str:
@@ -110,19 +122,29 @@ def grading_html(result: GradingResult, source: str, lang: str = "en", note: str
     loss = doc["plots"].get("loss") or {}
     chart = loss_svg(loss.get("submission", []), loss.get("baseline", []), lang) if loss else ""
     colour = BADGE[PASS] if doc["status"] == PASS else BADGE[FAIL]
-    head = phrase("report.header", lang, lesson=doc["exercise"], device=doc["device"], dtype=doc["amp_dtype"],
-                  sandbox=doc["sandbox"])
-    return (f'<div class="amp-dojo-result" data-status="{_e(doc["status"])}" style="line-height:1.45">'
-            f'<div style="margin-bottom:6px">{_e(head)}</div>'
-            + (f'<div style="opacity:.7">{_e(note)}</div>' if note else "")
-            + f'<table style="border-collapse:collapse;margin:0">{_error(doc, lines, lang)}'
-            f'{_check_rows(doc, lines, lang)}</table>'
-            + (f'<div class="chart" style="margin:8px 0">{chart}</div>' if chart else "")
-            + _printed(doc, lang)
-            + f'<div class="summary" style="margin-top:6px;font-weight:bold;color:{colour}">'
-            f'{_e(summary_in_words(doc, lang))}</div></div>')
+    head = phrase(
+        "report.header",
+        lang,
+        lesson=doc["exercise"],
+        device=doc["device"],
+        dtype=doc["amp_dtype"],
+        sandbox=doc["sandbox"],
+    )
+    return (
+        f'<div class="amp-dojo-result" data-status="{_e(doc["status"])}" style="line-height:1.45">'
+        f'<div style="margin-bottom:6px">{_e(head)}</div>'
+        + (f'<div style="opacity:.7">{_e(note)}</div>' if note else "")
+        + f'<table style="border-collapse:collapse;margin:0">{_error(doc, lines, lang)}'
+        f"{_check_rows(doc, lines, lang)}</table>"
+        + (f'<div class="chart" style="margin:8px 0">{chart}</div>' if chart else "")
+        + _printed(doc, lang)
+        + f'<div class="summary" style="margin-top:6px;font-weight:bold;color:{colour}">'
+        f"{_e(summary_in_words(doc, lang))}</div></div>"
+    )
 
 
 def progress_html(lesson: str, stage_text: str, lang: str = "en") -> str:
-    return (f'<div class="amp-dojo-progress" style="opacity:.8">'
-            f'{_e(phrase("notebook.grading", lang, lesson=lesson, stage=stage_text))}&hellip;</div>')
+    return (
+        f'<div class="amp-dojo-progress" style="opacity:.8">'
+        f"{_e(phrase('notebook.grading', lang, lesson=lesson, stage=stage_text))}&hellip;</div>"
+    )

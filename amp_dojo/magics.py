@@ -26,7 +26,6 @@ from grader.sandboxes.limits import limits_from
 from grader.wording import report
 from grader.wording.phrases import phrase, stage_in_words
 
-
 last_result = None  # the GradingResult of the latest %%grade in this kernel (amp_dojo.last_result)
 
 
@@ -81,16 +80,20 @@ class GradeMagics(Magics):
             if any(not sep for _, sep, _ in pairs):
                 raise UsageError("--limit takes NAME=VALUE, e.g. --limit step_timeout_s=120")
             runner.use_trusted_store(runner.DirectoryStore(runner.user_cache_dir()))
-            self._launchers[key] = WarmPool(make_launcher(sandbox, limits_from({k: v for k, _, v in pairs}),
-                                                          allow_local=True), size=1)
+            self._launchers[key] = WarmPool(
+                make_launcher(sandbox, limits_from({k: v for k, _, v in pairs}), allow_local=True), size=1
+            )
         return self._launchers[key]
 
     @magic_arguments()
     @argument("lesson", help="the lesson's id, e.g. autocast")
     @argument("--device", default="auto", help="auto, cpu or cuda")
-    @argument("--sandbox", default=None, choices=SANDBOXES,
-              help="where the code runs: auto (default, or AMP_DOJO_SANDBOX) picks docker, else bwrap, else a "
-                   "local process")
+    @argument(
+        "--sandbox",
+        default=None,
+        choices=SANDBOXES,
+        help="where the code runs: auto (default, or AMP_DOJO_SANDBOX) picks docker, else bwrap, else a local process",
+    )
     @argument("--limit", action="append", default=[], metavar="NAME=VALUE", help="change a sandbox limit")
     @argument("--lang", default="en", choices=LANGUAGES)
     @cell_magic
@@ -127,10 +130,12 @@ class GradeMagics(Magics):
             raise UsageError(exc.message) from None
         lang = args.lang
         entry = ex.entrypoint
-        text = (f"# {localize(ex.title, lang)}\n\n{localize(ex.lesson, lang)}\n\n## {phrase('notebook.task', lang)}\n\n"
-                f"{localize(ex.task, lang)}\n\n{phrase('notebook.write', lang)}: "
-                f"`def {entry.name}({', '.join(entry.params)})`"
-                f" → {entry.returns}\n\n```python\n{ex.starter.rstrip()}\n```\n\n"
-                f"{phrase('notebook.next_cell', lang, lesson=ex.id)}\n")
+        text = (
+            f"# {localize(ex.title, lang)}\n\n{localize(ex.lesson, lang)}\n\n## {phrase('notebook.task', lang)}\n\n"
+            f"{localize(ex.task, lang)}\n\n{phrase('notebook.write', lang)}: "
+            f"`def {entry.name}({', '.join(entry.params)})`"
+            f" → {entry.returns}\n\n```python\n{ex.starter.rstrip()}\n```\n\n"
+            f"{phrase('notebook.next_cell', lang, lesson=ex.id)}\n"
+        )
         display(Markdown(text))
         self.shell.set_next_input(f"%%grade {ex.id}\n{ex.starter.rstrip()}\n", replace=False)

@@ -47,7 +47,7 @@ LESSON = "autocast"
 SHARED_ADDRESS = "127.0.0.50"
 HOSTILE_ADDRESS = "127.0.0.60"
 SLOW_ADDRESS = "127.0.0.99"
-HOSTILE = '''
+HOSTILE = """
 import time
 import torch
 import torch.nn.functional as F
@@ -61,7 +61,7 @@ def train_step(model, optimizer, inputs, targets, device_type, amp_dtype):
     optimizer.step()
     time.sleep(55)  # just under the per-step limit (60 s)
     return loss
-'''
+"""
 
 
 class BoundClient(Client):
@@ -82,12 +82,12 @@ class BoundClient(Client):
 class Run:
     def __init__(self, group: str):
         self.group = group
-        self.status = None      # the POST's status
+        self.status = None  # the POST's status
         self.id = None
-        self.posted = None      # time.monotonic() of the POST
-        self.started = None     # ... when the record first said running
-        self.ended = None       # ... when it had its verdict
-        self.final = None       # done / error / None (never ended)
+        self.posted = None  # time.monotonic() of the POST
+        self.started = None  # ... when the record first said running
+        self.ended = None  # ... when it had its verdict
+        self.final = None  # done / error / None (never ended)
 
 
 def wait_verdict(client: Client, run: Run, deadline: float) -> None:
@@ -171,12 +171,17 @@ def summary(runs: list[Run], group: str) -> dict:
     mine = [r for r in runs if r.group == group]
     verdicts = sorted(r.ended - r.posted for r in mine if r.final)
     waits = sorted(r.started - r.posted for r in mine if r.final)
-    return {"posted": len(mine), "accepted": sum(r.status == 202 for r in mine),
-            "refused": sum(r.status not in (202, None) for r in mine),
-            "verdicts": len(verdicts), "unfinished": sum(r.status == 202 and not r.final for r in mine),
-            "p50_s": round(percentile(verdicts, 50), 2), "p95_s": round(percentile(verdicts, 95), 2),
-            "max_s": round(verdicts[-1], 2) if verdicts else None,
-            "max_queue_wait_s": round(waits[-1], 2) if waits else None}
+    return {
+        "posted": len(mine),
+        "accepted": sum(r.status == 202 for r in mine),
+        "refused": sum(r.status not in (202, None) for r in mine),
+        "verdicts": len(verdicts),
+        "unfinished": sum(r.status == 202 and not r.final for r in mine),
+        "p50_s": round(percentile(verdicts, 50), 2),
+        "p95_s": round(percentile(verdicts, 95), 2),
+        "max_s": round(verdicts[-1], 2) if verdicts else None,
+        "max_queue_wait_s": round(waits[-1], 2) if waits else None,
+    }
 
 
 def waited_behind_hostile(runs: list[Run]) -> float:
@@ -223,8 +228,11 @@ def main() -> int:
             shared = i < args.shared
             address = SHARED_ADDRESS if shared else f"127.0.0.{10 + i}"
             group = "shared address" if shared else "own address"
-            threads.append(threading.Thread(target=learner, args=(app.url, address, group, code, args, t0, runs,
-                                                                  lock), daemon=True))
+            threads.append(
+                threading.Thread(
+                    target=learner, args=(app.url, address, group, code, args, t0, runs, lock), daemon=True
+                )
+            )
         for t in threads:
             t.start()
         for t in threads:
@@ -234,26 +242,42 @@ def main() -> int:
             bad.join(30)
         slow.join(10)
         elapsed = time.monotonic() - t0
-    out = {"learners": args.learners, "shared": args.shared, "runs": args.runs, "slow_connections": opened[:1],
-           "hostile": not args.no_hostile,
-           "seconds": round(elapsed, 1), "groups": {g: summary(runs, g) for g in
-                                                    ("own address", "shared address", "hostile")},
-           "longest_wait_behind_hostile_s": waited_behind_hostile(runs)}
+    out = {
+        "learners": args.learners,
+        "shared": args.shared,
+        "runs": args.runs,
+        "slow_connections": opened[:1],
+        "hostile": not args.no_hostile,
+        "seconds": round(elapsed, 1),
+        "groups": {g: summary(runs, g) for g in ("own address", "shared address", "hostile")},
+        "longest_wait_behind_hostile_s": waited_behind_hostile(runs),
+    }
     who = "no hostile learner (control)" if args.no_hostile else "one hostile learner"
-    print(f"{args.learners} learners ({args.shared} behind one address) x {args.runs} runs, {who}, "
-          f"{out['slow_connections']} slow connections; {out['seconds']} s\n")
-    print("| group | posted | accepted | refused | verdicts | unfinished | p50 s | p95 s | max s | longest queue wait s |")
+    print(
+        f"{args.learners} learners ({args.shared} behind one address) x {args.runs} runs, {who}, "
+        f"{out['slow_connections']} slow connections; {out['seconds']} s\n"
+    )
+    print(
+        "| group | posted | accepted | refused | verdicts | unfinished | p50 s | p95 s | max s | longest queue wait s |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for group, s in out["groups"].items():
-        print(f"| {group} | {s['posted']} | {s['accepted']} | {s['refused']} | {s['verdicts']} | {s['unfinished']} | "
-              f"{s['p50_s']} | {s['p95_s']} | {s['max_s']} | {s['max_queue_wait_s']} |")
-    print(f"\nlongest a learner waited in the queue while a hostile grading ran: "
-          f"{out['longest_wait_behind_hostile_s']} s")
+        print(
+            f"| {group} | {s['posted']} | {s['accepted']} | {s['refused']} | {s['verdicts']} | {s['unfinished']} | "
+            f"{s['p50_s']} | {s['p95_s']} | {s['max_s']} | {s['max_queue_wait_s']} |"
+        )
+    print(
+        f"\nlongest a learner waited in the queue while a hostile grading ran: {out['longest_wait_behind_hostile_s']} s"
+    )
     target = ROOT / "artifacts" / "bench"
     target.mkdir(parents=True, exist_ok=True)
-    (target / ("class_load_control.json" if args.no_hostile else "class_load.json")).write_text(json.dumps(out, indent=2) + "\n")
-    learners_ok = all(out["groups"][g]["unfinished"] == 0 and out["groups"][g]["verdicts"] == out["groups"][g]["posted"]
-                      for g in ("own address", "shared address"))
+    (target / ("class_load_control.json" if args.no_hostile else "class_load.json")).write_text(
+        json.dumps(out, indent=2) + "\n"
+    )
+    learners_ok = all(
+        out["groups"][g]["unfinished"] == 0 and out["groups"][g]["verdicts"] == out["groups"][g]["posted"]
+        for g in ("own address", "shared address")
+    )
     return 0 if learners_ok else 1
 
 

@@ -21,9 +21,15 @@ import threading
 import time
 from pathlib import Path
 
-CLASS_FINDINGS = [("call_order", "clip_without_unscale"), ("call_order", "update_missing"),
-                  ("call_order", "backward_inside_autocast"), ("parity", "loss_off"), ("call_order", "unscale_twice"),
-                  ("call_order", "step_without_scaler"), ("coverage", "matmul_fp32")]
+CLASS_FINDINGS = [
+    ("call_order", "clip_without_unscale"),
+    ("call_order", "update_missing"),
+    ("call_order", "backward_inside_autocast"),
+    ("parity", "loss_off"),
+    ("call_order", "unscale_twice"),
+    ("call_order", "step_without_scaler"),
+    ("coverage", "matmul_fp32"),
+]
 PASSWORD = "bench-password-123"
 
 
@@ -32,16 +38,44 @@ def result_document(rng: random.Random, passed: bool, lesson: str) -> tuple[dict
     found = [] if passed else rng.sample(CLASS_FINDINGS, rng.randint(1, 2))
     checks = []
     for check in ("call_order", "parity", "coverage", "overflow", "speedup"):
-        mine = [{"id": f, "message": f"{f.replace('_', ' ')} at line {rng.randint(5, 30)}", "fix": "see the lesson",
-                 "line": rng.randint(5, 30), "severity": "error"} for c, f in found if c == check]
-        checks.append({"id": check, "status": "fail" if mine else "pass", "message": "", "weight": 1.0,
-                       "measured": {"max_loss_rel_diff": rng.random() / 50, "steps": 30}, "threshold": None,
-                       "findings": mine})
-    losses = [2.3 * 0.97 ** i for i in range(30)]
-    doc = {"schema_version": 1, "status": "pass" if passed else "fail", "score": 1.0 if passed else 0.6,
-           "exercise": lesson, "device": "cpu", "amp_dtype": "bfloat16", "checks": checks, "error": None,
-           "plots": {"loss": {"baseline": losses, "submission": [v * 1.001 for v in losses]}},
-           "output": "", "sandbox": "bwrap", "duration_s": 9.5, "notes": []}
+        mine = [
+            {
+                "id": f,
+                "message": f"{f.replace('_', ' ')} at line {rng.randint(5, 30)}",
+                "fix": "see the lesson",
+                "line": rng.randint(5, 30),
+                "severity": "error",
+            }
+            for c, f in found
+            if c == check
+        ]
+        checks.append(
+            {
+                "id": check,
+                "status": "fail" if mine else "pass",
+                "message": "",
+                "weight": 1.0,
+                "measured": {"max_loss_rel_diff": rng.random() / 50, "steps": 30},
+                "threshold": None,
+                "findings": mine,
+            }
+        )
+    losses = [2.3 * 0.97**i for i in range(30)]
+    doc = {
+        "schema_version": 1,
+        "status": "pass" if passed else "fail",
+        "score": 1.0 if passed else 0.6,
+        "exercise": lesson,
+        "device": "cpu",
+        "amp_dtype": "bfloat16",
+        "checks": checks,
+        "error": None,
+        "plots": {"loss": {"baseline": losses, "submission": [v * 1.001 for v in losses]}},
+        "output": "",
+        "sandbox": "bwrap",
+        "duration_s": 9.5,
+        "notes": [],
+    }
     return doc, [(c, f, rng.randint(5, 30)) for c, f in found]
 
 
@@ -63,20 +97,45 @@ def populate(database: str, lessons: list[str], learners: int, per_learner: int,
             conn = db.connection
             names = ["teacher"] + [f"learner{n:03d}" for n in range(learners)]
             for n, name in enumerate(names):
-                users.append({"u": name, "k": name, "h": password_hash, "r": "instructor" if n == 0 else "learner",
-                              "l": secrets.token_urlsafe(16), "t": secrets.token_urlsafe(32), "c": now})
-            conn.execute(sa.text("INSERT INTO users (username, username_key, password_hash, role, learner, "
-                                 "session_token, created_at) VALUES (:u, :k, :h, :r, :l, :t, :c)"), users)
+                users.append(
+                    {
+                        "u": name,
+                        "k": name,
+                        "h": password_hash,
+                        "r": "instructor" if n == 0 else "learner",
+                        "l": secrets.token_urlsafe(16),
+                        "t": secrets.token_urlsafe(32),
+                        "c": now,
+                    }
+                )
+            conn.execute(
+                sa.text(
+                    "INSERT INTO users (username, username_key, password_hash, role, learner, "
+                    "session_token, created_at) VALUES (:u, :k, :h, :r, :l, :t, :c)"
+                ),
+                users,
+            )
             ids = {r[0]: r[1] for r in conn.execute(sa.text("SELECT username, id FROM users"))}
-            conn.execute(sa.text("INSERT INTO courses (name, join_code, created_by, created_at) "
-                                 "VALUES ('Bench course', 'BENCH123', :i, :c)"), {"i": ids["teacher"], "c": now})
+            conn.execute(
+                sa.text(
+                    "INSERT INTO courses (name, join_code, created_by, created_at) "
+                    "VALUES ('Bench course', 'BENCH123', :i, :c)"
+                ),
+                {"i": ids["teacher"], "c": now},
+            )
             course = conn.execute(sa.text("SELECT id FROM courses WHERE join_code = 'BENCH123'")).scalar()
-            conn.execute(sa.text("INSERT INTO course_instructors (course_id, user_id) VALUES (:c, :u)"),
-                         {"c": course, "u": ids["teacher"]})
-            conn.execute(sa.text("INSERT INTO course_lessons (course_id, lesson, position) VALUES (:c, :l, :p)"),
-                         [{"c": course, "l": lesson, "p": p} for p, lesson in enumerate(lessons, 1)])
-            conn.execute(sa.text("INSERT INTO enrollments (course_id, user_id, joined_at) VALUES (:c, :u, :t)"),
-                         [{"c": course, "u": ids[u["u"]], "t": now} for u in users[1:]])
+            conn.execute(
+                sa.text("INSERT INTO course_instructors (course_id, user_id) VALUES (:c, :u)"),
+                {"c": course, "u": ids["teacher"]},
+            )
+            conn.execute(
+                sa.text("INSERT INTO course_lessons (course_id, lesson, position) VALUES (:c, :l, :p)"),
+                [{"c": course, "l": lesson, "p": p} for p, lesson in enumerate(lessons, 1)],
+            )
+            conn.execute(
+                sa.text("INSERT INTO enrollments (course_id, user_id, joined_at) VALUES (:c, :u, :t)"),
+                [{"c": course, "u": ids[u["u"]], "t": now} for u in users[1:]],
+            )
             for u in users[1:]:
                 for k in range(per_learner):
                     lesson = lessons[k % len(lessons)]
@@ -84,27 +143,67 @@ def populate(database: str, lessons: list[str], learners: int, per_learner: int,
                     doc, mistakes = result_document(rng, passed, lesson)
                     sid = secrets.token_hex(8)
                     created = now - 86400 + rng.random() * 80000
-                    code = (f"import torch\n\n\ndef train_step(model, optimizer, inputs, targets, device_type, amp_dtype):\n"
-                            f"    # attempt {k} of {u['u']}\n    optimizer.zero_grad()\n"
-                            f"    with torch.autocast(device_type=device_type, dtype=amp_dtype):\n"
-                            f"        loss = model(inputs).float().pow(2).mean() * {rng.random():.6f}\n"
-                            f"    loss.backward()\n    optimizer.step()\n    return loss\n")
-                    subs.append({"i": sid, "l": u["l"], "s": lesson, "c": code, "t": created,
-                                 "r": json.dumps(doc), "rs": doc["status"], "sc": doc["score"]})
-                    found += [{"s": sid, "le": u["l"], "ls": lesson, "t": created, "c": c, "f": f, "n": line,
-                               "m": f"{f} at line {line}", "r": 0} for c, f, line in mistakes]  # distinct ids
-            conn.execute(sa.text("INSERT INTO submissions (id, learner, client_ip, lesson, code, lang, status, attempt, "
-                                 "created_at, queued_at, enqueued_at, started_at, finished_at, result, result_status, "
-                                 "score, graded_by) VALUES (:i, :l, '127.0.0.1', :s, :c, 'en', 'done', 1, :t, :t, :t, "
-                                 ":t, :t + 10, :r, :rs, :sc, 'bench')"), subs)
-            conn.execute(sa.text("INSERT INTO findings (submission_id, learner, lesson, created_at, check_id, "
-                                 "finding_id, line, message, repeat) VALUES (:s, :le, :ls, :t, :c, :f, :n, :m, :r)"),
-                         found)
-            conn.execute(sa.text("INSERT INTO learner_lessons (learner, lesson, attempts, first_at, best_score, "
-                                 "passed_at, attempts_to_pass) VALUES (:learner, :lesson, :attempts, :first_at, "
-                                 ":best_score, :passed_at, :attempts_to_pass)"), records(subs))
-            conn.execute(sa.text("INSERT INTO code_views (submission_id, html) VALUES (:s, :h)"),
-                         [{"s": sub["i"], "h": str(highlight_code(sub["c"]))} for sub in subs])
+                    code = (
+                        f"import torch\n\n\ndef train_step(model, optimizer, inputs, targets, device_type, amp_dtype):\n"
+                        f"    # attempt {k} of {u['u']}\n    optimizer.zero_grad()\n"
+                        f"    with torch.autocast(device_type=device_type, dtype=amp_dtype):\n"
+                        f"        loss = model(inputs).float().pow(2).mean() * {rng.random():.6f}\n"
+                        f"    loss.backward()\n    optimizer.step()\n    return loss\n"
+                    )
+                    subs.append(
+                        {
+                            "i": sid,
+                            "l": u["l"],
+                            "s": lesson,
+                            "c": code,
+                            "t": created,
+                            "r": json.dumps(doc),
+                            "rs": doc["status"],
+                            "sc": doc["score"],
+                        }
+                    )
+                    found += [
+                        {
+                            "s": sid,
+                            "le": u["l"],
+                            "ls": lesson,
+                            "t": created,
+                            "c": c,
+                            "f": f,
+                            "n": line,
+                            "m": f"{f} at line {line}",
+                            "r": 0,
+                        }
+                        for c, f, line in mistakes
+                    ]  # distinct ids
+            conn.execute(
+                sa.text(
+                    "INSERT INTO submissions (id, learner, client_ip, lesson, code, lang, status, attempt, "
+                    "created_at, queued_at, enqueued_at, started_at, finished_at, result, result_status, "
+                    "score, graded_by) VALUES (:i, :l, '127.0.0.1', :s, :c, 'en', 'done', 1, :t, :t, :t, "
+                    ":t, :t + 10, :r, :rs, :sc, 'bench')"
+                ),
+                subs,
+            )
+            conn.execute(
+                sa.text(
+                    "INSERT INTO findings (submission_id, learner, lesson, created_at, check_id, "
+                    "finding_id, line, message, repeat) VALUES (:s, :le, :ls, :t, :c, :f, :n, :m, :r)"
+                ),
+                found,
+            )
+            conn.execute(
+                sa.text(
+                    "INSERT INTO learner_lessons (learner, lesson, attempts, first_at, best_score, "
+                    "passed_at, attempts_to_pass) VALUES (:learner, :lesson, :attempts, :first_at, "
+                    ":best_score, :passed_at, :attempts_to_pass)"
+                ),
+                records(subs),
+            )
+            conn.execute(
+                sa.text("INSERT INTO code_views (submission_id, html) VALUES (:s, :h)"),
+                [{"s": sub["i"], "h": str(highlight_code(sub["c"]))} for sub in subs],
+            )
         if db.dialect == "postgresql":
             db.execute("ANALYZE")
     finally:
@@ -117,9 +216,18 @@ def records(subs: list[dict]) -> list[dict]:
     """What webapp/learner_lessons.py would have kept for these submissions, stored and graded in time order."""
     table: dict = {}
     for sub in sorted(subs, key=lambda s: s["t"]):
-        r = table.setdefault((sub["l"], sub["s"]), {"learner": sub["l"], "lesson": sub["s"], "attempts": 0,
-                                                     "first_at": sub["t"], "best_score": None, "passed_at": None,
-                                                     "attempts_to_pass": None})
+        r = table.setdefault(
+            (sub["l"], sub["s"]),
+            {
+                "learner": sub["l"],
+                "lesson": sub["s"],
+                "attempts": 0,
+                "first_at": sub["t"],
+                "best_score": None,
+                "passed_at": None,
+                "attempts_to_pass": None,
+            },
+        )
         r["attempts"] += 1
         r["best_score"] = sub["sc"] if r["best_score"] is None else max(r["best_score"], sub["sc"])
         if sub["rs"] == "pass" and r["passed_at"] is None:
@@ -130,8 +238,12 @@ def records(subs: list[dict]) -> list[dict]:
 def signed_in(client_cls, base: str, username: str):
     client = client_cls(base)
     token = client.get_json("/api/session")["csrf_token"]
-    response = client.session.post(base + "/signin", data={"csrf_token": token, "username": username,
-                                                           "password": PASSWORD}, allow_redirects=False, timeout=30)
+    response = client.session.post(
+        base + "/signin",
+        data={"csrf_token": token, "username": username, "password": PASSWORD},
+        allow_redirects=False,
+        timeout=30,
+    )
     if response.status_code != 303:
         raise RuntimeError(f"sign-in of {username} failed: {response.status_code} {response.text[:200]}")
     return client
@@ -159,10 +271,14 @@ def run(args, workdir: Path, database_kind: str, live_app_cls, client_cls, summa
     try:
         database = server.create_database("bench") if server else str(workdir / f"classroom-{database_kind}.sqlite3")
         settings = {"DATABASE": database, "COLLECT_INTERVAL": 0}
-        with live_app_cls(workdir / f"classroom-{database_kind}", settings=settings, workers=0,
-                          threads=16) as app:
-            lessons = args.lessons or ["autocast", "grad_scaler", "grad_accumulation", "reduce_memory",
-                                       "transformer_block"]
+        with live_app_cls(workdir / f"classroom-{database_kind}", settings=settings, workers=0, threads=16) as app:
+            lessons = args.lessons or [
+                "autocast",
+                "grad_scaler",
+                "grad_accumulation",
+                "reduce_memory",
+                "transformer_block",
+            ]
             t0 = time.perf_counter()
             course = populate(database, lessons, args.learners, args.per_learner)
             populate_s = time.perf_counter() - t0
@@ -209,12 +325,21 @@ def run(args, workdir: Path, database_kind: str, live_app_cls, client_cls, summa
                         time.sleep(delay)
                     pool.submit(one, n)
             seconds = time.perf_counter() - start
-        return {"database": database_kind, "learners": args.learners, "per_learner": args.per_learner,
-                "lessons": lessons, "submissions": course["submissions"], "findings": course["findings"],
-                "populate_s": round(populate_s, 1), "duration_s": round(seconds, 1),
-                "rate": args.classroom_rate, "load_average": _load_average(), "alone_each": args.classroom_alone,
-                "endpoints": {name: summarise(samples, seconds) for name, samples in sorted(results.items())},
-                "alone": {name: summarise(samples, 1.0) for name, samples in sorted(alone.items())}}
+        return {
+            "database": database_kind,
+            "learners": args.learners,
+            "per_learner": args.per_learner,
+            "lessons": lessons,
+            "submissions": course["submissions"],
+            "findings": course["findings"],
+            "populate_s": round(populate_s, 1),
+            "duration_s": round(seconds, 1),
+            "rate": args.classroom_rate,
+            "load_average": _load_average(),
+            "alone_each": args.classroom_alone,
+            "endpoints": {name: summarise(samples, seconds) for name, samples in sorted(results.items())},
+            "alone": {name: summarise(samples, 1.0) for name, samples in sorted(alone.items())},
+        }
     finally:
         if server is not None:
             server.stop()
@@ -228,17 +353,21 @@ def _load_average() -> str:
 
 
 def markdown(report: dict) -> list[str]:
-    out = [f"### Signed-in pages and the dashboard ({report['database']}: a course of {report['learners']} learners "
-           f"x {report['per_learner']} submissions = {report['submissions']} submissions, {report['findings']} "
-           f"findings, {len(report['lessons'])} lessons; {report['rate']} requests/s for {report['duration_s']} s, "
-           f"round robin over the pages; machine load average at the end {report['load_average']})", "",
-           "| endpoint | requests | p50 ms | p95 ms | max ms | status codes | alone: p50 ms | alone: p95 ms |",
-           "|---|---:|---:|---:|---:|---|---:|---:|"]
+    out = [
+        f"### Signed-in pages and the dashboard ({report['database']}: a course of {report['learners']} learners "
+        f"x {report['per_learner']} submissions = {report['submissions']} submissions, {report['findings']} "
+        f"findings, {len(report['lessons'])} lessons; {report['rate']} requests/s for {report['duration_s']} s, "
+        f"round robin over the pages; machine load average at the end {report['load_average']})",
+        "",
+        "| endpoint | requests | p50 ms | p95 ms | max ms | status codes | alone: p50 ms | alone: p95 ms |",
+        "|---|---:|---:|---:|---:|---|---:|---:|",
+    ]
     for name, s in report["endpoints"].items():
         codes = ", ".join(f"{k}×{v}" for k, v in sorted(s["status_codes"].items()))
         a = report["alone"].get(name, {})
-        out.append(f"| `{name}` | {s['requests']} | {s['p50_ms']} | {s['p95_ms']} | {s['max_ms']} | {codes} | "
-                   f"{a.get('p50_ms')} | {a.get('p95_ms')} |")
-    out += ["", "(alone: the same pages requested one at a time before the open loop, "
-            f"{report['alone_each']} each)"]
+        out.append(
+            f"| `{name}` | {s['requests']} | {s['p50_ms']} | {s['p95_ms']} | {s['max_ms']} | {codes} | "
+            f"{a.get('p50_ms')} | {a.get('p95_ms')} |"
+        )
+    out += ["", f"(alone: the same pages requested one at a time before the open loop, {report['alone_each']} each)"]
     return out

@@ -45,6 +45,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def summarize(lesson: str, sandbox: str, results: list) -> dict:
     """One row of the table from the repeated gradings of one reference."""
+
     def values(check_id, key):
         out = []
         for r in results:
@@ -59,8 +60,11 @@ def summarize(lesson: str, sandbox: str, results: list) -> dict:
     statuses = [r.status for r in results]
     mode = max(set(statuses), key=statuses.count)
     return {
-        "lesson": lesson, "sandbox": sandbox, "repeats": len(results),
-        "verdict": mode, "flips": sum(s != mode for s in statuses),
+        "lesson": lesson,
+        "sandbox": sandbox,
+        "repeats": len(results),
+        "verdict": mode,
+        "flips": sum(s != mode for s in statuses),
         "speedup_mean": statistics.fmean(speed) if speed else None,
         "speedup_cv": statistics.pstdev(speed) / statistics.fmean(speed) if len(speed) > 1 else None,
         "speedup_low_min": min(values(timed, "ci95_low"), default=None),
@@ -77,8 +81,18 @@ def fmt(value, spec=".3g") -> str:
 
 def report(rows: list[dict], skipped: dict[str, str], device: str, args) -> str:
     name = torch.cuda.get_device_name(device) if device.startswith("cuda") else bf16_support().describe()
-    head = ["lesson", "sandbox", "verdict", "flips", "speedup mean", "speedup CV", "lowest 95% bound",
-            "memory ratio", "parity update (max)", "s per grading"]
+    head = [
+        "lesson",
+        "sandbox",
+        "verdict",
+        "flips",
+        "speedup mean",
+        "speedup CV",
+        "lowest 95% bound",
+        "memory ratio",
+        "parity update (max)",
+        "s per grading",
+    ]
     lines = [
         "# GPU calibration",
         "",
@@ -89,10 +103,18 @@ def report(rows: list[dict], skipped: dict[str, str], device: str, args) -> str:
         "|" + "---|" * len(head),
     ]
     for r in rows:
-        cells = [r["lesson"], r["sandbox"], r["verdict"], str(r["flips"]), fmt(r["speedup_mean"]),
-                 fmt(r["speedup_cv"], ".1%") if r["speedup_cv"] is not None else "-", fmt(r["speedup_low_min"]),
-                 fmt(r["memory_ratio"]), fmt(r["parity_update_max"], ".2%") if r["parity_update_max"] is not None
-                 else "-", fmt(r["seconds_mean"], ".1f")]
+        cells = [
+            r["lesson"],
+            r["sandbox"],
+            r["verdict"],
+            str(r["flips"]),
+            fmt(r["speedup_mean"]),
+            fmt(r["speedup_cv"], ".1%") if r["speedup_cv"] is not None else "-",
+            fmt(r["speedup_low_min"]),
+            fmt(r["memory_ratio"]),
+            fmt(r["parity_update_max"], ".2%") if r["parity_update_max"] is not None else "-",
+            fmt(r["seconds_mean"], ".1f"),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     for sandbox, why in skipped.items():
         lines.append(f"\nNot run in the {sandbox} sandbox: {why}")
@@ -124,8 +146,11 @@ def main(argv=None) -> int:
             results = []
             for i in range(args.repeats):
                 print(f"  .. {sandbox} {lesson} {i + 1}/{args.repeats}", file=sys.stderr, flush=True)
-                results.append(runner.run(ex, ex.reference, device=device, launcher=launcher,
-                                          timing_plan=TimingPlan(budget_s=args.budget)))
+                results.append(
+                    runner.run(
+                        ex, ex.reference, device=device, launcher=launcher, timing_plan=TimingPlan(budget_s=args.budget)
+                    )
+                )
             rows.append(summarize(lesson, sandbox, results))
         launcher.close()
     text = report(rows, skipped, device, args)

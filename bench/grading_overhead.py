@@ -54,8 +54,12 @@ def bare_seconds(ex, device: str) -> float:
         code.write_text(ex.reference)
         script.write_text(BARE)
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, str(script), str(spec), str(code), device], check=True, cwd=ROOT,
-                       env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"})
+        subprocess.run(
+            [sys.executable, str(script), str(spec), str(code), device],
+            check=True,
+            cwd=ROOT,
+            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"},
+        )
         return time.perf_counter() - t0
 
 
@@ -69,11 +73,13 @@ def main():
     for ex in load_all().values():
         runner._TRUSTED_CACHE.clear()
         first = runner.run(ex, ex.reference, device=device)
-        graded = [first.duration_s] + [runner.run(ex, ex.reference, device=device).duration_s
-                                       for _ in range(args.repeat - 1)]
+        graded = [first.duration_s] + [
+            runner.run(ex, ex.reference, device=device).duration_s for _ in range(args.repeat - 1)
+        ]
         bare = [bare_seconds(ex, device) for _ in range(args.repeat)]
-        rows.append((ex.id, first.status, first.duration_s, statistics.median(graded[1:] or graded),
-                     statistics.median(bare)))
+        rows.append(
+            (ex.id, first.status, first.duration_s, statistics.median(graded[1:] or graded), statistics.median(bare))
+        )
     print(f"device: {device}, repeats: {args.repeat}, torch {__import__('torch').__version__}")
     print("| exercise | verdict | graded, cold (s) | graded, warm baseline (s) | bare run (s) | overhead (warm) |")
     print("|---|---|---|---|---|---|")

@@ -44,8 +44,15 @@ from webapp_load import Client, Submission, follow, percentile  # noqa: E402
 
 from grader.lesson.loader import load_all  # noqa: E402
 
-OPEN_LIMITS = {"RATE_LIMIT": 10_000, "IP_RATE_LIMIT": 100_000, "MAX_WAITING_PER_LEARNER": 0,
-               "MAX_WAITING_PER_IP": 0, "QUEUE_MAX": 500, "MAX_STREAMS": 64, "MAX_STREAMS_PER_LEARNER": 64}
+OPEN_LIMITS = {
+    "RATE_LIMIT": 10_000,
+    "IP_RATE_LIMIT": 100_000,
+    "MAX_WAITING_PER_LEARNER": 0,
+    "MAX_WAITING_PER_IP": 0,
+    "QUEUE_MAX": 500,
+    "MAX_STREAMS": 64,
+    "MAX_STREAMS_PER_LEARNER": 64,
+}
 PATHS = {
     "old path": {"POOL_SIZE": 0, "GRADING_CONCURRENCY": 1, "TRUSTED_RUNS": "", "WARM_AT_START": False},
     "warm path": {"POOL_SIZE": None, "GRADING_CONCURRENCY": None, "TRUSTED_RUNS": "queue", "WARM_AT_START": False},
@@ -114,11 +121,16 @@ def crowd(app: LiveApp, exercise, learners: int, window: float, seed: int = 1) -
     for t in threads:
         t.join(900)
     times = sorted(r[0] for r in results if r and r[0] is not None)
-    return {"learners": learners, "window_s": window, "verdicts": len(times),
-            "passed": sum(1 for r in results if r and r[1] == "pass"),
-            "p50_s": round(percentile(times, 50), 2), "p95_s": round(percentile(times, 95), 2),
-            "max_s": round(times[-1], 2) if times else None,
-            "lost": [r[1] for r in results if not r or r[0] is None]}
+    return {
+        "learners": learners,
+        "window_s": window,
+        "verdicts": len(times),
+        "passed": sum(1 for r in results if r and r[1] == "pass"),
+        "p50_s": round(percentile(times, 50), 2),
+        "p95_s": round(percentile(times, 95), 2),
+        "max_s": round(times[-1], 2) if times else None,
+        "lost": [r[1] for r in results if not r or r[0] is None],
+    }
 
 
 def measure_path(name: str, settings: dict, lessons, args, sandbox: str | None) -> dict:
@@ -148,8 +160,13 @@ def grader_check(exercise, sandbox: str) -> dict:
     times = []
     for _ in range(2):  # an empty cache, then a warm one
         started = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "grader", "check", exercise.id, str(code), "--device", "cpu",
-                               "--sandbox", sandbox], env=env, capture_output=True, text=True, timeout=600)
+        done = subprocess.run(
+            [sys.executable, "-m", "grader", "check", exercise.id, str(code), "--device", "cpu", "--sandbox", sandbox],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         times.append(round(time.perf_counter() - started, 2))
         if done.returncode != 0:
             raise RuntimeError(f"grader check failed: {done.stdout[-2000:]}{done.stderr[-2000:]}")
@@ -161,19 +178,35 @@ def table(results: dict) -> str:
     lines = ["| measure | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
     first = results["paths"][names[0]]
     for lesson in first["single"]:
-        lines.append(f"| {lesson}: POST to verdict, p50 (max) | " + " | ".join(
-            f"{results['paths'][n]['single'][lesson]['p50_s']} s ({results['paths'][n]['single'][lesson]['max_s']} s)"
-            for n in names) + " |")
-    lines.append("| first submission after a restart | " + " | ".join(
-        f"{results['paths'][n]['after_restart']['s']} s" for n in names) + " |")
+        lines.append(
+            f"| {lesson}: POST to verdict, p50 (max) | "
+            + " | ".join(
+                f"{results['paths'][n]['single'][lesson]['p50_s']} s ({results['paths'][n]['single'][lesson]['max_s']} s)"
+                for n in names
+            )
+            + " |"
+        )
+    lines.append(
+        "| first submission after a restart | "
+        + " | ".join(f"{results['paths'][n]['after_restart']['s']} s" for n in names)
+        + " |"
+    )
     c = first["crowd"]
-    lines.append(f"| {c['learners']} learners within {c['window_s']:g} s: p50 / p95 / verdicts | " + " | ".join(
-        f"{results['paths'][n]['crowd']['p50_s']} s / {results['paths'][n]['crowd']['p95_s']} s / "
-        f"{results['paths'][n]['crowd']['verdicts']} of {c['learners']}" for n in names) + " |")
+    lines.append(
+        f"| {c['learners']} learners within {c['window_s']:g} s: p50 / p95 / verdicts | "
+        + " | ".join(
+            f"{results['paths'][n]['crowd']['p50_s']} s / {results['paths'][n]['crowd']['p95_s']} s / "
+            f"{results['paths'][n]['crowd']['verdicts']} of {c['learners']}"
+            for n in names
+        )
+        + " |"
+    )
     if "grader_check" in results:
         g = results["grader_check"]
-        lines.append(f"\n`grader check {g['lesson']}` ({g['sandbox']}): empty cache {g['cold_cache_s']} s, "
-                     f"warm cache {g['warm_cache_s']} s")
+        lines.append(
+            f"\n`grader check {g['lesson']}` ({g['sandbox']}): empty cache {g['cold_cache_s']} s, "
+            f"warm cache {g['warm_cache_s']} s"
+        )
     return "\n".join(lines)
 
 
@@ -189,8 +222,14 @@ def main(argv=None):
     args = parser.parse_args(argv)
     exercises = load_all()
     lessons = [exercises[i] for i in args.lessons.split(",")]
-    results = {"machine": {"cores": os.cpu_count(), "python": sys.version.split()[0],
-                           "onednn_isa": os.environ.get("ONEDNN_MAX_CPU_ISA", "")}, "paths": {}}
+    results = {
+        "machine": {
+            "cores": os.cpu_count(),
+            "python": sys.version.split()[0],
+            "onednn_isa": os.environ.get("ONEDNN_MAX_CPU_ISA", ""),
+        },
+        "paths": {},
+    }
     for name, settings in PATHS.items():
         print(f"measuring the {name}...", file=sys.stderr)
         results["paths"][name] = measure_path(name, settings, lessons, args, args.sandbox)

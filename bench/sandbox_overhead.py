@@ -63,9 +63,15 @@ def main():
         grading_s(launcher, exercise)  # fills the baseline cache and warms the page cache
         starts = [startup_s(launcher, exercise) for _ in range(args.repeat)]
         grades = [grading_s(launcher, exercise) for _ in range(args.repeat)]
-        rows.append({"backend": name, "startup_median_s": round(statistics.median(starts), 3),
-                     "startup_min_s": round(min(starts), 3), "startup_max_s": round(max(starts), 3),
-                     "grading_median_s": round(statistics.median(grades), 3)})
+        rows.append(
+            {
+                "backend": name,
+                "startup_median_s": round(statistics.median(starts), 3),
+                "startup_min_s": round(min(starts), 3),
+                "startup_max_s": round(max(starts), 3),
+                "grading_median_s": round(statistics.median(grades), 3),
+            }
+        )
     local = next(r["startup_median_s"] for r in rows if r["backend"] == "local")
     print("| backend | start-up median (s) | min–max (s) | overhead vs local (s) | grading, median (s) |")
     print("|---|---|---|---|---|")
@@ -73,8 +79,10 @@ def main():
         if "unavailable" in r:
             print(f"| {r['backend']} | unavailable: {r['unavailable']} | | | |")
         else:
-            print(f"| {r['backend']} | {r['startup_median_s']} | {r['startup_min_s']}–{r['startup_max_s']} | "
-                  f"{r['startup_median_s'] - local:+.3f} | {r['grading_median_s']} |")
+            print(
+                f"| {r['backend']} | {r['startup_median_s']} | {r['startup_min_s']}–{r['startup_max_s']} | "
+                f"{r['startup_median_s'] - local:+.3f} | {r['grading_median_s']} |"
+            )
     print(json.dumps(rows))
 
 

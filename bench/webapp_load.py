@@ -67,6 +67,7 @@ SERVER_THREADS = 16  # `amp-dojo serve --threads`, as LiveApp starts it
 
 # ---------- an HTTP client with its own cookies: requests, else urllib ----------
 
+
 class Client:
     """One browser-like session: its own cookie jar (so its own anonymous learner)."""
 
@@ -95,8 +96,9 @@ class Client:
         other.csrf = self.csrf
         return other
 
-    def request(self, method: str, path: str, body: dict | None = None, headers: dict | None = None,
-                timeout: float = 30.0) -> tuple[int, dict, bytes]:
+    def request(
+        self, method: str, path: str, body: dict | None = None, headers: dict | None = None, timeout: float = 30.0
+    ) -> tuple[int, dict, bytes]:
         """(status, headers, body); HTTP errors are answers, not exceptions."""
         headers = dict(headers or {})
         if requests is not None:
@@ -127,8 +129,9 @@ class Client:
 
     def submit(self, lesson: str, code: str) -> tuple[int, dict, dict, float]:
         t0 = time.perf_counter()
-        status, headers, body = self.request("POST", f"/api/lessons/{lesson}/submissions", {"code": code},
-                                             {CSRF_HEADER: self.csrf})
+        status, headers, body = self.request(
+            "POST", f"/api/lessons/{lesson}/submissions", {"code": code}, {CSRF_HEADER: self.csrf}
+        )
         elapsed = time.perf_counter() - t0
         try:
             data = json.loads(body)
@@ -139,8 +142,9 @@ class Client:
     def sse_lines(self, path: str, timeout: float = 60.0):
         """The stream's lines as text (blocking reads; the server sends a keep-alive every 15 s)."""
         if requests is not None:
-            with self.session.get(self.base + path, stream=True, timeout=(5, timeout),
-                                  headers={"Accept": "text/event-stream"}) as r:
+            with self.session.get(
+                self.base + path, stream=True, timeout=(5, timeout), headers={"Accept": "text/event-stream"}
+            ) as r:
                 r.raise_for_status()
                 yield from r.iter_lines(decode_unicode=True)
             return
@@ -153,6 +157,7 @@ class Client:
 
 
 # ---------- measuring ----------
+
 
 def percentile(sorted_values: list[float], q: float) -> float:
     """Nearest-rank percentile of an already sorted list."""
@@ -167,9 +172,14 @@ def summarise(samples: list[tuple[float, int]], seconds: float) -> dict:
     codes: dict[str, int] = {}
     for _lat, code in samples:
         codes[str(code)] = codes.get(str(code), 0) + 1
-    return {"requests": len(samples), "per_s": round(len(samples) / seconds, 1) if seconds else None,
-            "p50_ms": round(1000 * percentile(latencies, 50), 1), "p95_ms": round(1000 * percentile(latencies, 95), 1),
-            "max_ms": round(1000 * max(latencies), 1) if latencies else None, "status_codes": codes}
+    return {
+        "requests": len(samples),
+        "per_s": round(len(samples) / seconds, 1) if seconds else None,
+        "p50_ms": round(1000 * percentile(latencies, 50), 1),
+        "p95_ms": round(1000 * percentile(latencies, 95), 1),
+        "max_ms": round(1000 * max(latencies), 1) if latencies else None,
+        "status_codes": codes,
+    }
 
 
 class Submission:
@@ -178,8 +188,8 @@ class Submission:
         self.id = None
         self.post_status = None
         self.accepted_at = None  # perf_counter when the 202 arrived
-        self.started_s = None    # 202 -> `started` progress event
-        self.done_s = None       # 202 -> `done` event
+        self.started_s = None  # 202 -> `started` progress event
+        self.done_s = None  # 202 -> `done` event
         self.final: dict = {}
         self.stream_error = None
 
@@ -208,8 +218,16 @@ def follow(sub: Submission, stop: threading.Event) -> None:
         sub.stream_error = f"{type(exc).__name__}: {exc}"
 
 
-def hammer(base: str, owners: list[Client], lesson_ids: list[str], ids: list[str], until: float,
-           results: dict[str, list], lock: threading.Lock, worker_no: int) -> None:
+def hammer(
+    base: str,
+    owners: list[Client],
+    lesson_ids: list[str],
+    ids: list[str],
+    until: float,
+    results: dict[str, list],
+    lock: threading.Lock,
+    worker_no: int,
+) -> None:
     """Round robin over the endpoints until `until`; status requests as the submission's owner."""
     own = Client(base)
     as_owner = [o.clone() for o in owners]
@@ -256,6 +274,7 @@ def references(lesson_ids: list[str]) -> dict[str, str]:
 
 # ---------- the two phases ----------
 
+
 def phase_load(args, workdir: Path) -> dict:
     with LiveApp(workdir / "load", threads=SERVER_THREADS) as app:
         lesson_ids = args.lessons or [c["id"] for c in Client(app.url).get_json("/api/lessons")["lessons"]]
@@ -282,9 +301,13 @@ def phase_load(args, workdir: Path) -> dict:
         until = t_start + args.duration
         results: dict[str, list] = {}
         lock = threading.Lock()
-        hammers = [threading.Thread(target=hammer, args=(app.url, [s.client for s in subs], lesson_ids,
-                                                         [s.id for s in subs], until, results, lock, w))
-                   for w in range(args.concurrency)]
+        hammers = [
+            threading.Thread(
+                target=hammer,
+                args=(app.url, [s.client for s in subs], lesson_ids, [s.id for s in subs], until, results, lock, w),
+            )
+            for w in range(args.concurrency)
+        ]
         for thread in hammers:
             thread.start()
         for thread in hammers:
@@ -300,19 +323,38 @@ def phase_load(args, workdir: Path) -> dict:
             sub.final = wait_final(sub.client, sub.id, deadline)
 
     endpoints = {name: summarise(samples, hammered_s) for name, samples in results.items()}
-    submissions = [{
-        "lesson": s.lesson, "id": s.id, "post_ms": round(1000 * s.post_s, 1),
-        "accepted_to_started_s": _r(s.started_s), "accepted_to_done_s": _r(s.done_s),
-        "server_created_to_finished_s": _r(s.final["finished_at"] - s.final["created_at"]
-                                           if s.final.get("finished_at") else None),
-        "grading_s": _r(s.final["finished_at"] - s.final["started_at"]
-                        if s.final.get("finished_at") and s.final.get("started_at") else None),
-        "status": s.final.get("status"), "result_status": s.final.get("result_status"),
-        "attempt": s.final.get("attempt"), "stream_error": s.stream_error,
-    } for s in subs]
-    return {"duration_s": round(hammered_s, 1), "concurrency": args.concurrency, "sandbox": app.sandbox,
-            "sandbox_note": app.sandbox_note, "lessons": lesson_ids, "endpoints": endpoints,
-            "submissions": submissions, "all_done_within_duration": all_done_in_window}
+    submissions = [
+        {
+            "lesson": s.lesson,
+            "id": s.id,
+            "post_ms": round(1000 * s.post_s, 1),
+            "accepted_to_started_s": _r(s.started_s),
+            "accepted_to_done_s": _r(s.done_s),
+            "server_created_to_finished_s": _r(
+                s.final["finished_at"] - s.final["created_at"] if s.final.get("finished_at") else None
+            ),
+            "grading_s": _r(
+                s.final["finished_at"] - s.final["started_at"]
+                if s.final.get("finished_at") and s.final.get("started_at")
+                else None
+            ),
+            "status": s.final.get("status"),
+            "result_status": s.final.get("result_status"),
+            "attempt": s.final.get("attempt"),
+            "stream_error": s.stream_error,
+        }
+        for s in subs
+    ]
+    return {
+        "duration_s": round(hammered_s, 1),
+        "concurrency": args.concurrency,
+        "sandbox": app.sandbox,
+        "sandbox_note": app.sandbox_note,
+        "lessons": lesson_ids,
+        "endpoints": endpoints,
+        "submissions": submissions,
+        "all_done_within_duration": all_done_in_window,
+    }
 
 
 def phase_queue_full(args, workdir: Path) -> dict:
@@ -329,9 +371,16 @@ def phase_queue_full(args, workdir: Path) -> dict:
         t0 = time.perf_counter()
         for client in clients:  # back to back: faster than the worker can drain the queue
             status, headers, data, elapsed = client.submit(lesson, code)
-            answers.append({"status": status, "retry_after": headers.get("Retry-After"),
-                            "id": data.get("id"), "error": data.get("error"), "ms": round(1000 * elapsed, 1),
-                            "client": client})
+            answers.append(
+                {
+                    "status": status,
+                    "retry_after": headers.get("Retry-After"),
+                    "id": data.get("id"),
+                    "error": data.get("error"),
+                    "ms": round(1000 * elapsed, 1),
+                    "client": client,
+                }
+            )
         posting_s = time.perf_counter() - t0
 
         deadline = time.monotonic() + args.grade_timeout
@@ -340,8 +389,14 @@ def phase_queue_full(args, workdir: Path) -> dict:
         for answer in answers:
             if answer["status"] == 202:
                 final = wait_final(answer["client"], answer["id"], deadline)
-                finals.append({"id": answer["id"], "status": final["status"],
-                               "result_status": final["result_status"], "attempt": final["attempt"]})
+                finals.append(
+                    {
+                        "id": answer["id"],
+                        "status": final["status"],
+                        "result_status": final["result_status"],
+                        "attempt": final["attempt"],
+                    }
+                )
         drain_s = time.perf_counter() - t_wait
         # After the drain, the queue accepts again.
         again = Client(app.url)
@@ -355,13 +410,18 @@ def phase_queue_full(args, workdir: Path) -> dict:
         codes[str(a["status"])] = codes.get(str(a["status"]), 0) + 1
     refused = [a for a in answers if a["status"] == 429]
     return {
-        "queue_max": args.queue_max, "posted": total, "posting_s": round(posting_s, 2), "status_codes": codes,
+        "queue_max": args.queue_max,
+        "posted": total,
+        "posting_s": round(posting_s, 2),
+        "status_codes": codes,
         "retry_after": sorted({a["retry_after"] for a in refused}, key=str),
         "refusal_messages": sorted({a["error"] for a in refused if a["error"]}),
         "every_429_has_retry_after": all(a["retry_after"] for a in refused),
-        "accepted": len(finals), "accepted_outcomes": finals,
+        "accepted": len(finals),
+        "accepted_outcomes": finals,
         "every_accepted_ended": all(f["status"] in ("done", "error") for f in finals),
-        "drain_s": round(drain_s, 1), "after_drain_status": after_status,
+        "drain_s": round(drain_s, 1),
+        "after_drain_status": after_status,
         "answers": [{k: v for k, v in a.items() if k != "client"} for a in answers],
     }
 
@@ -371,6 +431,7 @@ def _r(value, digits: int = 2):
 
 
 # ---------- the report ----------
+
 
 def machine() -> dict:
     model = ""
@@ -383,12 +444,20 @@ def machine() -> dict:
         pass
     try:
         import waitress  # noqa: F401
+
         server = "waitress"
     except ImportError:
         server = "werkzeug (threaded; waitress not installed)"
-    return {"cores": os.cpu_count(), "cpu": model, "python": platform.python_version(),
-            "platform": platform.platform(), "device": "cpu", "http_client": "requests" if requests else "urllib",
-            "wsgi_server": server, "workers": 1}
+    return {
+        "cores": os.cpu_count(),
+        "cpu": model,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "device": "cpu",
+        "http_client": "requests" if requests else "urllib",
+        "wsgi_server": server,
+        "workers": 1,
+    }
 
 
 def markdown(report: dict) -> str:
@@ -397,40 +466,60 @@ def markdown(report: dict) -> str:
     rooms = [line for room in report.get("classroom", []) for line in ["", *classroom_markdown(room)]]
     if "load" not in report:
         m = report["machine"]
-        return "\n".join([f"Machine: {m['cores']} cores ({m['cpu'] or 'unknown CPU'}), Python {m['python']}, "
-                          f"server {m['wsgi_server']}, client {m['http_client']}.", *rooms])
+        return "\n".join(
+            [
+                f"Machine: {m['cores']} cores ({m['cpu'] or 'unknown CPU'}), Python {m['python']}, "
+                f"server {m['wsgi_server']}, client {m['http_client']}.",
+                *rooms,
+            ]
+        )
     return _markdown_grading(report) + "\n" + "\n".join(rooms)
 
 
 def _markdown_grading(report: dict) -> str:
     m, load, full = report["machine"], report["load"], report["queue_full"]
-    out = [f"Machine: {m['cores']} cores ({m['cpu'] or 'unknown CPU'}), CPU only (DEVICE=cpu), "
-           f"Python {m['python']}, server {m['wsgi_server']}, 1 grading worker, sandbox {load['sandbox']}, "
-           f"client {m['http_client']}.", "",
-           f"### Latency under load ({load['duration_s']} s, {load['concurrency']} client threads, "
-           f"{len(load['submissions'])} submissions being graded)", "",
-           "| endpoint | requests | req/s | p50 ms | p95 ms | max ms | status codes |",
-           "|---|---:|---:|---:|---:|---:|---|"]
+    out = [
+        f"Machine: {m['cores']} cores ({m['cpu'] or 'unknown CPU'}), CPU only (DEVICE=cpu), "
+        f"Python {m['python']}, server {m['wsgi_server']}, 1 grading worker, sandbox {load['sandbox']}, "
+        f"client {m['http_client']}.",
+        "",
+        f"### Latency under load ({load['duration_s']} s, {load['concurrency']} client threads, "
+        f"{len(load['submissions'])} submissions being graded)",
+        "",
+        "| endpoint | requests | req/s | p50 ms | p95 ms | max ms | status codes |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
     for name, s in load["endpoints"].items():
         codes = ", ".join(f"{k}×{v}" for k, v in sorted(s["status_codes"].items()))
-        out.append(f"| `{name}` | {s['requests']} | {s['per_s']} | {s['p50_ms']} | {s['p95_ms']} | {s['max_ms']} | {codes} |")
-    out += ["", "### Submissions (each followed over SSE from its own session)", "",
-            "| # | lesson | POST ms | 202 → started s | 202 → done s | grading s (server) | outcome |",
-            "|---:|---|---:|---:|---:|---:|---|"]
+        out.append(
+            f"| `{name}` | {s['requests']} | {s['per_s']} | {s['p50_ms']} | {s['p95_ms']} | {s['max_ms']} | {codes} |"
+        )
+    out += [
+        "",
+        "### Submissions (each followed over SSE from its own session)",
+        "",
+        "| # | lesson | POST ms | 202 → started s | 202 → done s | grading s (server) | outcome |",
+        "|---:|---|---:|---:|---:|---:|---|",
+    ]
     for i, s in enumerate(load["submissions"]):
         outcome = f"{s['status']}/{s['result_status']}" + (f" (attempt {s['attempt']})" if s["attempt"] != 1 else "")
-        out.append(f"| {i + 1} | {s['lesson']} | {s['post_ms']} | {s['accepted_to_started_s']} | "
-                   f"{s['accepted_to_done_s']} | {s['grading_s']} | {outcome} |")
+        out.append(
+            f"| {i + 1} | {s['lesson']} | {s['post_ms']} | {s['accepted_to_started_s']} | "
+            f"{s['accepted_to_done_s']} | {s['grading_s']} | {outcome} |"
+        )
     outcomes = ", ".join(f"{f['status']}/{f['result_status']}" for f in full["accepted_outcomes"])
-    out += ["", f"### Queue full (QUEUE_MAX={full['queue_max']}, {full['posted']} posted back to back from "
-            "distinct sessions)", "",
-            "| posted | status codes | Retry-After on 429 | every 429 has Retry-After | accepted | "
-            "accepted ended done/error | drain s | POST after drain |",
-            "|---:|---|---|---|---:|---|---:|---:|",
-            f"| {full['posted']} | {', '.join(f'{k}×{v}' for k, v in sorted(full['status_codes'].items()))} | "
-            f"{', '.join(map(str, full['retry_after'])) or '-'} | {full['every_429_has_retry_after']} | "
-            f"{full['accepted']} | {full['every_accepted_ended']} ({outcomes}) | {full['drain_s']} | "
-            f"{full['after_drain_status']} |"]
+    out += [
+        "",
+        f"### Queue full (QUEUE_MAX={full['queue_max']}, {full['posted']} posted back to back from distinct sessions)",
+        "",
+        "| posted | status codes | Retry-After on 429 | every 429 has Retry-After | accepted | "
+        "accepted ended done/error | drain s | POST after drain |",
+        "|---:|---|---|---|---:|---|---:|---:|",
+        f"| {full['posted']} | {', '.join(f'{k}×{v}' for k, v in sorted(full['status_codes'].items()))} | "
+        f"{', '.join(map(str, full['retry_after'])) or '-'} | {full['every_429_has_retry_after']} | "
+        f"{full['accepted']} | {full['every_accepted_ended']} ({outcomes}) | {full['drain_s']} | "
+        f"{full['after_drain_status']} |",
+    ]
     return "\n".join(out)
 
 
@@ -442,33 +531,48 @@ def main(argv=None) -> int:
     parser.add_argument("--queue-max", type=int, default=5, help="QUEUE_MAX for the queue-full phase")
     parser.add_argument("--overflow", type=int, default=4, help="submissions posted beyond QUEUE_MAX")
     parser.add_argument("--lessons", nargs="*", help="lesson ids to submit (default: all, in turn)")
-    parser.add_argument("--grade-timeout", type=float, default=300.0,
-                        help="longest wait for submissions to finish after each phase")
+    parser.add_argument(
+        "--grade-timeout", type=float, default=300.0, help="longest wait for submissions to finish after each phase"
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "artifacts" / "bench" / "webapp_load.json")
-    parser.add_argument("--phases", default="load,queue_full,classroom",
-                        help="comma-separated: load, queue_full, classroom")
-    parser.add_argument("--databases", default="sqlite,postgresql",
-                        help="databases for the classroom phase: sqlite, postgresql (a throwaway local server)")
+    parser.add_argument(
+        "--phases", default="load,queue_full,classroom", help="comma-separated: load, queue_full, classroom"
+    )
+    parser.add_argument(
+        "--databases",
+        default="sqlite,postgresql",
+        help="databases for the classroom phase: sqlite, postgresql (a throwaway local server)",
+    )
     parser.add_argument("--learners", type=int, default=200, help="learners in the classroom phase's course")
     parser.add_argument("--per-learner", type=int, default=20, help="graded submissions per learner")
     parser.add_argument("--classroom-duration", type=float, default=30.0, help="seconds of classroom load per database")
-    parser.add_argument("--classroom-rate", type=float, default=20.0,
-                        help="requests per second in the classroom phase (an open loop)")
-    parser.add_argument("--classroom-alone", type=int, default=20,
-                        help="requests per page made one at a time before the classroom phase's open loop")
+    parser.add_argument(
+        "--classroom-rate", type=float, default=20.0, help="requests per second in the classroom phase (an open loop)"
+    )
+    parser.add_argument(
+        "--classroom-alone",
+        type=int,
+        default=20,
+        help="requests per page made one at a time before the classroom phase's open loop",
+    )
     parser.add_argument("--max-p95-ms", type=float, default=50.0, help="classroom p95 above this is a PROBLEM")
     args = parser.parse_args(argv)
     phases = set(args.phases.split(","))
     if args.submissions < 1 or args.concurrency < 1 or args.queue_max < 1:
         parser.error("--submissions, --concurrency and --queue-max must be at least 1")
     if args.submissions + args.concurrency > SERVER_THREADS - 2:
-        print(f"warning: {args.submissions} open streams + {args.concurrency} client threads come near the "
-              f"server's {SERVER_THREADS} request threads (each open SSE stream holds one); requests will "
-              "queue behind the streams", file=sys.stderr)
+        print(
+            f"warning: {args.submissions} open streams + {args.concurrency} client threads come near the "
+            f"server's {SERVER_THREADS} request threads (each open SSE stream holds one); requests will "
+            "queue behind the streams",
+            file=sys.stderr,
+        )
 
     with tempfile.TemporaryDirectory(prefix="amp-dojo-load-") as tmp:
-        report = {"machine": machine(), "args": {k: str(v) if isinstance(v, Path) else v
-                                                 for k, v in vars(args).items()}}
+        report = {
+            "machine": machine(),
+            "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        }
         if "load" in phases:
             print(f"phase 1: {args.duration:.0f} s of load, {args.submissions} submissions ...", file=sys.stderr)
             report["load"] = phase_load(args, Path(tmp))
@@ -480,8 +584,10 @@ def main(argv=None) -> int:
 
             report["classroom"] = []
             for kind in args.databases.split(","):
-                print(f"phase 3: classroom on {kind}, {args.learners} learners x {args.per_learner} submissions ...",
-                      file=sys.stderr)
+                print(
+                    f"phase 3: classroom on {kind}, {args.learners} learners x {args.per_learner} submissions ...",
+                    file=sys.stderr,
+                )
                 report["classroom"].append(classroom_phase.run(args, Path(tmp), kind, LiveApp, Client, summarise))
 
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -26,13 +26,22 @@ from grader.wording import formats, report
 from grader.wording.phrases import phrase
 
 DEVICE = click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda")
-SANDBOX = click.option("--sandbox", type=click.Choice(SANDBOXES), default="auto", show_default=True,
-                       envvar="AMP_DOJO_SANDBOX",
-                       help="where learner code runs: docker, bwrap, local (not isolated); auto picks the first "
-                            "that works here")
-LIMIT = click.option("--limit", "limits", multiple=True, metavar="NAME=VALUE",
-                     help="change a sandbox limit, e.g. --limit memory_bytes=8e9 --limit step_timeout_s=120 "
-                          "(names and defaults: docs/security.md)")
+SANDBOX = click.option(
+    "--sandbox",
+    type=click.Choice(SANDBOXES),
+    default="auto",
+    show_default=True,
+    envvar="AMP_DOJO_SANDBOX",
+    help="where learner code runs: docker, bwrap, local (not isolated); auto picks the first that works here",
+)
+LIMIT = click.option(
+    "--limit",
+    "limits",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="change a sandbox limit, e.g. --limit memory_bytes=8e9 --limit step_timeout_s=120 "
+    "(names and defaults: docs/security.md)",
+)
 LANG = click.option("--lang", type=click.Choice(LANGUAGES), default="en", show_default=True)
 
 
@@ -68,8 +77,9 @@ def show(exercise_id, lang, with_hints, with_quiz):
     click.echo(localize(ex.task, lang))
     if ex.entrypoint.prepare is not None:
         prep = ex.entrypoint.prepare
-        click.echo(f"Write: def {prep.name}({', '.join(prep.params)})  ->  {', '.join(prep.returns)}  (once, before "
-                   "the steps)")
+        click.echo(
+            f"Write: def {prep.name}({', '.join(prep.params)})  ->  {', '.join(prep.returns)}  (once, before the steps)"
+        )
     click.echo(f"Write: def {ex.entrypoint.name}({', '.join(ex.entrypoint.params)})  ->  {ex.entrypoint.returns}")
     if with_hints:
         click.echo("\n" + click.style("Hints", bold=True))
@@ -81,16 +91,28 @@ def show(exercise_id, lang, with_hints, with_quiz):
             click.echo(f"  {i}. {localize(q.question, lang)}")
             for letter, choice in zip("abcdefgh", q.choices):
                 click.echo(f"     {letter}) {localize(choice, lang)}")
-        click.echo("  Answers: " + "; ".join(f"{i}. {'abcdefgh'[q.answer]}: {localize(q.explanation, lang)}"
-                                          for i, q in enumerate(ex.quiz, 1)))
-    click.echo(f"\nStart with: grader start {ex.id}   Check with: grader check {ex.id} {ex.id}.py   "
-               f"Stuck? grader hint {ex.id}   Then: grader quiz {ex.id}")
+        click.echo(
+            "  Answers: "
+            + "; ".join(
+                f"{i}. {'abcdefgh'[q.answer]}: {localize(q.explanation, lang)}" for i, q in enumerate(ex.quiz, 1)
+            )
+        )
+    click.echo(
+        f"\nStart with: grader start {ex.id}   Check with: grader check {ex.id} {ex.id}.py   "
+        f"Stuck? grader hint {ex.id}   Then: grader quiz {ex.id}"
+    )
 
 
 @main.command()
 @click.argument("exercise_id")
-@click.option("--dir", "folder", type=click.Path(file_okay=False, path_type=Path), default=Path("exercises"),
-              show_default=True, help="the lesson folder to write into")
+@click.option(
+    "--dir",
+    "folder",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("exercises"),
+    show_default=True,
+    help="the lesson folder to write into",
+)
 def new(exercise_id, folder):
     """Write a lesson skeleton to fill in (text marked TODO, working code, workload and checks)."""
     import re
@@ -125,12 +147,23 @@ def start(exercise_id, path, force):
 @click.argument("exercise_id")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="print the result document (same as --format native)")
-@click.option("--format", "fmt", type=click.Choice(sorted(formats.FORMATS)), default=None,
-              help="print the verdict in this results.json contract")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(sorted(formats.FORMATS)),
+    default=None,
+    help="print the verdict in this results.json contract",
+)
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="write the document here")
 @click.option("--watch", is_flag=True, help="grade again each time FILE is saved (Ctrl+C stops)")
-@click.option("--color", "colour", type=click.Choice(report.COLOUR_MODES), default="auto", show_default=True,
-              help="colour the report: auto colours a terminal unless NO_COLOR is set")
+@click.option(
+    "--color",
+    "colour",
+    type=click.Choice(report.COLOUR_MODES),
+    default="auto",
+    show_default=True,
+    help="colour the report: auto colours a terminal unless NO_COLOR is set",
+)
 @DEVICE
 @SANDBOX
 @LIMIT
@@ -140,8 +173,17 @@ def check(exercise_id, file, as_json, fmt, output, watch, colour, device, sandbo
     exercise = load_exercise(exercise_id)
     launcher = warm_launcher(launcher_for(sandbox, limits, lang), device, again=watch)
     keep_trusted_runs()
-    grading = Grading(exercise, file, launcher, device, lang, fmt or ("native" if as_json else None), output,
-                      report.console_for(sys.stdout, colour), report.console_for(sys.stderr, colour))
+    grading = Grading(
+        exercise,
+        file,
+        launcher,
+        device,
+        lang,
+        fmt or ("native" if as_json else None),
+        output,
+        report.console_for(sys.stdout, colour),
+        report.console_for(sys.stderr, colour),
+    )
     try:
         sys.exit(watch_file(grading) if watch else grading())
     finally:
@@ -187,8 +229,9 @@ class Grading:
         source = self.file.read_text(encoding="utf-8", errors="replace")
         quiet = self.fmt is not None and not self.output
         with report.StageProgress(self.err, self.lang, live=False if quiet else None) as progress:
-            result = runner.run(self.exercise, source, device=self.device, launcher=self.launcher,
-                                progress=None if quiet else progress)
+            result = runner.run(
+                self.exercise, source, device=self.device, launcher=self.launcher, progress=None if quiet else progress
+            )
         if self.fmt:
             text = json.dumps(formats.FORMATS[self.fmt](result), indent=2)
             if self.output:
@@ -275,7 +318,7 @@ def quiz_(exercise_id, lang):
     ex = load_exercise(exercise_id)
     right_first = 0
     for index, q in enumerate(ex.quiz):
-        letters = quiz.LETTERS[:len(q.choices)]
+        letters = quiz.LETTERS[: len(q.choices)]
         click.echo(click.style(phrase("quiz.question", lang, n=index + 1, total=len(ex.quiz)), bold=True))
         click.echo(localize(q.question, lang))
         for letter, choice in zip(letters, q.choices):
@@ -286,8 +329,11 @@ def quiz_(exercise_id, lang):
                 wrong = click.style(phrase("quiz.wrong", lang), fg="red", bold=True)
                 click.echo(f"{wrong} {phrase('quiz.retry', lang)}")
                 continue
-            mark = click.style(phrase("quiz.right" if said.correct else "quiz.wrong", lang),
-                               fg="green" if said.correct else "red", bold=True)
+            mark = click.style(
+                phrase("quiz.right" if said.correct else "quiz.wrong", lang),
+                fg="green" if said.correct else "red",
+                bold=True,
+            )
             told = "" if said.correct else " " + phrase("quiz.answer_was", lang, letter=letters[said.answer])
             click.echo(f"{mark}{told} {said.explanation}\n")
             right_first += said.correct and attempt == 1
@@ -322,24 +368,35 @@ def validate(paths, schema_only, no_mutants, device, sandbox, limits):
     bad = 0
     launcher = None if schema_only else launcher_for(sandbox, limits)
     for path in files:
-        report = validate_file(path, device=device, grade=not schema_only, launcher=launcher,
-                               progress=lambda m: click.echo(f"  .. {m}", err=True), with_mutants=not no_mutants)
+        report = validate_file(
+            path,
+            device=device,
+            grade=not schema_only,
+            launcher=launcher,
+            progress=lambda m: click.echo(f"  .. {m}", err=True),
+            with_mutants=not no_mutants,
+        )
         for problem in report.problems:
             click.echo(problem)
         if report.reference:
             row = measured_row(report.reference)
-            click.echo(f"{report.exercise_id}: reference {row['status']} (coverage {row['coverage']}, "
-                       f"parity {row['parity_update']}, memory ratio {row['memory_ratio']}, speedup {row['speedup']}); "
-                       f"starter {report.starter.status}")
+            click.echo(
+                f"{report.exercise_id}: reference {row['status']} (coverage {row['coverage']}, "
+                f"parity {row['parity_update']}, memory ratio {row['memory_ratio']}, speedup {row['speedup']}); "
+                f"starter {report.starter.status}"
+            )
             click.echo(f"{report.exercise_id}: reference margins: " + "; ".join(margins(report.reference)))
             if report.examples:
                 right = sum(not m for m in report.examples.values())
-                click.echo(f"{report.exercise_id}: examples: {right} of {len(report.examples)} judged as the "
-                           "lesson says")
+                click.echo(
+                    f"{report.exercise_id}: examples: {right} of {len(report.examples)} judged as the lesson says"
+                )
         if report.mutants:
             counted = [m for m in report.mutants if m.skipped is None]
-            click.echo(f"{report.exercise_id}: mutation score {report.mutation_score:.0%} "
-                       f"({sum(m.killed for m in counted)} of {len(counted)} mutants fail)")
+            click.echo(
+                f"{report.exercise_id}: mutation score {report.mutation_score:.0%} "
+                f"({sum(m.killed for m in counted)} of {len(counted)} mutants fail)"
+            )
             for m in report.mutants:
                 click.echo("  " + mutant_line(m))
         click.echo(f"{path}: {'ok' if report.ok else 'PROBLEMS'}")
@@ -400,8 +457,13 @@ def selftest(device, sandbox, limits, as_json):
     for ex in load_all().values():
         for role, code in (("reference", ex.reference), ("starter", ex.starter)):
             click.echo(f"  .. {ex.id} {role}", err=True)
-            rows.append({"exercise": ex.id, "code": role, **measured_row(runner.run(ex, code, device=device,
-                                                                                  launcher=launcher))})
+            rows.append(
+                {
+                    "exercise": ex.id,
+                    "code": role,
+                    **measured_row(runner.run(ex, code, device=device, launcher=launcher)),
+                }
+            )
     if as_json:
         click.echo(json.dumps(rows, indent=2))
     else:
@@ -412,8 +474,18 @@ def selftest(device, sandbox, limits, as_json):
 
 def table(rows: list[dict], device: str) -> str:
     fmt = lambda v: "-" if v is None else (f"{v:.3g}" if isinstance(v, float) else str(v))  # noqa: E731
-    head = ["exercise", "code", "status", "score", "coverage", "speedup", "speedup_low", "memory_ratio",
-            "parity_update", "seconds"]
+    head = [
+        "exercise",
+        "code",
+        "status",
+        "score",
+        "coverage",
+        "speedup",
+        "speedup_low",
+        "memory_ratio",
+        "parity_update",
+        "seconds",
+    ]
     body = [[fmt(r[h]) for h in head] for r in rows]
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
     line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
@@ -422,8 +494,13 @@ def table(rows: list[dict], device: str) -> str:
 
 
 @main.command()
-@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
-              default=Path("docs/exercise.schema.json"), show_default=True)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("docs/exercise.schema.json"),
+    show_default=True,
+)
 def schema(output):
     """Write the JSON Schema of lesson files (for editor completion)."""
     output.write_text(json.dumps(Exercise.model_json_schema(), indent=2) + "\n")

@@ -94,14 +94,19 @@ class GradingResult:
         return {"schema_version": SCHEMA_VERSION, "status": self.status, "score": self.score, **data}
 
 
-def finding(id: str, line: int | None = None, severity: str = "error", key: str | None = None,
-            **params) -> Finding:
+def finding(id: str, line: int | None = None, severity: str = "error", key: str | None = None, **params) -> Finding:
     """A diagnosed mistake worded from the catalog: `key` (default: the id) and `key.fix`."""
     key = key or id
     said = say(key, **params)
     fix_key = f"{key.split('.')[0]}.fix"
-    return Finding(id, str(said), render(fix_key, params), line, severity,
-                   text={"message": said.to_dict(), "fix": Said(fix_key, params).to_dict()})
+    return Finding(
+        id,
+        str(said),
+        render(fix_key, params),
+        line,
+        severity,
+        text={"message": said.to_dict(), "fix": Said(fix_key, params).to_dict()},
+    )
 
 
 def message_of(f: Finding) -> Said:

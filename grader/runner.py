@@ -53,16 +53,33 @@ from grader.worker import lazy_dynamo
 
 # The public surface of grading, for the CLI, the web app and notebooks: run() and what a deployment sets up
 # around it (the device, where trusted runs are kept, computing them ahead of the first grading).
-__all__ = ["run", "resolve_device", "use_trusted_store", "DirectoryStore", "KeyValueStore", "user_cache_dir", "warm",
-           "Progress", "TimingPlan"]
+__all__ = [
+    "run",
+    "resolve_device",
+    "use_trusted_store",
+    "DirectoryStore",
+    "KeyValueStore",
+    "user_cache_dir",
+    "warm",
+    "Progress",
+    "TimingPlan",
+]
 
 log = logging.getLogger("grader.runner")
 
 lazy_dynamo.install()  # lesson setup code builds optimizers here too; nothing in this process compiles
 
 
-def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None, progress: Progress | None = None,
-        timing_plan: TimingPlan | None = None, cancel: threading.Event | None = None) -> GradingResult:
+def run(
+    exercise: Exercise,
+    source: str,
+    *,
+    device: str = "auto",
+    launcher=None,
+    progress: Progress | None = None,
+    timing_plan: TimingPlan | None = None,
+    cancel: threading.Event | None = None,
+) -> GradingResult:
     """Grades `source`; a learner's failure is data in the result, never an exception. Setting `cancel` stops
     every process of this grading within a fraction of a second; the result then says it was cancelled."""
     started = time.perf_counter()
@@ -75,8 +92,9 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
     syntax = static.syntax_error(source)
     if syntax:
         message, line, text = syntax
-        result.error = SubmissionError("syntax", say("error.at_line", line=line, message=say("error.raised",
-                                                                                           detail=message)), line, text)
+        result.error = SubmissionError(
+            "syntax", say("error.at_line", line=line, message=say("error.raised", detail=message)), line, text
+        )
         return _finish(result, exercise, started, progress)
     static_findings = static.analyse(source)
     if exercise.check("host_syncs") is None:  # graded by host_syncs where the lesson has it, a note elsewhere
@@ -103,30 +121,59 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
         # Every process starts before any is waited for, so they import torch side by side; the trusted runs
         # are then driven on a thread while the submission is driven here (they are separate processes).
         roles = trusted_roles(exercise)
-        pending = {r: spawn_trusted(launcher, exercise, r, device) for r in roles
-                   if (r == "baseline" and needs_timing) or (r == "given" and times_given)
-                   or cached_run(launcher, exercise, r, device) is None}
+        pending = {
+            r: spawn_trusted(launcher, exercise, r, device)
+            for r in roles
+            if (r == "baseline" and needs_timing)
+            or (r == "given" and times_given)
+            or cached_run(launcher, exercise, r, device) is None
+        }
         spawned += pending.values()
         sub_worker = spawn_worker(launcher, exercise, source, "submission.py", device, trace=True)
         for w in (*spawned, sub_worker):
             w.cancel = cancel
         base_worker = pending.get("baseline") if needs_timing else None
         given_worker = pending.get("given") if times_given else None
-        futures = {role: pool.submit(trusted_run, launcher, exercise, role, device, pending.get(role),
-                                     keep=pending.get(role) is not None and pending.get(role) in (base_worker,
-                                                                                                 given_worker))
-                   for role in roles}
-        budget_when_known(sub_worker, futures, launcher.limits, exercise, [
-            (timing_plan.budget_s if timing_plan else spec.budget_s) for spec, timed in
-            ((speed_spec, needs_timing), (given_spec, times_given)) if timed])
+        futures = {
+            role: pool.submit(
+                trusted_run,
+                launcher,
+                exercise,
+                role,
+                device,
+                pending.get(role),
+                keep=pending.get(role) is not None and pending.get(role) in (base_worker, given_worker),
+            )
+            for role in roles
+        }
+        budget_when_known(
+            sub_worker,
+            futures,
+            launcher.limits,
+            exercise,
+            [
+                (timing_plan.budget_s if timing_plan else spec.budget_s)
+                for spec, timed in ((speed_spec, needs_timing), (given_spec, times_given))
+                if timed
+            ],
+        )
         progress("starting", limit_s=launcher.limits.init_timeout_s)
         init_worker(launcher, sub_worker)
         sub_data.prepare_traces = sub_worker.prepare_traces
         progress("steps", total=wl.steps)
-        drive(sub_worker, wl.steps, trace=True, measure_memory=exercise.check("memory") is not None, data=sub_data,
-              progress=lambda step: progress("step", n=step + 1, total=wl.steps,
-                                             limit_s=step_limit(sub_worker, launcher.limits)), census=profiled,
-              overflow=ForcedOverflow.of(exercise, device), survive_overflow=True)
+        drive(
+            sub_worker,
+            wl.steps,
+            trace=True,
+            measure_memory=exercise.check("memory") is not None,
+            data=sub_data,
+            progress=lambda step: progress(
+                "step", n=step + 1, total=wl.steps, limit_s=step_limit(sub_worker, launcher.limits)
+            ),
+            census=profiled,
+            overflow=ForcedOverflow.of(exercise, device),
+            survive_overflow=True,
+        )
         cut = cut_at_overflow(sub_data)
         if not cut:
             collect_params(sub_worker, sub_data)
@@ -149,8 +196,9 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
             with budget_paused(sub_worker):
                 hold.alone()
             plan = timing_plan or TimingPlan(budget_s=given_spec.budget_s, threshold=given_spec.min_speedup[kind])
-            given_timing = time_interleaved(given_worker, sub_worker, wl.steps, plan,
-                                            lambda stage, **kw: progress("timing_given", **kw))
+            given_timing = time_interleaved(
+                given_worker, sub_worker, wl.steps, plan, lambda stage, **kw: progress("timing_given", **kw)
+            )
             with budget_paused(sub_worker):
                 hold.alone() if alone_throughout else hold.share()
             given_timing.after_params = (load_params(sub_worker), load_params(given_worker))
@@ -177,18 +225,21 @@ def run(exercise: Exercise, source: str, *, device: str = "auto", launcher=None,
         if cut:  # judged as the window of steps before the overflowed one, the trusted runs' too
             base, ref = (window(r, sub_data.overflow["step"]) if r is not None else None for r in (base, ref))
         evidence = Evidence(base, ref, start.state, start.layers, given, source, given_timing)
-        result.checks = judged(lambda: evaluate(exercise, kind, result.amp_dtype, static_findings, sub_data,
-                                                evidence, timing), result, exercise)
+        result.checks = judged(
+            lambda: evaluate(exercise, kind, result.amp_dtype, static_findings, sub_data, evidence, timing),
+            result,
+            exercise,
+        )
         result.plots = plots(sub_data, base, timing) if result.error is None else {}
         if given is not None and result.error is None:
             result.plots["profile"] = profiling.plot(sub_data.census, given.census, given.top_ops, kind)
     if result.error is not None:
-        result.checks = judged(lambda: error_checks(exercise, kind, result, traces, static_findings), result,
-                               exercise)
+        result.checks = judged(lambda: error_checks(exercise, kind, result, traces, static_findings), result, exercise)
     for c in result.checks:
         progress("check", check=c.id, status=c.status)
     result.notes = [f for c in result.checks for f in c.findings if f.severity == "info"]
     return _finish(result, exercise, started, progress)
+
 
 def _finish(result: GradingResult, exercise: Exercise, started: float, progress: Progress) -> GradingResult:
     result.duration_s = round(time.perf_counter() - started, 3)

@@ -23,9 +23,16 @@ class Saves:
         from watchfiles import watch
 
         # yield_on_timeout: the first (empty) yield says the watcher is running
-        for changes in watch(self.target.parent, watch_filter=lambda _change, path: Path(path) == self.target,
-                             debounce=300, step=50, rust_timeout=200, yield_on_timeout=True,
-                             stop_event=self._stop, raise_interrupt=False):
+        for changes in watch(
+            self.target.parent,
+            watch_filter=lambda _change, path: Path(path) == self.target,
+            debounce=300,
+            step=50,
+            rust_timeout=200,
+            yield_on_timeout=True,
+            stop_event=self._stop,
+            raise_interrupt=False,
+        ):
             self._ready.set()
             if changes:
                 self._changes.put(changes)

@@ -56,8 +56,15 @@ def grade(exercises, launcher):
 
 def expectations(path: Path) -> dict:
     """`# expect-...:` header lines of a golden submission."""
-    out = {"findings": [], "absent": [], "checks": {}, "messages": [], "status": None, "error": None,
-           "finding_lines": {}}
+    out = {
+        "findings": [],
+        "absent": [],
+        "checks": {},
+        "messages": [],
+        "status": None,
+        "error": None,
+        "finding_lines": {},
+    }
     for line in path.read_text().splitlines():
         m = re.match(r"# expect-([a-z-]+): (.*)", line)
         if not m:

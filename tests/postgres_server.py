@@ -67,12 +67,36 @@ class PostgresServer:
             self.as_user = ["runuser", "-u", "postgres", "--"]
         data = self.dir / "data"
         try:
-            self._run(str(self.bin / "initdb"), "-D", str(data), "-U", self.user, "-A", "trust", "-E", "UTF8",
-                      "--locale=C", "--no-sync")
-            options = (f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.dir} -c fsync=off "
-                       "-c synchronous_commit=off -c full_page_writes=off -c max_connections=300")
-            self._run(str(self.bin / "pg_ctl"), "-D", str(data), "-l", str(self.dir / "server.log"), "-o", options,
-                      "-w", "-t", str(int(timeout)), "start")
+            self._run(
+                str(self.bin / "initdb"),
+                "-D",
+                str(data),
+                "-U",
+                self.user,
+                "-A",
+                "trust",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+            )
+            options = (
+                f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.dir} -c fsync=off "
+                "-c synchronous_commit=off -c full_page_writes=off -c max_connections=300"
+            )
+            self._run(
+                str(self.bin / "pg_ctl"),
+                "-D",
+                str(data),
+                "-l",
+                str(self.dir / "server.log"),
+                "-o",
+                options,
+                "-w",
+                "-t",
+                str(int(timeout)),
+                "start",
+            )
         except subprocess.CalledProcessError as exc:
             log = (self.dir / "server.log").read_text() if (self.dir / "server.log").exists() else ""
             self.stop()
@@ -85,8 +109,9 @@ class PostgresServer:
     def _admin(self, sql: str) -> None:
         import psycopg
 
-        with psycopg.connect(f"host=127.0.0.1 port={self.port} user={self.user} dbname=postgres",
-                             autocommit=True) as conn:
+        with psycopg.connect(
+            f"host=127.0.0.1 port={self.port} user={self.user} dbname=postgres", autocommit=True
+        ) as conn:
             conn.execute(sql)
 
     def create_database(self, name: str | None = None) -> str:

@@ -13,8 +13,8 @@ import sys
 
 import grimp
 import pytest
-
 from conftest import ROOT
+
 from grader.sandboxes.docker_sandbox import code_hash
 from grader.sandboxes.launcher import WORKER_PACKAGE, tree_hash
 
@@ -34,8 +34,11 @@ def test_no_module_imports_itself_through_others(package):
 
 
 def test_no_grader_module_is_longer_than_a_few_screens():
-    long = {str(p.relative_to(ROOT)): n for p in (ROOT / "grader").rglob("*.py")
-            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in (ROOT / "grader").rglob("*.py")
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
     assert not long, long
 
 
@@ -56,8 +59,14 @@ def test_the_worker_starts_with_the_in_sandbox_package_alone(tmp_path):
     shutil.copytree(WORKER_PACKAGE, tmp_path / "grader" / "worker", ignore=shutil.ignore_patterns("__pycache__"))
     site_packages = os.path.dirname(os.path.dirname(torch.__file__))
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    worker = subprocess.run([sys.executable, "-S", "-c", WORKER_ALONE, str(tmp_path), site_packages],
-                            input=b'{"cmd": "exit"}\n', capture_output=True, cwd=tmp_path, env=env, timeout=120)
+    worker = subprocess.run(
+        [sys.executable, "-S", "-c", WORKER_ALONE, str(tmp_path), site_packages],
+        input=b'{"cmd": "exit"}\n',
+        capture_output=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
+    )
     assert worker.returncode == 0, worker.stderr.decode()[-2000:]
     assert json.loads(worker.stdout.splitlines()[0]) == {"ok": True, "ready": True}
 

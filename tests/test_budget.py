@@ -10,7 +10,7 @@ from grader import runner
 from grader.judge import budget, timing
 from grader.sandboxes.launcher import LocalLauncher
 
-SLOW_RIGHT_ANSWER = '''
+SLOW_RIGHT_ANSWER = """
 import time
 import torch
 import torch.nn.functional as F
@@ -24,18 +24,21 @@ def train_step(model, optimizer, inputs, targets, device_type, amp_dtype):
     optimizer.step()
     time.sleep(1.5)
     return loss
-'''
+"""
 
 
-@pytest.mark.parametrize("trusted, timed, cap, expected", [
-    ({"baseline": 0.5, "reference": 2.0}, [], None, 10 + 3 * 2.0),          # the 16-bit run sets the pace
-    ({"baseline": 0.5}, [], None, 10 + 3 * 0.5 * budget.EMULATED_16BIT),   # only FP32: emulated 16-bit allowed
-    ({"baseline": 0.5, "reference": 2.0}, [30.0], None, 10 + 6 + 1.5 * 30),  # timed phases add their budget
-    ({"baseline": 0.5, "reference": 2.0}, [], 12.0, 12.0),                 # a lesson's cap only tightens
-    ({"baseline": 0.5, "reference": 2.0}, [], 999.0, 16.0),
-    ({"baseline": None}, [], None, None),                                  # nothing timed: per-request limits
-    ({"baseline": None}, [], 12.0, 12.0),
-])
+@pytest.mark.parametrize(
+    "trusted, timed, cap, expected",
+    [
+        ({"baseline": 0.5, "reference": 2.0}, [], None, 10 + 3 * 2.0),  # the 16-bit run sets the pace
+        ({"baseline": 0.5}, [], None, 10 + 3 * 0.5 * budget.EMULATED_16BIT),  # only FP32: emulated 16-bit allowed
+        ({"baseline": 0.5, "reference": 2.0}, [30.0], None, 10 + 6 + 1.5 * 30),  # timed phases add their budget
+        ({"baseline": 0.5, "reference": 2.0}, [], 12.0, 12.0),  # a lesson's cap only tightens
+        ({"baseline": 0.5, "reference": 2.0}, [], 999.0, 16.0),
+        ({"baseline": None}, [], None, None),  # nothing timed: per-request limits
+        ({"baseline": None}, [], 12.0, 12.0),
+    ],
+)
 def test_budget_is_derived_from_the_trusted_runs_time(trusted, timed, cap, expected):
     limits = replace(TEST_LIMITS, budget_floor_s=10.0, budget_factor=3.0)
     assert budget.derived(limits, trusted, timed, cap) == (pytest.approx(expected) if expected else None)
@@ -59,8 +62,7 @@ def test_a_submission_slow_in_every_step_ends_at_the_budget_naming_its_step(exer
 
 def test_a_lessons_own_budget_caps_the_derived_one(exercises):
     exercise = exercises["autocast"]
-    capped = exercise.model_copy(update={"workload": exercise.workload.model_copy(
-        update={"grading_budget_s": 2.0})})
+    capped = exercise.model_copy(update={"workload": exercise.workload.model_copy(update={"grading_budget_s": 2.0})})
     result = runner.run(capped, SLOW_RIGHT_ANSWER, device="cpu", launcher=LocalLauncher(TEST_LIMITS))
     assert result.error is not None and result.error.parts[0]["key"] == "error.budget"
     assert result.error.parts[0]["params"]["seconds"] == 2.0

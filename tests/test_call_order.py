@@ -14,50 +14,79 @@ def ev(kind, line, **fields):
 
 
 def test_zeroing_between_backward_and_step_is_diagnosed_at_the_zero_grad():
-    found = call_order.diagnose([{"events": [ev("backward", 3), ev("zero_grad", 4, owner="Optimizer"),
-                                             ev("optimizer_step", 5, via_scaler=False, optimizer=0)],
-                                  "param_dtypes": []}], CTX)
+    found = call_order.diagnose(
+        [
+            {
+                "events": [
+                    ev("backward", 3),
+                    ev("zero_grad", 4, owner="Optimizer"),
+                    ev("optimizer_step", 5, via_scaler=False, optimizer=0),
+                ],
+                "param_dtypes": [],
+            }
+        ],
+        CTX,
+    )
     assert [(f.id, f.line) for f in found] == [("zero_grad_before_step", 4)]
 
 
 def test_zeroing_through_a_scaler_step_is_diagnosed_too():
-    assert "zero_grad_before_step" in ids([ev("backward", 3, scaled=True), ev("zero_grad", 4, owner="Module"),
-                                           ev("scaler_step", 5, optimizer=0)])
+    assert "zero_grad_before_step" in ids(
+        [ev("backward", 3, scaled=True), ev("zero_grad", 4, owner="Module"), ev("scaler_step", 5, optimizer=0)]
+    )
 
 
 def test_two_models_each_zeroed_after_its_own_step_are_not_this_mistake():
-    events = [ev("zero_grad", 1, owner="Optimizer"), ev("backward", 2), ev("backward", 3),
-              ev("optimizer_step", 4, via_scaler=False, optimizer=0), ev("zero_grad", 5, owner="Optimizer"),
-              ev("optimizer_step", 6, via_scaler=False, optimizer=1), ev("zero_grad", 7, owner="Optimizer")]
+    events = [
+        ev("zero_grad", 1, owner="Optimizer"),
+        ev("backward", 2),
+        ev("backward", 3),
+        ev("optimizer_step", 4, via_scaler=False, optimizer=0),
+        ev("zero_grad", 5, owner="Optimizer"),
+        ev("optimizer_step", 6, via_scaler=False, optimizer=1),
+        ev("zero_grad", 7, owner="Optimizer"),
+    ]
     assert "zero_grad_before_step" not in ids(events)
 
 
 def test_zeroing_before_a_later_backward_is_the_usual_order():
-    events = [ev("backward", 2), ev("optimizer_step", 3, via_scaler=False, optimizer=0),
-              ev("zero_grad", 4, owner="Optimizer"), ev("backward", 5),
-              ev("optimizer_step", 6, via_scaler=False, optimizer=0)]
+    events = [
+        ev("backward", 2),
+        ev("optimizer_step", 3, via_scaler=False, optimizer=0),
+        ev("zero_grad", 4, owner="Optimizer"),
+        ev("backward", 5),
+        ev("optimizer_step", 6, via_scaler=False, optimizer=0),
+    ]
     assert "zero_grad_before_step" not in ids(events)
 
 
 def test_a_direct_step_after_unscale_does_not_say_the_gradients_are_still_scaled():
-    events = [ev("backward", 3, scaled=True), ev("unscale_", 4, optimizer=0),
-              ev("optimizer_step", 5, via_scaler=False, optimizer=0), ev("update", 6)]
+    events = [
+        ev("backward", 3, scaled=True),
+        ev("unscale_", 4, optimizer=0),
+        ev("optimizer_step", 5, via_scaler=False, optimizer=0),
+        ev("update", 6),
+    ]
     found = call_order.diagnose([{"events": events, "param_dtypes": []}], {**CTX, "scaler": True})
     direct = next(f for f in found if f.id == "optimizer_step_direct")
     assert "still multiplied" not in direct.message and "unscale_ did unscale" in direct.message
 
 
 def test_a_direct_step_without_unscale_says_the_gradients_are_still_scaled():
-    events = [ev("backward", 3, scaled=True), ev("optimizer_step", 5, via_scaler=False, optimizer=0),
-              ev("update", 6)]
+    events = [ev("backward", 3, scaled=True), ev("optimizer_step", 5, via_scaler=False, optimizer=0), ev("update", 6)]
     found = call_order.diagnose([{"events": events, "param_dtypes": []}], {**CTX, "scaler": True})
     assert "still multiplied" in next(f for f in found if f.id == "optimizer_step_direct").message
 
 
 def test_a_skipped_micro_batch_is_not_also_an_update_after_too_few_micro_batches():
-    events = [ev("loss_op", 2, value=1.0, autocast=False), ev("backward", 3, scaled=True, value=1.0),
-              ev("loss_op", 2, value=1.0, autocast=False), ev("backward", 3, scaled=True, value=1.0),
-              ev("scaler_step", 5, optimizer=0), ev("update", 6)]
+    events = [
+        ev("loss_op", 2, value=1.0, autocast=False),
+        ev("backward", 3, scaled=True, value=1.0),
+        ev("loss_op", 2, value=1.0, autocast=False),
+        ev("backward", 3, scaled=True, value=1.0),
+        ev("scaler_step", 5, optimizer=0),
+        ev("update", 6),
+    ]
     assert "update_every_micro_batch" not in ids(events, scaler=True, micro_batches=3)
     assert "micro_batch_skipped" in ids(events, scaler=True, micro_batches=3)
 
@@ -72,8 +101,14 @@ def test_a_skipped_micro_batch_points_at_the_slice_that_drops_it_and_a_slice_alo
 
 
 def test_a_cast_submodule_is_not_called_the_model_itself():
-    found = call_order.diagnose([{"events": [ev("cast_model", 4, to="half"), ev("optimizer_step", 6,
-                                                                                via_scaler=False, optimizer=0)],
-                                  "param_dtypes": ["float16", "float32"]}], CTX)
+    found = call_order.diagnose(
+        [
+            {
+                "events": [ev("cast_model", 4, to="half"), ev("optimizer_step", 6, via_scaler=False, optimizer=0)],
+                "param_dtypes": ["float16", "float32"],
+            }
+        ],
+        CTX,
+    )
     cast = next(f for f in found if f.id == "master_weights_16bit")
     assert "submodule" in cast.message and "model itself" not in cast.message

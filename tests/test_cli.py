@@ -78,8 +78,17 @@ def test_exercism_format_leaves_out_not_applicable_checks(tmp_path):
 
 def test_prairielearn_format_gives_no_points_for_not_applicable(tmp_path):
     out = tmp_path / "results.json"
-    result = invoke("check", "autocast", SUBMISSIONS / "errors" / "prints_forged_result.py", "--format",
-                    "prairielearn", "--device", "cpu", "-o", out)
+    result = invoke(
+        "check",
+        "autocast",
+        SUBMISSIONS / "errors" / "prints_forged_result.py",
+        "--format",
+        "prairielearn",
+        "--device",
+        "cpu",
+        "-o",
+        out,
+    )
     assert result.exit_code == 1
     doc = json.loads(out.read_text())
     assert doc["gradable"] is True and doc["score"] < 1
@@ -110,8 +119,16 @@ def _reference(exercise_id):
 
 
 def test_sandbox_limits_can_be_changed_from_the_command_line():
-    result = invoke("check", "autocast", SUBMISSIONS / "errors" / "hangs.py", "--sandbox", "local",
-                    "--limit", "step_timeout_s=3", "--json")
+    result = invoke(
+        "check",
+        "autocast",
+        SUBMISSIONS / "errors" / "hangs.py",
+        "--sandbox",
+        "local",
+        "--limit",
+        "step_timeout_s=3",
+        "--json",
+    )
     assert result.exit_code == 1
     error = json.loads(result.stdout)["error"]
     assert error["kind"] == "timeout" and "within 3 s" in error["message"]
@@ -166,9 +183,25 @@ def test_check_prints_nothing_but_the_report_and_its_progress_in_a_fresh_environ
     """reduce_memory measures memory with the profiler, whose log lines once reached the learner's output."""
     starter = tmp_path / "mine.py"
     assert invoke("start", "reduce_memory", starter).exit_code == 0
-    done = subprocess.run([sys.executable, "-m", "grader", "check", "reduce_memory", str(starter), "--device", "cpu",
-                           "--sandbox", "local"], capture_output=True, text=True, timeout=300, cwd=tmp_path,
-                          env=fresh_env(tmp_path))
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "grader",
+            "check",
+            "reduce_memory",
+            str(starter),
+            "--device",
+            "cpu",
+            "--sandbox",
+            "local",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env=fresh_env(tmp_path),
+    )
     assert done.returncode == 1, done.stderr
     assert all(line.startswith("  .. ") for line in done.stderr.splitlines()), done.stderr
     assert "check memory: FAIL" in done.stderr and "training and comparing with FP32: 7 steps" in done.stderr
@@ -230,10 +263,15 @@ def test_colour_is_off_when_piped_and_can_be_forced(tmp_path):
 def test_watch_grades_the_file_again_each_time_it_is_saved(tmp_path):
     mine = tmp_path / "mine.py"
     mine.write_text(SYNTAX_ERROR)
-    proc = subprocess.Popen([sys.executable, "-m", "grader", "check", "autocast", "mine.py", "--watch"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
-                            env=fresh_env(tmp_path, PYTHONUNBUFFERED="1"),
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as a shell's Ctrl+C
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "grader", "check", "autocast", "mine.py", "--watch"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env=fresh_env(tmp_path, PYTHONUNBUFFERED="1"),
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # as a shell's Ctrl+C
     try:
         lines = _lines_of(proc.stdout)
         assert _until(lines, "mine.py:1: SyntaxError")
@@ -312,8 +350,15 @@ def test_quiz_gives_a_second_try_then_the_explanation(tmp_path):
 
 
 def test_check_report_words_each_figure_against_its_threshold():
-    result = invoke("check", "grad_scaler", SUBMISSIONS / "grad_scaler" / "clip_without_unscale.py", "--device", "cpu",
-                    "--sandbox", "local")
+    result = invoke(
+        "check",
+        "grad_scaler",
+        SUBMISSIONS / "grad_scaler" / "clip_without_unscale.py",
+        "--device",
+        "cpu",
+        "--sandbox",
+        "local",
+    )
     assert result.exit_code == 1
     assert re.search(r"update vs FP32 \(worst: \S+\) 100.0%, needs at most 5.00%", result.output)
     assert "matmul FLOPs in 16-bit 100.0%, needs at least 90.0%" in result.output

@@ -83,7 +83,7 @@ def test_a_lock_file_left_open_to_others_is_made_private(lock_dir):
     assert stat.S_IMODE((lock_dir / "cpu.lock").stat().st_mode) == 0o600
 
 
-OTHER_USER_FLOCK = '''
+OTHER_USER_FLOCK = """
 import fcntl, os, sys
 os.setgid(65534)
 os.setuid(65534)
@@ -93,7 +93,7 @@ try:
     print("locked")
 except OSError as exc:
     print(type(exc).__name__)
-'''
+"""
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user")
@@ -112,8 +112,9 @@ def _another_user_cannot_hold(lock_dir):
     with exclusive.sharing("cpu"):
         pass
     for name in ("cpu.lock", "cpu.turnstile"):
-        done = subprocess.run([sys.executable, "-c", OTHER_USER_FLOCK, str(lock_dir / name)], capture_output=True,
-                              text=True, timeout=60)
+        done = subprocess.run(
+            [sys.executable, "-c", OTHER_USER_FLOCK, str(lock_dir / name)], capture_output=True, text=True, timeout=60
+        )
         assert done.stdout.strip() == "PermissionError", done.stdout + done.stderr
     with exclusive.alone("cpu"):  # and the grader still gets it
         fd = os.open(lock_dir / "cpu.lock", os.O_RDONLY)

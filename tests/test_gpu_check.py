@@ -14,8 +14,20 @@ import gpu_check  # noqa: E402
 
 def test_report_has_one_row_per_lesson_and_sandbox_and_names_what_was_skipped(tmp_path):
     out = tmp_path / "calibration.md"
-    code = gpu_check.main(["--device", "cpu", "--repeats", "2", "--sandboxes", "local,nosuch",
-                           "--lessons", "autocast", "--output", str(out)])
+    code = gpu_check.main(
+        [
+            "--device",
+            "cpu",
+            "--repeats",
+            "2",
+            "--sandboxes",
+            "local,nosuch",
+            "--lessons",
+            "autocast",
+            "--output",
+            str(out),
+        ]
+    )
     text = out.read_text()
     assert code == 0, text
     row = next(line for line in text.splitlines() if line.startswith("| autocast | local"))

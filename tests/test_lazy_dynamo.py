@@ -31,15 +31,18 @@ for opt in (torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9), torch.opt
 
 
 def run(code: str) -> str:
-    done = subprocess.run([sys.executable, "-c", STEP.format(root=str(ROOT)) + code], capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", STEP.format(root=str(ROOT)) + code], capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 
 
 def test_a_training_step_does_not_load_dynamo():
     assert run("print(lazy_dynamo.real_loaded(), type(sys.modules['torch._dynamo']).__name__)").split() == [
-        "False", "_DynamoUntilUsed"]
+        "False",
+        "_DynamoUntilUsed",
+    ]
 
 
 def test_compiling_gets_the_real_dynamo_and_the_optimizer_still_steps():

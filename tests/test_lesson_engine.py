@@ -107,16 +107,23 @@ def test_a_lesson_check_finds_the_mistake_it_was_written_for(grade):
     result = grade("gradient_penalty", wrong)
     check = result.check("penalty_pass")
     assert check.status == "fail" and check.findings[0].id == "penalty_grad_of_unscaled_loss"
-    assert check.findings[0].line == wrong.splitlines().index(
-        next(line for line in wrong.splitlines() if "autograd.grad(loss" in line)) + 1
+    assert (
+        check.findings[0].line
+        == wrong.splitlines().index(next(line for line in wrong.splitlines() if "autograd.grad(loss" in line)) + 1
+    )
 
 
-CNN = re.sub(r"  model: \{in_features.*\n", "  model: {kind: cnn, in_channels: 3, image_size: 16, channels: [16, 32], "
-             "out_features: 10}\n", (ROOT / "exercises" / "autocast.yaml").read_text(), count=1)
+CNN = re.sub(
+    r"  model: \{in_features.*\n",
+    "  model: {kind: cnn, in_channels: 3, image_size: 16, channels: [16, 32], out_features: 10}\n",
+    (ROOT / "exercises" / "autocast.yaml").read_text(),
+    count=1,
+)
 CNN = re.sub(r"  data: \{.*\n", "  data: {batch_size: 128, separation: 1.0}\n", CNN, count=1)
 CNN = re.sub(r"  optimizer: \{.*\n", "  optimizer: {kind: sgd, lr: 0.02, momentum: 0.9}\n", CNN, count=1)
 CNN = CNN.replace("id: autocast\n", "id: cnn_autocast\n", 1).replace(
-    "bfloat16: {loss_rtol: 0.02, update_rtol: 0.05}", "bfloat16: {loss_rtol: 0.02, update_rtol: 0.08}", 1)
+    "bfloat16: {loss_rtol: 0.02, update_rtol: 0.05}", "bfloat16: {loss_rtol: 0.02, update_rtol: 0.08}", 1
+)
 
 
 def test_the_cnn_shorthand_grades_in_seconds_and_counts_its_convolutions(tmp_path, monkeypatch, launcher):
@@ -139,14 +146,31 @@ def test_the_cnn_shorthand_grades_in_seconds_and_counts_its_convolutions(tmp_pat
 
 @pytest.mark.parametrize("kind", ["cnn", "transformer"])
 def test_shorthand_models_learn_in_fp32_within_eight_steps(kind):
-    spec = {"cnn": {"kind": "cnn", "in_channels": 3, "image_size": 16, "channels": [16, 32], "out_features": 10},
-            "transformer": {"kind": "transformer", "vocab": 32, "seq_len": 16, "d_model": 64, "heads": 4,
-                            "layers": 1, "mlp_ratio": 4}}[kind]
-    optimizer = ({"kind": "sgd", "lr": 0.02, "momentum": 0.9, "weight_decay": 0.0} if kind == "cnn"
-                 else {"kind": "adamw", "lr": 0.003, "momentum": 0.0, "weight_decay": 0.0})
-    problem = workload.build_problem({"seed": 1, "model": spec, "optimizer": optimizer,
-                                      "data": {"batch_size": 128 if kind == "cnn" else 32, "micro_batches": 1,
-                                               "separation": 1.0}})
+    spec = {
+        "cnn": {"kind": "cnn", "in_channels": 3, "image_size": 16, "channels": [16, 32], "out_features": 10},
+        "transformer": {
+            "kind": "transformer",
+            "vocab": 32,
+            "seq_len": 16,
+            "d_model": 64,
+            "heads": 4,
+            "layers": 1,
+            "mlp_ratio": 4,
+        },
+    }[kind]
+    optimizer = (
+        {"kind": "sgd", "lr": 0.02, "momentum": 0.9, "weight_decay": 0.0}
+        if kind == "cnn"
+        else {"kind": "adamw", "lr": 0.003, "momentum": 0.0, "weight_decay": 0.0}
+    )
+    problem = workload.build_problem(
+        {
+            "seed": 1,
+            "model": spec,
+            "optimizer": optimizer,
+            "data": {"batch_size": 128 if kind == "cnn" else 32, "micro_batches": 1, "separation": 1.0},
+        }
+    )
     import torch.nn.functional as F
 
     model, opt, losses = problem.models["model"], problem.optimizers["optimizer"], []

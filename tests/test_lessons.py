@@ -58,9 +58,20 @@ def test_lesson_text_exists_in_every_language(exercise_id, exercises):
 
 
 def test_lessons_are_ordered_as_taught():
-    assert list(load_all()) == ["autocast", "grad_scaler", "grad_accumulation", "reduce_memory", "transformer_block",
-                                "multiple_models", "gradient_penalty", "custom_autograd", "fp16_vs_bf16",
-                                "profiling", "ddp_mixed_precision", "accelerate"]
+    assert list(load_all()) == [
+        "autocast",
+        "grad_scaler",
+        "grad_accumulation",
+        "reduce_memory",
+        "transformer_block",
+        "multiple_models",
+        "gradient_penalty",
+        "custom_autograd",
+        "fp16_vs_bf16",
+        "profiling",
+        "ddp_mixed_precision",
+        "accelerate",
+    ]
 
 
 def test_localize_falls_back_to_english():

@@ -64,7 +64,9 @@ def test_file_name_must_match_id(tmp_path):
 
 
 def test_unknown_entrypoint_parameter_is_an_error(tmp_path):
-    path = _copy(tmp_path, lambda t: t.replace("params: [model, optimizer, inputs", "params: [model, optimizer, labels"))
+    path = _copy(
+        tmp_path, lambda t: t.replace("params: [model, optimizer, inputs", "params: [model, optimizer, labels")
+    )
     with pytest.raises(ExerciseError, match=r"entrypoint\.params\[2\]"):
         load_exercise_file(path)
 

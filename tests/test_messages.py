@@ -32,15 +32,59 @@ def test_every_message_is_translated_with_the_same_parameters(lang):
 
 def sample(name: str):
     """A value of the kind each parameter name carries, so format specs like {dev:.1%} are exercised."""
-    numeric = {"dev", "tol", "mine", "base", "loss", "update", "toward", "fraction", "min", "share", "ratio", "low",
-               "high", "need", "seconds", "scale", "before", "after", "limit"}
+    numeric = {
+        "dev",
+        "tol",
+        "mine",
+        "base",
+        "loss",
+        "update",
+        "toward",
+        "fraction",
+        "min",
+        "share",
+        "ratio",
+        "low",
+        "high",
+        "need",
+        "seconds",
+        "scale",
+        "before",
+        "after",
+        "limit",
+    }
     if name in numeric:
         return 0.123
-    if name in {"n", "steps", "step", "off", "total", "rounds", "line", "losses", "backwards", "forwards", "updates",
-                "status", "a", "b"}:
+    if name in {
+        "n",
+        "steps",
+        "step",
+        "off",
+        "total",
+        "rounds",
+        "line",
+        "losses",
+        "backwards",
+        "forwards",
+        "updates",
+        "status",
+        "a",
+        "b",
+    }:
         return 3
-    if name in {"layer", "first", "measured", "where", "problems", "findings", "message", "reason", "advice", "nth",
-                "shape"}:
+    if name in {
+        "layer",
+        "first",
+        "measured",
+        "where",
+        "problems",
+        "findings",
+        "message",
+        "reason",
+        "advice",
+        "nth",
+        "shape",
+    }:
         return say("block_not_trained", layer=say("layer.module", name="model.0"))
     return "x"
 
@@ -66,16 +110,15 @@ def test_a_layer_is_named_in_the_learners_language():
     layer = say("layer", nth=ordinal(3), kind="Linear", name="model.2.0", shape=say("shape.features", a=256, b=256))
     assert str(layer) == "the third Linear layer (model.2.0, 256->256)"
     assert render("block_not_trained", {"layer": layer}, "it") == (
-        "il terzo livello Linear (model.2.0, 256->256) non è mai stato addestrato")
+        "il terzo livello Linear (model.2.0, 256->256) non è mai stato addestrato"
+    )
     assert render("layer", layer.params, "id") == "lapisan Linear ketiga (model.2.0, 256->256)"
 
 
 def test_a_result_document_is_localized_from_its_message_keys():
     f = finding("loss_not_divided", 12, n=4)
-    check = CheckResult("call_order", "fail", say("call_order.mistakes", n=2, first=message_of(f)),
-                        findings=[f])
-    doc = {"checks": [json.loads(json.dumps(check.__dict__, default=lambda o: o.__dict__))], "notes": [],
-           "error": None}
+    check = CheckResult("call_order", "fail", say("call_order.mistakes", n=2, first=message_of(f)), findings=[f])
+    doc = {"checks": [json.loads(json.dumps(check.__dict__, default=lambda o: o.__dict__))], "notes": [], "error": None}
     italian = localized(doc, "it")
     c = italian["checks"][0]
     assert c["message"].startswith("2 errori nell'ordine delle chiamate AMP; il primo: la loss di ogni micro-batch")
@@ -85,11 +128,17 @@ def test_a_result_document_is_localized_from_its_message_keys():
 
 
 def test_measured_figures_are_worded_once_for_every_language():
-    check = CheckResult("parity", "pass", say("parity.pass", steps=8, loss=0.001, update=0.004),
-                        {"max_loss_rel_diff": 0.001, "at_step": 3, "max_update_rel_diff": 0.004,
-                         "worst_param": "0.0.weight"}, {"loss_rtol": 0.02, "update_rtol": 0.05})
-    assert measured_in_words(check) == ["loss vs FP32 0.10% (step 3), needs at most 2.00%",
-                                        "update vs FP32 (worst: 0.0.weight) 0.40%, needs at most 5.00%"]
+    check = CheckResult(
+        "parity",
+        "pass",
+        say("parity.pass", steps=8, loss=0.001, update=0.004),
+        {"max_loss_rel_diff": 0.001, "at_step": 3, "max_update_rel_diff": 0.004, "worst_param": "0.0.weight"},
+        {"loss_rtol": 0.02, "update_rtol": 0.05},
+    )
+    assert measured_in_words(check) == [
+        "loss vs FP32 0.10% (step 3), needs at most 2.00%",
+        "update vs FP32 (worst: 0.0.weight) 0.40%, needs at most 5.00%",
+    ]
     assert measured_in_words(check, "it")[0] == "loss rispetto a FP32 0.10% (step 3), richiesto: al massimo 2.00%"
 
 

@@ -9,8 +9,12 @@ from grader.authoring import mutants
 from grader.authoring.validate import validate_file
 from grader.lesson.loader import load_all, parse_exercise
 
-CASES = [(ex.id, m.name) for ex in load_all().values() for m in mutants.applicable(ex, "cpu")
-         if m.name not in ex.mutants.skip]
+CASES = [
+    (ex.id, m.name)
+    for ex in load_all().values()
+    for m in mutants.applicable(ex, "cpu")
+    if m.name not in ex.mutants.skip
+]
 
 
 @pytest.mark.parametrize("exercise_id,mutant", CASES, ids=[f"{e}-{m}" for e, m in CASES])
@@ -56,6 +60,7 @@ def test_a_mutant_keeps_the_reference_and_its_entrypoint_signature(exercises):
     namespace = {}
     exec(compile(src, "mutant.py", "exec"), namespace)
     import inspect
+
     assert list(inspect.signature(namespace["train_step"]).parameters) == list(ex.entrypoint.params)
 
 

@@ -23,13 +23,15 @@ def test_a_notebook_grades_its_cells_in_the_sandbox_and_saves_the_verdicts(tmp_p
     monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
     ex = load_exercise("autocast")
     cell = nbformat.v4.new_code_cell
-    nb = nbformat.v4.new_notebook(cells=[
-        cell("%load_ext amp_dojo"),
-        cell("%grade_show autocast"),
-        cell("%%grade autocast --device cpu\n" + ex.starter),
-        cell("%%grade autocast --device cpu\n" + ex.reference + "\nKERNEL_RAN_IT = True\n"),
-        cell("'train_step' in globals() or 'KERNEL_RAN_IT' in globals()"),
-    ])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            cell("%load_ext amp_dojo"),
+            cell("%grade_show autocast"),
+            cell("%%grade autocast --device cpu\n" + ex.starter),
+            cell("%%grade autocast --device cpu\n" + ex.reference + "\nKERNEL_RAN_IT = True\n"),
+            cell("'train_step' in globals() or 'KERNEL_RAN_IT' in globals()"),
+        ]
+    )
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     saved = tmp_path / "lesson.ipynb"
     nbformat.write(nb, saved)
@@ -57,10 +59,24 @@ def test_the_verdict_html_escapes_what_the_code_controls_and_numbers_lines_of_th
 
     source = "import torch\n\ndef train_step(model):\n    raise ValueError('<img src=x onerror=alert(1)>')\n"
     result = GradingResult("autocast", "cpu", "bfloat16", sandbox="bwrap", output="<script>alert(1)</script>\n")
-    result.error = SubmissionError("exception", "line 4: ValueError: <img src=x onerror=alert(1)>", 4,
-                                   "    raise ValueError('<img src=x onerror=alert(1)>')")
-    result.checks = [CheckResult("call_order", "fail", "the `scaler` module <b>x</b> was skipped", findings=[
-        Finding("no_autocast", "no autocast in <i>model.fc</i>", "wrap it in `with torch.autocast(...)`", line=3)])]
+    result.error = SubmissionError(
+        "exception",
+        "line 4: ValueError: <img src=x onerror=alert(1)>",
+        4,
+        "    raise ValueError('<img src=x onerror=alert(1)>')",
+    )
+    result.checks = [
+        CheckResult(
+            "call_order",
+            "fail",
+            "the `scaler` module <b>x</b> was skipped",
+            findings=[
+                Finding(
+                    "no_autocast", "no autocast in <i>model.fc</i>", "wrap it in `with torch.autocast(...)`", line=3
+                )
+            ],
+        )
+    ]
     html = grading_html(result, source)
     for raw in ("<script>", "<img", "<b>x", "<i>model"):
         assert raw not in html

@@ -60,7 +60,7 @@ def test_gradients_left_holding_the_inf_are_named_as_no_recovery(grade):
     assert over.status == "fail" and [f.id for f in over.findings] == ["not_recovered"]
     scales = result.plots["scale"]
     step = over.measured["step"]
-    assert all(later < earlier for earlier, later in zip(scales[step:], scales[step + 1:]))
+    assert all(later < earlier for earlier, later in zip(scales[step:], scales[step + 1 :]))
 
 
 def test_the_overflowed_steps_loss_is_left_out_of_the_loss_comparison():

@@ -17,14 +17,17 @@ from grader.sandboxes.limits import WorkerSpec
 from grader.sandboxes.pool import WarmPool
 
 AUTOCAST = load_exercise("autocast")
-LEFT_BEHIND = '''
+LEFT_BEHIND = """
 import os, pathlib, tempfile
 MARK = pathlib.Path(tempfile.gettempdir()) / "left-by-the-previous-learner"
 SEEN = sorted(n for n in os.listdir(".") if not n.startswith("torchinductor_"))  # the grader's own cache
 SEEN_MARK = MARK.exists()
 MARK.write_text("secret of the previous learner")
-''' + AUTOCAST.reference.replace("    return loss", "    if SEEN_MARK or SEEN != ['submission.py']:\n"
-                                 "        raise RuntimeError(f'LEAK {SEEN} {SEEN_MARK}')\n    return loss")
+""" + AUTOCAST.reference.replace(
+    "    return loss",
+    "    if SEEN_MARK or SEEN != ['submission.py']:\n"
+    "        raise RuntimeError(f'LEAK {SEEN} {SEEN_MARK}')\n    return loss",
+)
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from grader.judge import protocol
 from grader.lesson.check_specs import BottleneckCheck, HostSyncsCheck, MatmulDtypesCheck, TransfersCheck
 from grader.worker import census
 
-LEARNER = '''\
+LEARNER = """\
 import torch
 import torch.nn.functional as F
 
@@ -52,13 +52,16 @@ def step(model, x, y, kind):
         with _disable_current_modes():
             loss.item()
     return loss
-'''
-LINES = {line.split("==")[1].split(":")[0].strip().strip('"'): n
-         for n, line in enumerate(LEARNER.splitlines(), 1) if 'kind == "' in line}
+"""
+LINES = {
+    line.split("==")[1].split(":")[0].strip().strip('"'): n
+    for n, line in enumerate(LEARNER.splitlines(), 1)
+    if 'kind == "' in line
+}
 LINES["helper"] = 6  # the .item() inside the helper, not the call
 LINES["if"] += 1
 
-DRIVER = '''\
+DRIVER = """\
 import importlib.util, json, sys, torch
 from grader.worker import census, tracing
 path = sys.argv[1]
@@ -81,9 +84,24 @@ for kind in sys.argv[2:]:
         error = type(exc).__name__
     out[kind] = {"events": counts.stop(), "tampered": counts.tampered(), "error": error}
 print(json.dumps(out))
-'''
-KINDS = ["none", "item", "float", "fstring", "print", "tolist", "numpy", "cpu", "helper", "if", "mask", "nonzero", "sync",
-         "kept", "evade"]
+"""
+KINDS = [
+    "none",
+    "item",
+    "float",
+    "fstring",
+    "print",
+    "tolist",
+    "numpy",
+    "cpu",
+    "helper",
+    "if",
+    "mask",
+    "nonzero",
+    "sync",
+    "kept",
+    "evade",
+]
 
 
 @pytest.fixture(scope="module")
@@ -92,15 +110,31 @@ def census_of(tmp_path_factory):
     root = tmp_path_factory.mktemp("census")
     (root / "learner.py").write_text(LEARNER)
     (root / "driver.py").write_text(DRIVER)
-    done = subprocess.run([sys.executable, str(root / "driver.py"), str(root / "learner.py"), *KINDS],
-                          capture_output=True, text=True, timeout=120, cwd=runner.__file__.rsplit("/grader/", 1)[0])
+    done = subprocess.run(
+        [sys.executable, str(root / "driver.py"), str(root / "learner.py"), *KINDS],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=runner.__file__.rsplit("/grader/", 1)[0],
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-SPELLINGS = {"item": "value", "float": "value", "fstring": "value", "if": "value", "helper": "value",
-             "print": "print", "tolist": "host_read", "numpy": "host_read", "cpu": "to_host", "mask": "data_dependent",
-             "nonzero": "data_dependent", "sync": "explicit"}
+SPELLINGS = {
+    "item": "value",
+    "float": "value",
+    "fstring": "value",
+    "if": "value",
+    "helper": "value",
+    "print": "print",
+    "tolist": "host_read",
+    "numpy": "host_read",
+    "cpu": "to_host",
+    "mask": "data_dependent",
+    "nonzero": "data_dependent",
+    "sync": "explicit",
+}
 
 
 @pytest.mark.parametrize("kind", sorted(SPELLINGS))
@@ -126,8 +160,9 @@ def test_the_graders_own_value_reads_are_not_the_learners_syncs(census_of):
 
 
 def test_forward_matmuls_are_counted_with_dtype_layer_and_autocast_state(census_of):
-    matmuls = sorted((e["module"], e["dtype"], e["autocast"], e["line"]) for e in census_of["none"]["events"]
-                     if e["ev"] == "matmul")
+    matmuls = sorted(
+        (e["module"], e["dtype"], e["autocast"], e["line"]) for e in census_of["none"]["events"] if e["ev"] == "matmul"
+    )
     assert matmuls == [("0", "bfloat16", "on", 11), ("1", "float32", "off", 13), ("2", "float32", "none", 14)]
 
 
@@ -142,42 +177,57 @@ def test_explicit_synchronize_is_counted_before_it_runs(census_of):
 
 # -- the answer -------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("source,names", [
-    ('BOTTLENECKS = {"host_sync", "float32_matmul"}', ["float32_matmul", "host_sync"]),
-    ('BOTTLENECKS = ["host_sync"]', ["host_sync"]),
-    ('BOTTLENECKS = ("host_sync",)', ["host_sync"]),
-    ('BOTTLENECKS = set(["host_sync"])', ["host_sync"]),
-    ('BOTTLENECKS = set()', []),
-    ('BOTTLENECKS: set = {"host_device_copy"}', ["host_device_copy"]),
-    ('BOTTLENECKS = "host_sync"', ["host_sync"]),
-    ('BOTTLENECKS = set()\nBOTTLENECKS = {"host_sync"}', ["host_sync"]),
-    ('BOTTLENECKS = {"Host sync": "line 22", "float32-matmul": "line 17"}', ["float32_matmul", "host_sync"]),
-])
+
+@pytest.mark.parametrize(
+    "source,names",
+    [
+        ('BOTTLENECKS = {"host_sync", "float32_matmul"}', ["float32_matmul", "host_sync"]),
+        ('BOTTLENECKS = ["host_sync"]', ["host_sync"]),
+        ('BOTTLENECKS = ("host_sync",)', ["host_sync"]),
+        ('BOTTLENECKS = set(["host_sync"])', ["host_sync"]),
+        ("BOTTLENECKS = set()", []),
+        ('BOTTLENECKS: set = {"host_device_copy"}', ["host_device_copy"]),
+        ('BOTTLENECKS = "host_sync"', ["host_sync"]),
+        ('BOTTLENECKS = set()\nBOTTLENECKS = {"host_sync"}', ["host_sync"]),
+        ('BOTTLENECKS = {"Host sync": "line 22", "float32-matmul": "line 17"}', ["float32_matmul", "host_sync"]),
+    ],
+)
 def test_the_answer_is_read_from_the_source_as_written(source, names):
     assert profiling.answer(source, "BOTTLENECKS")[::2] == (names, None)
 
 
-@pytest.mark.parametrize("source,problem", [
-    ("x = 1", "bottleneck_no_answer"),
-    ("def f():\n    BOTTLENECKS = {'host_sync'}", "bottleneck_no_answer"),
-    ("BOTTLENECKS = find_them()", "bottleneck_not_literal"),
-    ("BOTTLENECKS = {'host_sync'} | {'x'}", "bottleneck_not_literal"),
-    ("BOTTLENECKS = {1, 2}", "bottleneck_not_literal"),
-    ("BOTTLENECKS = (", "bottleneck_no_answer"),
-])
+@pytest.mark.parametrize(
+    "source,problem",
+    [
+        ("x = 1", "bottleneck_no_answer"),
+        ("def f():\n    BOTTLENECKS = {'host_sync'}", "bottleneck_no_answer"),
+        ("BOTTLENECKS = find_them()", "bottleneck_not_literal"),
+        ("BOTTLENECKS = {'host_sync'} | {'x'}", "bottleneck_not_literal"),
+        ("BOTTLENECKS = {1, 2}", "bottleneck_not_literal"),
+        ("BOTTLENECKS = (", "bottleneck_no_answer"),
+    ],
+)
 def test_an_answer_that_is_not_written_out_is_named(source, problem):
     assert profiling.answer(source, "BOTTLENECKS")[2] == problem
 
 
 # -- the checks over census data --------------------------------------------------------------------------------
 
+
 def sync(line, n=1, kind="value"):
     return {"ev": "sync", "kind": kind, "op": "aten::_local_scalar_dense", "line": line, "n": n}
 
 
 def matmul(dtype, autocast="on", module="mixer.0", line=9):
-    return {"ev": "matmul", "op": "aten::addmm", "dtype": dtype, "module": module, "autocast": autocast,
-            "line": line, "n": 1}
+    return {
+        "ev": "matmul",
+        "op": "aten::addmm",
+        "dtype": dtype,
+        "module": module,
+        "autocast": autocast,
+        "line": line,
+        "n": 1,
+    }
 
 
 def copy(line, direction="h2d"):
@@ -188,8 +238,9 @@ def steps(*events_per_step):
     return [{"step": i, "events": list(events)} for i, events in enumerate(events_per_step)]
 
 
-GIVEN = steps(*[[sync(22), matmul("float32", "off", line=17), matmul("bfloat16", module="encoder.0", line=16),
-                 copy(13)]] * 4)
+GIVEN = steps(
+    *[[sync(22), matmul("float32", "off", line=17), matmul("bfloat16", module="encoder.0", line=16), copy(13)]] * 4
+)
 
 
 def evidence(census, device="cpu", source='BOTTLENECKS = {"host_sync", "float32_matmul"}', **kw):
@@ -224,24 +275,39 @@ def test_the_answer_is_judged_on_what_this_device_can_show():
     cuda = profiling.bottleneck(spec, evidence([], "cuda", source='BOTTLENECKS = {"host_sync", "float32_matmul"}'))
     assert cuda.status == "fail" and [f.id for f in cuda.findings] == ["bottleneck_missed"]
     assert "host_device_copy" in cuda.findings[0].message and "line 13" in cuda.findings[0].message
-    noted = profiling.bottleneck(spec, evidence([], source='BOTTLENECKS = ["host_sync", "float32_matmul", '
-                                                         '"host_device_copy"]'))
+    noted = profiling.bottleneck(
+        spec, evidence([], source='BOTTLENECKS = ["host_sync", "float32_matmul", "host_device_copy"]')
+    )
     assert noted.status == "pass" and [(f.id, f.severity) for f in noted.findings] == [("bottleneck_unjudged", "info")]
 
 
 def test_naming_what_the_profile_does_not_show_fails():
-    result = profiling.bottleneck(BottleneckCheck(id="bottleneck"), profiling.ProfileEvidence(
-        'BOTTLENECKS = {"host_sync", "float32_matmul"}', "cpu", "bfloat16", [], steps([sync(3)], [sync(3)])))
+    result = profiling.bottleneck(
+        BottleneckCheck(id="bottleneck"),
+        profiling.ProfileEvidence(
+            'BOTTLENECKS = {"host_sync", "float32_matmul"}', "cpu", "bfloat16", [], steps([sync(3)], [sync(3)])
+        ),
+    )
     assert result.status == "fail" and [f.id for f in result.findings] == ["bottleneck_not_in_profile"]
 
 
 def test_each_float32_matmul_is_named_by_why_autocast_did_not_apply():
-    census = steps(*[[matmul("float32", "off", line=17), matmul("float32", "none", module="head", line=18),
-                      matmul("bfloat16", module="encoder.0", line=16)]] * 3)
+    census = steps(
+        *[
+            [
+                matmul("float32", "off", line=17),
+                matmul("float32", "none", module="head", line=18),
+                matmul("bfloat16", module="encoder.0", line=16),
+            ]
+        ]
+        * 3
+    )
     result = profiling.matmul_dtypes(MatmulDtypesCheck(id="matmul_dtypes"), evidence(census))
     assert result.status == "fail"
-    assert [(f.id, f.line) for f in result.findings] == [("float32_autocast_disabled", 17),
-                                                          ("float32_outside_autocast", 18)]
+    assert [(f.id, f.line) for f in result.findings] == [
+        ("float32_autocast_disabled", 17),
+        ("float32_outside_autocast", 18),
+    ]
     assert result.measured["float32_per_step"] == 2
 
 
@@ -256,11 +322,13 @@ def test_a_clean_count_with_the_given_steps_numbers_fails():
     start, given, ref = {"w": torch.zeros(64, 64)}, weights(1.0), weights(1.02)
     clean = steps(*[[matmul("bfloat16")]] * 3)
     spec = MatmulDtypesCheck(id="matmul_dtypes")
-    forged = profiling.matmul_dtypes(spec, evidence(clean, params=given, given_params=given, reference_params=ref,
-                                                    start=start))
+    forged = profiling.matmul_dtypes(
+        spec, evidence(clean, params=given, given_params=given, reference_params=ref, start=start)
+    )
     assert forged.status == "fail" and forged.findings[0].id == "numbers_of_given_step"
-    real = profiling.matmul_dtypes(spec, evidence(clean, params=weights(1.019), given_params=given,
-                                                  reference_params=ref, start=start))
+    real = profiling.matmul_dtypes(
+        spec, evidence(clean, params=weights(1.019), given_params=given, reference_params=ref, start=start)
+    )
     assert real.status == "pass" and real.measured["toward_reference"] > 0.9
 
 
@@ -271,18 +339,22 @@ def test_a_step_with_no_matmul_seen_cannot_pass():
 
 # -- what the grading process accepts from a worker ------------------------------------------------------------
 
+
 def test_census_replies_are_rebuilt_field_by_field():
     reply = [{"step": 1, "events": [{**sync(4), "extra": "x" * 10_000}, copy(5)]}]
     assert protocol._census(reply) == [{"step": 1, "events": [sync(4), copy(5)]}]
 
 
-@pytest.mark.parametrize("events", [
-    [{"ev": "sync", "kind": "value", "op": "x", "line": 1, "n": -1}],
-    [{"ev": "sync", "kind": "value", "op": "x", "line": "1", "n": 1}],
-    [{"ev": "matmul", "op": "x", "dtype": 3, "module": "", "autocast": "on", "line": 1, "n": 1}],
-    [{"ev": "mystery", "line": 1, "n": 1}],
-    [sync(1)] * (census.MAX_EVENTS + 1),
-])
+@pytest.mark.parametrize(
+    "events",
+    [
+        [{"ev": "sync", "kind": "value", "op": "x", "line": 1, "n": -1}],
+        [{"ev": "sync", "kind": "value", "op": "x", "line": "1", "n": 1}],
+        [{"ev": "matmul", "op": "x", "dtype": 3, "module": "", "autocast": "on", "line": 1, "n": 1}],
+        [{"ev": "mystery", "line": 1, "n": 1}],
+        [sync(1)] * (census.MAX_EVENTS + 1),
+    ],
+)
 def test_malformed_census_replies_are_the_workers_fault(events):
     with pytest.raises((KeyError, TypeError, ValueError)):
         protocol._census([{"step": 0, "events": events}])

@@ -32,7 +32,7 @@ LESSON = ROOT / "exercises" / f"{DDP}.yaml"
 
 def ddp_source(prepare_body: str = "    return DDP(model.to(device))", step_extra: str = "") -> str:
     """The reference's step with another prepare, and `step_extra` run at the start of every step."""
-    return f'''import contextlib
+    return f"""import contextlib
 
 import torch
 import torch.distributed as dist
@@ -58,7 +58,7 @@ def train_step(model, optimizer, scaler, micro_batches, device_type, amp_dtype):
     scaler.step(optimizer)
     scaler.update()
     return total
-'''
+"""
 
 
 def line_of(source: str, needle: str) -> int:
@@ -66,6 +66,7 @@ def line_of(source: str, needle: str) -> int:
 
 
 # -- data and the lesson format -------------------------------------------------------------------------------
+
 
 def test_the_ranks_share_every_micro_batch_and_together_see_the_whole_batch():
     problem = workload.build_problem(load_exercise(DDP).workload.model_dump())
@@ -103,8 +104,9 @@ def test_a_ranks_check_without_ranks_is_refused_at_the_workload(tmp_path):
 
 
 def test_a_speedup_check_with_ranks_is_refused_at_the_checks(tmp_path):
-    exercise, problems = _lesson_with(tmp_path, "  - id: ranks\n",
-                                      "  - id: ranks\n  - id: speedup\n    min_speedup: {cuda: 1.3}\n")
+    exercise, problems = _lesson_with(
+        tmp_path, "  - id: ranks\n", "  - id: ranks\n  - id: speedup\n    min_speedup: {cuda: 1.3}\n"
+    )
     assert exercise is None and [p.field for p in problems] == ["checks"], problems
     assert "speedup cannot grade a workload with ranks > 1" in problems[0].message
 
@@ -112,14 +114,16 @@ def test_a_speedup_check_with_ranks_is_refused_at_the_checks(tmp_path):
 def test_a_prepare_that_takes_per_step_data_is_refused_with_its_field(tmp_path):
     exercise, problems = _lesson_with(tmp_path, "    params: [model, device]\n", "    params: [model, micro_batches]\n")
     assert not problems
-    problem = workload.build_problem(exercise.workload.model_dump()).unprovided_by(
-        exercise.entrypoint.model_dump())
+    problem = workload.build_problem(exercise.workload.model_dump()).unprovided_by(exercise.entrypoint.model_dump())
     assert problem.startswith("entrypoint.prepare.params: micro_batches is not something prepare can take")
 
 
 def test_move_models_false_without_prepare_is_refused(tmp_path):
-    text = (ROOT / "exercises" / "multiple_models.yaml").read_text().replace(
-        "  steps: 8\n", "  steps: 8\n  move_models: false\n", 1)
+    text = (
+        (ROOT / "exercises" / "multiple_models.yaml")
+        .read_text()
+        .replace("  steps: 8\n", "  steps: 8\n  move_models: false\n", 1)
+    )
     path = tmp_path / "multiple_models.yaml"
     path.write_text(text)
     _, problems = parse_exercise(path)
@@ -129,20 +133,25 @@ def test_move_models_false_without_prepare_is_refused(tmp_path):
 
 # -- grading: what the ranks receive and how their failures read -------------------------------------------------
 
+
 def test_each_rank_gets_its_rank_a_process_group_and_what_prepare_returned(grade):
-    source = ddp_source(step_extra='''    import os
+    source = ddp_source(
+        step_extra="""    import os
     assert dist.is_initialized() and dist.get_world_size() == 2, "no process group"
     assert isinstance(model, DDP), type(model)
     assert os.environ["RANK"] == str(dist.get_rank()) and os.environ["WORLD_SIZE"] == "2"
-    assert len(micro_batches[0][0]) == 16, len(micro_batches[0][0])''')
+    assert len(micro_batches[0][0]) == 16, len(micro_batches[0][0])"""
+    )
     result = grade(DDP, source)
     assert result.status == "pass", result.to_dict()
     assert result.check("ranks").measured["ranks"] == 2
 
 
 def test_an_exception_on_one_rank_is_named_with_its_rank_and_line(grade):
-    source = ddp_source(step_extra='''    if dist.get_rank() == 1:
-        raise ValueError("only rank 1 fails")''')
+    source = ddp_source(
+        step_extra="""    if dist.get_rank() == 1:
+        raise ValueError("only rank 1 fails")"""
+    )
     result = grade(DDP, source)
     # rank 0 was left waiting in an all-reduce: the error is rank 1's, not a timeout
     assert result.error.kind == "exception" and result.error.line == line_of(source, "only rank 1 fails")
@@ -150,8 +159,10 @@ def test_an_exception_on_one_rank_is_named_with_its_rank_and_line(grade):
 
 
 def test_a_rank_that_dies_is_named_and_the_other_is_not_left_waiting(grade):
-    source = ddp_source(step_extra='''    if dist.get_rank() == 1:
-        os._exit(3)''').replace("import contextlib\n", "import contextlib\nimport os\n", 1)
+    source = ddp_source(
+        step_extra="""    if dist.get_rank() == 1:
+        os._exit(3)"""
+    ).replace("import contextlib\n", "import contextlib\nimport os\n", 1)
     result = grade(DDP, source)
     assert result.error.kind == "exit", result.error
     assert "rank 1:" in result.error.message and "status 3" in result.error.message
@@ -165,7 +176,7 @@ def test_an_exception_in_prepare_is_reported_at_its_line(grade):
 
 
 def test_sys_exit_in_prepare_is_named_as_prepares_not_the_steps(grade):
-    source = ddp_source('    import sys\n    sys.exit(0)  # leave early')
+    source = ddp_source("    import sys\n    sys.exit(0)  # leave early")
     result = grade(DDP, source)
     assert result.error.kind == "exit", result.error
     assert result.error.line == line_of(source, "sys.exit(0)")
@@ -174,19 +185,26 @@ def test_sys_exit_in_prepare_is_named_as_prepares_not_the_steps(grade):
 
 
 def test_a_prepare_that_returns_the_wrong_number_of_values_is_named(grade):
-    result = grade("accelerate", load_exercise("accelerate").reference.replace(
-        "    return accelerator, model, optimizer", "    return accelerator, model", 1))
+    result = grade(
+        "accelerate",
+        load_exercise("accelerate").reference.replace(
+            "    return accelerator, model, optimizer", "    return accelerator, model", 1
+        ),
+    )
     assert result.error.kind == "return"
-    assert "prepare must return 3 values, in this order: accelerator, model, optimizer (got tuple)" in \
-        result.error.message
+    assert (
+        "prepare must return 3 values, in this order: accelerator, model, optimizer (got tuple)" in result.error.message
+    )
 
 
 def test_a_rank_that_hangs_times_out_at_a_line_of_a_stuck_rank():
     """The supervisor passes the grader's request for stack dumps on to every rank; the line is where one of the
     stuck ranks was: rank 1 in its sleep, or rank 0 in the backward whose all-reduce waits for rank 1."""
-    source = ddp_source(step_extra='''    if dist.get_rank() == 1:
+    source = ddp_source(
+        step_extra="""    if dist.get_rank() == 1:
         import time
-        time.sleep(10**6)''')
+        time.sleep(10**6)"""
+    )
     launcher = LocalLauncher(replace(TEST_LIMITS, step_timeout_s=6))
     result = runner.run(load_exercise(DDP), source, device="cpu", launcher=launcher)
     assert result.error.kind == "timeout"
@@ -194,6 +212,7 @@ def test_a_rank_that_hangs_times_out_at_a_line_of_a_stuck_rank():
 
 
 # -- the verdict is the grader's -----------------------------------------------------------------------------------
+
 
 class Ranked:
     ranks = 2
@@ -204,12 +223,16 @@ def _ok(**extra):
     return {"ok": True, "losses": [1.0], "scales": [], **extra}
 
 
-@pytest.mark.parametrize("reply", [
-    {"ok": True, "ranks": [_ok()]},                                  # one rank missing
-    {"ok": True, "ranks": [_ok(), "yes"]},                           # a rank's reply is no object
-    {"ok": True, "ranks": None},
-    {"ok": True, "losses": [1.0], "scales": []},                     # a single worker's reply
-], ids=["missing_rank", "not_an_object", "no_list", "not_ranked"])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        {"ok": True, "ranks": [_ok()]},  # one rank missing
+        {"ok": True, "ranks": [_ok(), "yes"]},  # a rank's reply is no object
+        {"ok": True, "ranks": None},
+        {"ok": True, "losses": [1.0], "scales": []},  # a single worker's reply
+    ],
+    ids=["missing_rank", "not_an_object", "no_list", "not_ranked"],
+)
 def test_a_ranked_reply_of_the_wrong_shape_is_the_workers_failure(reply):
     with pytest.raises(WorkerFailure):
         rank_replies(Ranked(), reply)
@@ -223,8 +246,10 @@ def test_one_rank_saying_ok_does_not_hide_the_others_error():
 
 
 def test_an_error_keeps_its_rank_and_the_answering_ranks_traces():
-    replies = {0: _ok(traces=[{"step": 0, "events": [{"ev": "scaler_step", "line": 3}]}]),
-               1: {"ok": False, "error": {"kind": "exception", "message": "boom", "line": 9}}}
+    replies = {
+        0: _ok(traces=[{"step": 0, "events": [{"ev": "scaler_step", "line": 3}]}]),
+        1: {"ok": False, "error": {"kind": "exception", "message": "boom", "line": 9}},
+    }
     with pytest.raises(StepFailure) as caught:
         rank_replies(Ranked(), combined(replies, 2))
     payload = caught.value.payload
@@ -259,8 +284,11 @@ def test_the_ranks_check_compares_the_weights_the_grader_loaded():
 
 def test_the_ranks_check_names_a_loss_scale_that_differs():
     params = {"w": torch.ones(3)}
-    result = ranks_check.check(RanksCheck(id="ranks"), [_run(params, (65536.0, 32768.0)),
-                                                        _run(dict(params), (65536.0, 65536.0))], {"w": torch.zeros(3)})
+    result = ranks_check.check(
+        RanksCheck(id="ranks"),
+        [_run(params, (65536.0, 32768.0)), _run(dict(params), (65536.0, 65536.0))],
+        {"w": torch.zeros(3)},
+    )
     assert result.status == "fail" and [f.id for f in result.findings] == ["scales_disagree"]
     assert "rank 1's loss scale was 65536 after step 1, rank 0's 32768" in result.message
 
@@ -286,9 +314,10 @@ def test_a_rank_that_forges_a_reply_ends_as_the_submissions_error(name, grade):
     """Rank 1 never steps (its weights stay behind) and writes a forged reply to every pipe it can find."""
     source = ddp_source(step_extra="    forge()").replace(
         "    scaler.step(optimizer)\n    scaler.update()\n",
-        "    if dist.get_rank() == 0:\n        scaler.step(optimizer)\n    scaler.update()\n", 1)
-    source = source.replace("def prepare(", forger(FORGED_BY_A_RANK[name]) + FORGE_ON_RANK_1 + "\n\ndef prepare(",
-                            1)
+        "    if dist.get_rank() == 0:\n        scaler.step(optimizer)\n    scaler.update()\n",
+        1,
+    )
+    source = source.replace("def prepare(", forger(FORGED_BY_A_RANK[name]) + FORGE_ON_RANK_1 + "\n\ndef prepare(", 1)
     result = grade(DDP, source)
     assert result.status in ("error", "fail"), result.to_dict()
     assert result.status == "error" or result.check("ranks").status == "fail"
@@ -308,6 +337,7 @@ def test_saved_parameters_are_loaded_as_plain_tensors_only():
 
 # -- Accelerate in the sandbox ---------------------------------------------------------------------------------------
 
+
 def test_workers_tell_libraries_there_is_no_network_and_talk_on_loopback():
     from grader.sandboxes.launcher import worker_env
 
@@ -324,7 +354,7 @@ def test_accelerate_tries_no_connection_when_imported_prepared_and_trained(tmp_p
     from grader.sandboxes.launcher import worker_env
 
     script = tmp_path / "probe.py"
-    script.write_text('''
+    script.write_text("""
 import socket
 tried = []
 def refuse(self, address, *a, **k):
@@ -344,12 +374,11 @@ for _ in range(2):
         optimizer.step()
         optimizer.zero_grad()
 print("connections:", tried)
-''')
+""")
     env = worker_env(str(tmp_path), 1, pythonpath=str(ROOT))
     done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "connections: []" in done.stdout, done.stdout
-
 
 
 def test_a_rank_error_names_the_rank_before_the_line_as_the_docs_show():

@@ -45,8 +45,15 @@ def test_a_huge_exception_message_is_cut_and_its_line_read_from_the_source(grade
 
 def test_an_error_claiming_a_line_outside_the_source_has_no_line():
     code = "def train_step():\n    pass\n"
-    report = {"kind": "exception", "message": "boom", "line": 10**30, "source_line": "forged", "step": 2**70,
-              "traceback": "t" * 10**6, "events": [{"ev": "backward", "line": 2, "value": 1e308 * 10}]}
+    report = {
+        "kind": "exception",
+        "message": "boom",
+        "line": 10**30,
+        "source_line": "forged",
+        "step": 2**70,
+        "traceback": "t" * 10**6,
+        "events": [{"ev": "backward", "line": 2, "value": 1e308 * 10}],
+    }
     out = protocol.bounded_error(report, code, max_events=10)
     assert out["line"] is None and out["source_line"] is None and out["step"] is None
     assert len(out["traceback"]) < protocol.MAX_TRACEBACK_CHARS + 100
@@ -56,8 +63,15 @@ def test_an_error_claiming_a_line_outside_the_source_has_no_line():
 
 def test_trace_events_keep_only_plain_bounded_fields():
     code = "x = 1\n"
-    event = {"ev": "function", "line": 1, "name": "n" * 10_000, "in_dtypes": ["float32"] * 1000,
-             "big": 10**40, "nested": {"a": 1}, **{f"k{i}": i for i in range(100)}}
+    event = {
+        "ev": "function",
+        "line": 1,
+        "name": "n" * 10_000,
+        "in_dtypes": ["float32"] * 1000,
+        "big": 10**40,
+        "nested": {"a": 1},
+        **{f"k{i}": i for i in range(100)},
+    }
     out = protocol.bounded_event(event, code)
     assert out["line"] == 1 and len(out["name"]) < protocol.MAX_EVENT_STRING_CHARS + 50
     assert len(out["in_dtypes"]) == protocol.MAX_EVENT_LIST and out["big"] is None and out["nested"] is None

@@ -39,8 +39,10 @@ def test_report_off_a_terminal_is_plain_whole_lines(failing):
     assert "       mine.py:11: mistake backward_inside_autocast" in lines
     assert "           11 |         loss.backward()" in lines
     assert any(ln.startswith("       fix: dedent the backward call") for ln in lines)
-    assert "       weights moved from the FP32 run toward a mixed-precision run 100.0%, needs about 100% when the 16-bit " \
-           "work is real" in lines  # longer than any terminal: one line all the same
+    assert (
+        "       weights moved from the FP32 run toward a mixed-precision run 100.0%, needs about 100% when the 16-bit "
+        "work is real" in lines
+    )  # longer than any terminal: one line all the same
     assert lines[-1].startswith("=") and "failed · 1 failed, 2 passed, 1 not applicable · score 67%" in lines[-1]
     assert all(ln == ln.rstrip() for ln in lines), "no padding to a width the output does not have"
 

@@ -22,21 +22,36 @@ AMP = {"autocast": True, "scaler": True, "micro_batches": 1, "device_type": "cpu
 # inputs, nn, F, torch, itertools and DDP. `loss` is what `forward()` returns: both models, under autocast.
 PRELUDE = "loss = forward()\n"
 CLIPS = {
-    "unscale_both_clip_both": ("right", "scaler.scale(loss).backward()\nscaler.unscale_(optimizer_a)\n"
-                               "scaler.unscale_(optimizer_b)\nclip(model_a.parameters(), 1.0)\n"
-                               "clip(model_b.parameters(), 1.0)"),
-    "unscale_a_clip_a": ("right", "scaler.scale(loss).backward()\nscaler.unscale_(optimizer_a)\n"
-                         "clip(model_a.parameters(), 1.0)"),
-    "unscale_both_clip_chain": ("right", "scaler.scale(loss).backward()\nscaler.unscale_(optimizer_b)\n"
-                                "scaler.unscale_(optimizer_a)\n"
-                                "clip(itertools.chain(model_a.parameters(), model_b.parameters()), 1.0)"),
-    "unscale_a_clip_one_tensor_of_a": ("right", "scaler.scale(loss).backward()\nscaler.unscale_(optimizer_a)\n"
-                                       "clip(model_a.weight, max_norm=1.0)"),
-    "unscale_a_clip_b": ("clip_of_other_optimizer", "scaler.scale(loss).backward()\nscaler.unscale_(optimizer_a)\n"
-                         "clip(model_b.parameters(), 1.0)"),
-    "unscale_a_clip_chain": ("clip_of_other_optimizer", "scaler.scale(loss).backward()\n"
-                             "scaler.unscale_(optimizer_a)\n"
-                             "clip(list(model_a.parameters()) + list(model_b.parameters()), 1.0)"),
+    "unscale_both_clip_both": (
+        "right",
+        "scaler.scale(loss).backward()\nscaler.unscale_(optimizer_a)\n"
+        "scaler.unscale_(optimizer_b)\nclip(model_a.parameters(), 1.0)\n"
+        "clip(model_b.parameters(), 1.0)",
+    ),
+    "unscale_a_clip_a": (
+        "right",
+        "scaler.scale(loss).backward()\nscaler.unscale_(optimizer_a)\nclip(model_a.parameters(), 1.0)",
+    ),
+    "unscale_both_clip_chain": (
+        "right",
+        "scaler.scale(loss).backward()\nscaler.unscale_(optimizer_b)\n"
+        "scaler.unscale_(optimizer_a)\n"
+        "clip(itertools.chain(model_a.parameters(), model_b.parameters()), 1.0)",
+    ),
+    "unscale_a_clip_one_tensor_of_a": (
+        "right",
+        "scaler.scale(loss).backward()\nscaler.unscale_(optimizer_a)\nclip(model_a.weight, max_norm=1.0)",
+    ),
+    "unscale_a_clip_b": (
+        "clip_of_other_optimizer",
+        "scaler.scale(loss).backward()\nscaler.unscale_(optimizer_a)\nclip(model_b.parameters(), 1.0)",
+    ),
+    "unscale_a_clip_chain": (
+        "clip_of_other_optimizer",
+        "scaler.scale(loss).backward()\n"
+        "scaler.unscale_(optimizer_a)\n"
+        "clip(list(model_a.parameters()) + list(model_b.parameters()), 1.0)",
+    ),
     "no_unscale_clip_a": ("clip_without_unscale", "scaler.scale(loss).backward()\nclip(model_a.parameters(), 1.0)"),
 }
 BACKWARDS = {
@@ -44,14 +59,22 @@ BACKWARDS = {
     "autograd_backward_after_autocast": ("right", "torch.autograd.backward(scaler.scale(loss))"),
     "autograd_backward_of_a_list": ("right", "torch.autograd.backward([scaler.scale(loss)])"),
     "autograd_grad_after_autocast": ("right", "torch.autograd.grad(scaler.scale(loss), list(model_a.parameters()))"),
-    "autograd_grad_keywords": ("right", "torch.autograd.grad(outputs=[scaler.scale(loss)], "
-                                        "inputs=list(model_a.parameters()), create_graph=True)"),
-    "tensor_backward_inside_autocast": ("backward_inside_autocast", "with autocast():\n"
-                                        "    scaler.scale(forward()).backward()"),
-    "autograd_backward_inside_autocast": ("backward_inside_autocast", "with autocast():\n"
-                                          "    torch.autograd.backward(scaler.scale(forward()))"),
-    "autograd_grad_inside_autocast": ("backward_inside_autocast", "with autocast():\n"
-                                      "    torch.autograd.grad(scaler.scale(forward()), list(model_a.parameters()))"),
+    "autograd_grad_keywords": (
+        "right",
+        "torch.autograd.grad(outputs=[scaler.scale(loss)], inputs=list(model_a.parameters()), create_graph=True)",
+    ),
+    "tensor_backward_inside_autocast": (
+        "backward_inside_autocast",
+        "with autocast():\n    scaler.scale(forward()).backward()",
+    ),
+    "autograd_backward_inside_autocast": (
+        "backward_inside_autocast",
+        "with autocast():\n    torch.autograd.backward(scaler.scale(forward()))",
+    ),
+    "autograd_grad_inside_autocast": (
+        "backward_inside_autocast",
+        "with autocast():\n    torch.autograd.grad(scaler.scale(forward()), list(model_a.parameters()))",
+    ),
     "tensor_backward_unscaled": ("backward_unscaled", "loss.backward()"),
     "autograd_backward_unscaled": ("backward_unscaled", "torch.autograd.backward(loss)"),
     "autograd_grad_unscaled": ("backward_unscaled", "torch.autograd.grad(loss, list(model_a.parameters()))"),
@@ -60,38 +83,55 @@ BACKWARDS = {
     "disabled_scaler": ("backward_unscaled", "torch.amp.GradScaler('cpu', enabled=False).scale(loss).backward()"),
 }
 DDPS = {
-    "ddp_of_the_model": ("right", "net = DDP(model_a)\n"
-                                  "scaler.scale(F.mse_loss(net(inputs), inputs[:, :2])).backward()"),
+    "ddp_of_the_model": (
+        "right",
+        "net = DDP(model_a)\nscaler.scale(F.mse_loss(net(inputs), inputs[:, :2])).backward()",
+    ),
     "ddp_of_a_module_holding_the_model": (
-        "right", "net = DDP(nn.Sequential(model_a))\nscaler.scale(F.mse_loss(net(inputs), inputs[:, :2])).backward()"),
+        "right",
+        "net = DDP(nn.Sequential(model_a))\nscaler.scale(F.mse_loss(net(inputs), inputs[:, :2])).backward()",
+    ),
     "ddp_of_another_module": (
-        "ddp_wraps_other_module", "net = DDP(nn.Linear(4, 2))\n"
-        "scaler.scale(F.mse_loss(model_a(inputs), inputs[:, :2]) + net(inputs).sum() * 0).backward()"),
+        "ddp_wraps_other_module",
+        "net = DDP(nn.Linear(4, 2))\n"
+        "scaler.scale(F.mse_loss(model_a(inputs), inputs[:, :2]) + net(inputs).sum() * 0).backward()",
+    ),
     "ddp_of_the_model_built_but_another_called": (
-        "ddp_wraps_other_module", "net = DDP(nn.Sequential(model_a, model_b))\n"
-        "part = DDP(nn.Linear(4, 2))\nscaler.scale(part(inputs).sum() * 0 + model_a(inputs).sum()).backward()"),
+        "ddp_wraps_other_module",
+        "net = DDP(nn.Sequential(model_a, model_b))\n"
+        "part = DDP(nn.Linear(4, 2))\nscaler.scale(part(inputs).sum() * 0 + model_a(inputs).sum()).backward()",
+    ),
 }
 PREPARES = {
     "prepare_both": ("right", "accelerator().prepare(model_a, optimizer_a)"),
-    "prepare_one_by_one": ("right", "acc = accelerator()\nacc.prepare_model(model_a)\n"
-                                    "acc.prepare_optimizer(optimizer_a)"),
-    "prepare_keyword_spelling": ("right", "acc = accelerator()\nacc.prepare_model(model=model_a)\n"
-                                          "acc.prepare_optimizer(optimizer=optimizer_a)"),
-    "plugin_for_the_steps": ("right", "accelerator(gradient_accumulation_plugin=Plugin(num_steps=4))"
-                                      ".prepare(model_a, optimizer_a)"),
+    "prepare_one_by_one": (
+        "right",
+        "acc = accelerator()\nacc.prepare_model(model_a)\nacc.prepare_optimizer(optimizer_a)",
+    ),
+    "prepare_keyword_spelling": (
+        "right",
+        "acc = accelerator()\nacc.prepare_model(model=model_a)\nacc.prepare_optimizer(optimizer=optimizer_a)",
+    ),
+    "plugin_for_the_steps": (
+        "right",
+        "accelerator(gradient_accumulation_plugin=Plugin(num_steps=4)).prepare(model_a, optimizer_a)",
+    ),
     "prepare_another_module": ("model_not_prepared", "accelerator().prepare(nn.Linear(4, 2), optimizer_a)"),
     "prepare_optimizer_only": ("model_not_prepared", "accelerator().prepare_optimizer(optimizer_a)"),
-    "plugin_with_other_steps": ("accumulation_steps_mismatch",
-                                "accelerator(gradient_accumulation_plugin=Plugin(num_steps=2))"
-                                ".prepare(model_a, optimizer_a)"),
+    "plugin_with_other_steps": (
+        "accumulation_steps_mismatch",
+        "accelerator(gradient_accumulation_plugin=Plugin(num_steps=2)).prepare(model_a, optimizer_a)",
+    ),
 }
-TABLES = {"clip": (CLIPS, "clip_of_other_optimizer clip_without_unscale"),
-          "backward": (BACKWARDS, "backward_inside_autocast backward_unscaled"),
-          "ddp": (DDPS, "ddp_wraps_other_module gradients_not_synchronised"),
-          "prepare": (PREPARES, "model_not_prepared optimizer_not_prepared accumulation_steps_mismatch")}
+TABLES = {
+    "clip": (CLIPS, "clip_of_other_optimizer clip_without_unscale"),
+    "backward": (BACKWARDS, "backward_inside_autocast backward_unscaled"),
+    "ddp": (DDPS, "ddp_wraps_other_module gradients_not_synchronised"),
+    "prepare": (PREPARES, "model_not_prepared optimizer_not_prepared accumulation_steps_mismatch"),
+}
 CASES = [(table, name, verdict) for table, (cases, _) in TABLES.items() for name, (verdict, _) in cases.items()]
 
-HARNESS = r'''
+HARNESS = r"""
 import itertools, json, sys, tempfile
 import torch
 import torch.distributed as dist
@@ -139,20 +179,30 @@ for name, code in json.loads(sys.stdin.read()).items():
         out[name] = [{"ev": "harness_error", "line": None, "error": repr(exc)}]
     rec.active = False
 print("EVENTS " + json.dumps(out))
-'''
+"""
 
 
 @pytest.fixture(scope="module")
 def recorded():
     """Every snippet's events, from one subprocess."""
-    code = {name: (PRELUDE if table in ("clip", "backward") else "") + source
-            for table, (cases, _) in TABLES.items() for name, (_, source) in cases.items()}
+    code = {
+        name: (PRELUDE if table in ("clip", "backward") else "") + source
+        for table, (cases, _) in TABLES.items()
+        for name, (_, source) in cases.items()
+    }
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", HARNESS], input=json.dumps(code), capture_output=True, text=True,
-                          cwd=ROOT, env=env, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", HARNESS],
+        input=json.dumps(code),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=300,
+    )
     line = next((x for x in done.stdout.splitlines() if x.startswith("EVENTS ")), None)
     assert line, done.stderr[-3000:]
-    return json.loads(line[len("EVENTS "):])
+    return json.loads(line[len("EVENTS ") :])
 
 
 def findings(table: str, events: list[dict]) -> set[str]:
@@ -186,13 +236,22 @@ def test_prepare_one_by_one_is_one_prepare_event_per_call(recorded):
     assert [(e["lesson_models"], e["optimizers"]) for e in prepared] == [(1, 0), (0, 1)]
 
 
-@pytest.mark.parametrize("call,inside", [("loss.backward()", True), ("torch.autograd.backward(loss)", True),
-                                         ("torch.autograd.grad(loss, params)", True),
-                                         ("torch.autograd.grad(loss, params)", False)])
+@pytest.mark.parametrize(
+    "call,inside",
+    [
+        ("loss.backward()", True),
+        ("torch.autograd.backward(loss)", True),
+        ("torch.autograd.grad(loss, params)", True),
+        ("torch.autograd.grad(loss, params)", False),
+    ],
+)
 def test_the_source_check_sees_every_backward_entry_point_inside_autocast(call, inside):
     from grader.judge import static
 
-    body = f"    with torch.autocast('cpu'):\n        loss = f()\n        {call}\n" if inside else \
-        f"    with torch.autocast('cpu'):\n        loss = f()\n    {call}\n"
+    body = (
+        f"    with torch.autocast('cpu'):\n        loss = f()\n        {call}\n"
+        if inside
+        else f"    with torch.autocast('cpu'):\n        loss = f()\n    {call}\n"
+    )
     found = {(f.id, f.line) for f in static.analyse(f"import torch\ndef step(f, params):\n{body}")}
     assert (("backward_inside_autocast", 5) in found) == inside, found

@@ -135,9 +135,13 @@ def marked_processes(marker: str) -> list[int]:
 
 
 def canaries(marker: str) -> list[Path]:
-    return [ROOT / f"canary-{marker}", ROOT / "grader" / f"canary-{marker}.py",
-            Path(torch.__file__).parent / f"canary-{marker}.py", Path(f"/usr/canary-{marker}"),
-            Path(f"/canary-{marker}")]
+    return [
+        ROOT / f"canary-{marker}",
+        ROOT / "grader" / f"canary-{marker}.py",
+        Path(torch.__file__).parent / f"canary-{marker}.py",
+        Path(f"/usr/canary-{marker}"),
+        Path(f"/canary-{marker}"),
+    ]
 
 
 def attack_cases():
@@ -159,9 +163,14 @@ def test_attack_is_contained(path, backend, pooled, all_exercises, monkeypatch):
     marker = f"amp-dojo-attack-{secrets.token_hex(6)}"
     server = LoopbackServer()
     sentinel = subprocess.Popen(["sleep", "300"])
-    source = (path.read_text().replace("__REPO__", str(ROOT)).replace("__MARKER__", marker)
-              .replace("__PORT__", str(server.port)).replace("__HOST_IP__", host_ip())
-              .replace("__SENTINEL_PID__", str(sentinel.pid)))
+    source = (
+        path.read_text()
+        .replace("__REPO__", str(ROOT))
+        .replace("__MARKER__", marker)
+        .replace("__PORT__", str(server.port))
+        .replace("__HOST_IP__", host_ip())
+        .replace("__SENTINEL_PID__", str(sentinel.pid))
+    )
     try:
         result = runner.run(all_exercises[meta["exercise"]], source, device="cpu", launcher=launcher)
         document = str(result.to_dict())
@@ -196,8 +205,9 @@ def test_sandbox_limits_are_named_in_the_verdict(backend, launchers, all_exercis
     """A learner is told which limit they hit, not just 'error'."""
     launcher = launchers(backend)
     ex = all_exercises["autocast"]
-    fork = runner.run(ex, (ATTACKS / "fork_bomb.py").read_text().replace("__MARKER__", "x"), device="cpu",
-                      launcher=launcher)
+    fork = runner.run(
+        ex, (ATTACKS / "fork_bomb.py").read_text().replace("__MARKER__", "x"), device="cpu", launcher=launcher
+    )
     assert fork.error.kind == "exception" and _explains(fork, "fork refused")
     disk = runner.run(ex, (ATTACKS / "fill_disk.py").read_text(), device="cpu", launcher=launcher)
     assert _explains(disk, "the disk filled after")
@@ -211,20 +221,33 @@ def test_sandbox_limits_are_named_in_the_verdict(backend, launchers, all_exercis
     assert killed and int(killed.group(1)) >= 1, spread.error.message  # 4 GiB in all, over the 3 GiB cap
     loop = runner.run(ex, (ATTACKS / "infinite_loop.py").read_text(), device="cpu", launcher=launcher)
     assert loop.error.kind == "timeout" and loop.error.line in (6, 7)
-    assert "most recent call first" not in loop.output and "grader/worker/serve.py" not in loop.output  # the dump is ours
+    assert (
+        "most recent call first" not in loop.output and "grader/worker/serve.py" not in loop.output
+    )  # the dump is ours
 
 
-VERDICT_CASES = [(ex, role) for ex in ("autocast", "grad_scaler", "grad_accumulation", "reduce_memory")
-                 for role in ("reference", "starter")] + [
-    ("autocast", "autocast/backward_inside_autocast.py"), ("grad_scaler", "grad_scaler/update_missing.py"),
-    ("grad_accumulation", "grad_accumulation/loss_not_divided.py"), ("autocast", "errors/exception_in_step.py"),
-    ("ddp_mixed_precision", "ddp_mixed_precision/allreduce_every_micro_batch.py"), ("accelerate", "reference")]
+VERDICT_CASES = [
+    (ex, role)
+    for ex in ("autocast", "grad_scaler", "grad_accumulation", "reduce_memory")
+    for role in ("reference", "starter")
+] + [
+    ("autocast", "autocast/backward_inside_autocast.py"),
+    ("grad_scaler", "grad_scaler/update_missing.py"),
+    ("grad_accumulation", "grad_accumulation/loss_not_divided.py"),
+    ("autocast", "errors/exception_in_step.py"),
+    ("ddp_mixed_precision", "ddp_mixed_precision/allreduce_every_micro_batch.py"),
+    ("accelerate", "reference"),
+]
 
 
 def verdict(result) -> tuple:
-    return (result.status, result.error.kind if result.error else None, result.error.line if result.error else None,
-            sorted((c.id, c.status) for c in result.checks),
-            sorted(f.id for c in result.checks for f in c.findings))
+    return (
+        result.status,
+        result.error.kind if result.error else None,
+        result.error.line if result.error else None,
+        sorted((c.id, c.status) for c in result.checks),
+        sorted(f.id for c in result.checks for f in c.findings),
+    )
 
 
 @pytest.mark.slow
@@ -263,8 +286,10 @@ def test_containers_of_a_dead_grader_are_swept(launchers):
     dead = subprocess.Popen(["true"])
     dead.wait()
     left = launcher.engine.containers.create(
-        docker_sandbox.IMAGE, ["true"],
-        labels={"org.amp-dojo.worker": "1", docker_sandbox.OWNER_LABEL: f"{socket.gethostname()}:{dead.pid}"})
+        docker_sandbox.IMAGE,
+        ["true"],
+        labels={"org.amp-dojo.worker": "1", docker_sandbox.OWNER_LABEL: f"{socket.gethostname()}:{dead.pid}"},
+    )
     docker_sandbox.DockerLauncher(launcher.limits)
     assert left.id not in [c.id for c in launcher.engine.containers.list(all=True, sparse=True)]
 
@@ -334,8 +359,12 @@ def test_a_cpu_cgroup_carries_the_sandbox_cpus():
             group.remove()
         pytest.skip("no cpu cgroup can be made here")
     try:
-        quotas = [(p / name).read_text().split()[0] for p in group.paths for name in ("cpu.max", "cpu.cfs_quota_us")
-                  if (p / name).exists()]
+        quotas = [
+            (p / name).read_text().split()[0]
+            for p in group.paths
+            for name in ("cpu.max", "cpu.cfs_quota_us")
+            if (p / name).exists()
+        ]
         assert quotas == ["25000"]
     finally:
         group.remove()
@@ -348,8 +377,11 @@ def test_a_real_time_signal_that_kills_the_code_is_worded_never_a_grader_crash(b
     """signal.Signals does not list real-time signals: a worker killed by one (40) used to crash the grader, and a
     DDP rank's supervisor to answer "ValueError: 40 is not a valid Signals"."""
     result = _attack("realtime_signal", backend, launchers, all_exercises)
-    expected = {"local": ("crash", "signal SIGRTMIN+6"), "bwrap": ("exit", "status 168"),  # bwrap's init: 128 + 40
-                "docker": ("exception", "did not end process 1")}[backend]  # the worker is the container's init
+    expected = {
+        "local": ("crash", "signal SIGRTMIN+6"),
+        "bwrap": ("exit", "status 168"),  # bwrap's init: 128 + 40
+        "docker": ("exception", "did not end process 1"),
+    }[backend]  # the worker is the container's init
     assert (result.error.kind, expected[1] in result.error.message) == (expected[0], True), result.error.message
     ranks = _attack("ddp_rank_realtime_signal", backend, launchers, all_exercises, exercise="ddp_mixed_precision")
     assert ranks.error.kind == "crash" and "rank 1" in ranks.error.message, ranks.error.message

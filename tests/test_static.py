@@ -11,15 +11,15 @@ def lines_of(source: str, entrypoint: str = "train_step", **kw) -> list[int]:
 
 
 def test_a_synchronize_under_a_cuda_test_is_found_at_its_line():
-    assert lines_of('''
+    assert lines_of("""
         def train_step(loss, device_type):
             if device_type == "cuda":
                 torch.cuda.synchronize()
-    ''') == [4]
+    """) == [4]
 
 
 def test_the_else_of_a_cpu_test_is_the_cuda_branch():
-    assert lines_of('''
+    assert lines_of("""
         def train_step(loss, device_type):
             if device_type == "cpu":
                 pass
@@ -27,20 +27,23 @@ def test_the_else_of_a_cpu_test_is_the_cuda_branch():
                 loss.item()
             if not torch.cuda.is_available():
                 loss.cpu()
-    ''') == [6]
+    """) == [6]
 
 
 def test_a_read_that_runs_on_every_device_is_left_to_the_census():
-    assert lines_of('''
+    assert (
+        lines_of("""
         def train_step(loss, step):
             loss.item()
             if step % 100 == 0:
                 print(loss.item())
-    ''') == []
+    """)
+        == []
+    )
 
 
 def test_helpers_the_step_calls_are_read_and_others_are_not():
-    assert lines_of('''
+    assert lines_of("""
         def log(loss):
             if loss.is_cuda:
                 loss.to("cpu")
@@ -51,12 +54,12 @@ def test_helpers_the_step_calls_are_read_and_others_are_not():
 
         def train_step(loss):
             log(loss)
-    ''') == [4]
+    """) == [4]
 
 
 def test_a_wrapper_bound_in_the_entrypoints_place_is_read():
     """How grader/authoring/mutants.py wraps a reference: `globals()["train_step"] = entry`."""
-    assert lines_of('''
+    assert lines_of("""
         def train_step(x):
             return x
 
@@ -68,11 +71,12 @@ def test_a_wrapper_bound_in_the_entrypoints_place_is_read():
                 return train_step(*args)
             G["train_step"] = entry
         _wrap()
-    ''') == [9]
+    """) == [9]
 
 
 def test_as_a_note_it_is_info_level():
-    found = cuda_only_host_syncs('def train_step(l, d):\n    if d == "cuda":\n        l.item()\n', "train_step",
-                                 note=True)
+    found = cuda_only_host_syncs(
+        'def train_step(l, d):\n    if d == "cuda":\n        l.item()\n', "train_step", note=True
+    )
     assert [(f.id, f.severity) for f in found] == [("host_sync_cuda_only", "info")]
     assert "harmless for correctness" in found[0].message

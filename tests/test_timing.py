@@ -44,7 +44,8 @@ def test_timing_stops_early_once_a_strict_interval_decides_the_verdict():
         assert strict.low <= est.low and strict.high >= est.high  # the strict interval contains the 95% one
         assert plan.done(est, 1.0, strict) is decided, times
     assert not TimingPlan(min_rounds=5, target_half_width=0.0001).done(
-        estimate(*clear_pass), 1.0, estimate(*clear_pass, quantile=t999))  # no threshold: only a tight interval
+        estimate(*clear_pass), 1.0, estimate(*clear_pass, quantile=t999)
+    )  # no threshold: only a tight interval
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +70,8 @@ def test_slower_submission_fails_with_the_measured_ratio(timed, launcher):
 
 
 def test_patching_the_clock_does_not_fake_a_speedup(timed, launcher):
-    cheat = timed.starter.replace("import time", "import time\ntime.perf_counter = lambda: 0.0\n"
-                                  "time.monotonic = lambda: 0.0")
+    cheat = timed.starter.replace(
+        "import time", "import time\ntime.perf_counter = lambda: 0.0\ntime.monotonic = lambda: 0.0"
+    )
     result = runner.run(timed, cheat, device="cpu", launcher=launcher)
     assert result.check("speedup").status == "fail"

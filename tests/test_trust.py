@@ -15,7 +15,7 @@ from grader.sandboxes.limits import Limits, WorkerSpec
 
 
 def test_printed_and_patched_claims_do_not_change_the_verdict(grade):
-    source = '''
+    source = """
 import json, sys, torch, torch.nn.functional as F
 import grader.worker.tracing
 print(json.dumps({"ok": True, "losses": [0.0], "scales": []}))
@@ -29,7 +29,7 @@ def train_step(model, optimizer, inputs, targets, device_type, amp_dtype):
     loss.backward()
     optimizer.step()
     return loss
-'''
+"""
     result = grade("autocast", source)
     assert result.status == "fail"
     assert result.check("coverage").status == "fail"
@@ -38,13 +38,13 @@ def train_step(model, optimizer, inputs, targets, device_type, amp_dtype):
 
 def test_worker_environment_carries_no_secrets(monkeypatch, grade):
     monkeypatch.setenv("AMP_DOJO_SECRET_KEY", "hunter2")
-    source = '''
+    source = """
 import os
 
 
 def train_step(model, optimizer, inputs, targets, device_type, amp_dtype):
     raise RuntimeError("env:" + ",".join(sorted(os.environ)) + ":" + os.environ.get("AMP_DOJO_SECRET_KEY", "none"))
-'''
+"""
     ex = load_exercise("autocast")
     result = runner.run(ex, source, device="cpu", launcher=LocalLauncher(Limits(step_timeout_s=20)))
     assert result.error.kind == "exception"
@@ -64,7 +64,7 @@ def test_submission_process_never_receives_the_reference():
 
 
 def test_output_is_bounded(grade):
-    source = '''
+    source = """
 import torch.nn.functional as F
 
 
@@ -75,7 +75,7 @@ def train_step(model, optimizer, inputs, targets, device_type, amp_dtype):
     loss.backward()
     optimizer.step()
     return loss
-'''
+"""
     result = grade("autocast", source)
     assert len(result.output) < 300_000 and "output truncated" in result.output
 
@@ -111,7 +111,7 @@ FORGED_REPLIES = {
     "nan_loss": b'{"ok": true, "losses": [NaN], "scales": []}\n',
     "no_losses": b'{"ok": true, "losses": [], "scales": []}\n',
     "bad_coverage": b'{"ok": true, "losses": [1.0], "scales": [], "coverage": {"flops": {"bfloat16": "x"}, '
-                    b'"by_module": {}}}\n',
+    b'"by_module": {}}}\n',
 }
 
 FORGING_STEP = """
@@ -139,7 +139,7 @@ def test_forged_reply_ends_as_the_submissions_error_never_as_a_grader_crash(name
 
 
 # A profiling lesson's fixed step, with its slowdowns hidden from the census instead of removed.
-PROFILED_STEP = '''
+PROFILED_STEP = """
 import torch
 import torch.nn.functional as F
 
@@ -158,21 +158,28 @@ def train_step(model, optimizer, inputs, targets, device_type, amp_dtype):
     optimizer.step()
     {sync}
     return loss
-'''
+"""
 HIDDEN = {
     # replaces a census method: the plain patch is seen
-    "patched_method": ("import grader.worker.census\ngrader.worker.census.Census.note = lambda self, key, nbytes=0: None",
-                       "print(f'loss {loss:.4f}')"),
+    "patched_method": (
+        "import grader.worker.census\ngrader.worker.census.Census.note = lambda self, key, nbytes=0: None",
+        "print(f'loss {loss:.4f}')",
+    ),
     # the census's own code swapped in place (the function object stays the same): float32 matmuls vanish
-    "swapped_code": ("import grader.worker.census as P\n"
-                     "P._kept_note = P.Census.note.__class__(P.Census.note.__code__, P.__dict__)\n"
-                     "exec('def note(self, key, nbytes=0):\\n'\n"
-                     "     '    if key[0] == \"matmul\" and key[2] == \"float32\": return\\n'\n"
-                     "     '    return _kept_note(self, key, nbytes)', P.__dict__)\n"
-                     "P.Census.note.__code__ = P.__dict__['note'].__code__", ""),
+    "swapped_code": (
+        "import grader.worker.census as P\n"
+        "P._kept_note = P.Census.note.__class__(P.Census.note.__code__, P.__dict__)\n"
+        "exec('def note(self, key, nbytes=0):\\n'\n"
+        '     \'    if key[0] == "matmul" and key[2] == "float32": return\\n\'\n'
+        "     '    return _kept_note(self, key, nbytes)', P.__dict__)\n"
+        "P.Census.note.__code__ = P.__dict__['note'].__code__",
+        "",
+    ),
     # dispatch modes turned off around the sync
-    "modes_off": ("from torch.utils._python_dispatch import _disable_current_modes",
-                  "with _disable_current_modes(): print(f'loss {loss:.4f}')"),
+    "modes_off": (
+        "from torch.utils._python_dispatch import _disable_current_modes",
+        "with _disable_current_modes(): print(f'loss {loss:.4f}')",
+    ),
 }
 
 
@@ -188,7 +195,7 @@ def test_slowdowns_hidden_from_the_census_do_not_pass(name, grade):
         assert result.error is not None and result.error.kind == "tampering", result.to_dict()
 
 
-PEAK_RSS = '''
+PEAK_RSS = """
 import json, resource, sys
 from grader import runner
 from grader.sandboxes.launcher import Limits, LocalLauncher
@@ -199,15 +206,16 @@ source = ex.reference if sys.argv[1] == "reference" else open(sys.argv[1]).read(
 result = runner.run(ex, source, device="cpu", launcher=LocalLauncher(Limits(step_timeout_s=20)))
 error = {"kind": result.error.kind, "message": result.error.message} if result.error else None
 print(json.dumps({"error": error, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
-'''
+"""
 
 
 def _graded_in_a_process_of_its_own(source_arg: str) -> dict:
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-c", PEAK_RSS, source_arg], capture_output=True, text=True,
-                          timeout=300, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-c", PEAK_RSS, source_arg], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 

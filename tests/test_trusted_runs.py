@@ -63,8 +63,9 @@ def test_a_damaged_entry_is_computed_again(store):
 def test_the_key_changes_with_whatever_decides_the_numbers(monkeypatch):
     fields = {"workload", "baseline", "entrypoint", "checks"}
     lesson = AUTOCAST.model_dump_json(include=fields)
-    reseeded = AUTOCAST.model_copy(update={"workload": AUTOCAST.workload.model_copy(
-        update={"seed": AUTOCAST.workload.seed + 1})}).model_dump_json(include=fields)
+    reseeded = AUTOCAST.model_copy(
+        update={"workload": AUTOCAST.workload.model_copy(update={"seed": AUTOCAST.workload.seed + 1})}
+    ).model_dump_json(include=fields)
     base = trusted_runs.key("baseline", lesson, "cpu", "bwrap")
     assert base == trusted_runs.key("baseline", lesson, "cpu", "bwrap")
     assert base != trusted_runs.key("reference", lesson, "cpu", "bwrap")

@@ -41,10 +41,16 @@ def make_queue(config, *, grading: bool = False):
     from webapp.queue import GradingQueue, WorkerSettings
 
     concurrency, pool = grading_capacity(config) if grading else (1, 0)
-    return GradingQueue(config["QUEUE_URL"], WorkerSettings(allow_local=bool(config["ALLOW_LOCAL_SANDBOX"]),
-                                                            exercises=config["EXERCISES"],
-                                                            limits=tuple(dict(config["SANDBOX_LIMITS"]).items()),
-                                                            concurrency=concurrency, pool_size=pool))
+    return GradingQueue(
+        config["QUEUE_URL"],
+        WorkerSettings(
+            allow_local=bool(config["ALLOW_LOCAL_SANDBOX"]),
+            exercises=config["EXERCISES"],
+            limits=tuple(dict(config["SANDBOX_LIMITS"]).items()),
+            concurrency=concurrency,
+            pool_size=pool,
+        ),
+    )
 
 
 def grading_capacity(config) -> tuple[int, int]:

@@ -71,8 +71,9 @@ def username_key(username: str) -> str:
 
 # Characters a reader takes for one another in a username (only ASCII letters, digits and . - _ are allowed),
 # each mapped to one of them; then pairs of letters that read as one.
-_LOOKALIKES = str.maketrans({"0": "o", "1": "l", "i": "l", "2": "z", "3": "e", "4": "a", "5": "s", "6": "b",
-                             "7": "t", "8": "b", "9": "g"})
+_LOOKALIKES = str.maketrans(
+    {"0": "o", "1": "l", "i": "l", "2": "z", "3": "e", "4": "a", "5": "s", "6": "b", "7": "t", "8": "b", "9": "g"}
+)
 _LOOKALIKE_PAIRS = (("rn", "m"), ("vv", "w"))
 
 
@@ -91,14 +92,17 @@ def check_new(username: str, password: str) -> None:
     if not USERNAME.fullmatch(username or ""):
         raise AccountError(noop_gettext("A username has 3 to 32 letters, digits, dots, dashes or underscores."))
     if not MIN_PASSWORD <= len(password or "") <= MAX_PASSWORD:
-        raise AccountError(noop_gettext("A password has {min} to {max} characters."), min=MIN_PASSWORD,
-                           max=MAX_PASSWORD)
+        raise AccountError(
+            noop_gettext("A password has {min} to {max} characters."), min=MIN_PASSWORD, max=MAX_PASSWORD
+        )
 
 
 def check_free(db, username: str) -> None:
     """Raises AccountError when an account has this name, or one that looks like it (username_skeleton)."""
-    row = db.execute("SELECT username_key FROM users WHERE username_key = ? OR username_skeleton = ?",
-                     (username_key(username), username_skeleton(username))).fetchone()
+    row = db.execute(
+        "SELECT username_key FROM users WHERE username_key = ? OR username_skeleton = ?",
+        (username_key(username), username_skeleton(username)),
+    ).fetchone()
     if row is None:
         return
     if row["username_key"] == username_key(username):
@@ -116,10 +120,20 @@ def create(db, username: str, password: str, role: str = "learner", reown_from: 
     learner, token = secrets.token_urlsafe(16), secrets.token_urlsafe(32)
     with transaction(db):
         check_free(db, username)  # again: another sign-up may have taken it while this one hashed
-        db.execute("INSERT INTO users (username, username_key, username_skeleton, password_hash, role, learner, "
-                   "session_token, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                   (username.strip(), username_key(username), username_skeleton(username), password_hash, role,
-                    learner, token, time.time()))
+        db.execute(
+            "INSERT INTO users (username, username_key, username_skeleton, password_hash, role, learner, "
+            "session_token, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                username.strip(),
+                username_key(username),
+                username_skeleton(username),
+                password_hash,
+                role,
+                learner,
+                token,
+                time.time(),
+            ),
+        )
         if reown_from:  # the account is new: it has no record of its own to merge these into
             for table in ("submissions", "findings", "learner_lessons"):
                 db.execute(f"UPDATE {table} SET learner = ? WHERE learner = ?", (learner, reown_from))
@@ -154,6 +168,7 @@ def end_sessions(db, user_id: int) -> None:
 
 # ---------- rate limits on sign-in and sign-up, shared by every app process ----------
 
+
 @dataclass
 class Attempt:
     """One counted sign-in or sign-up attempt: refused (`wait` seconds, nothing recorded) or recorded."""
@@ -167,8 +182,10 @@ def retry_after(db, limits: list[tuple[str, int]], window_s: float, now: float) 
     for key, limit in limits:
         if not limit:
             continue
-        rows = db.execute("SELECT at FROM login_attempts WHERE key = ? AND at > ? ORDER BY at DESC LIMIT ?",
-                          (key, now - window_s, int(limit))).fetchall()
+        rows = db.execute(
+            "SELECT at FROM login_attempts WHERE key = ? AND at > ? ORDER BY at DESC LIMIT ?",
+            (key, now - window_s, int(limit)),
+        ).fetchall()
         if len(rows) >= int(limit):
             return max(1, int(rows[-1]["at"] + window_s - now) + 1)
     return None
@@ -194,11 +211,15 @@ def forget_attempts(db, key: str) -> None:
 
 def forget_attempt(db, attempt: Attempt, key: str) -> None:
     """Uncounts one recorded attempt under `key` (a sign-in that turned out right is no failure)."""
-    db.execute("DELETE FROM login_attempts WHERE id IN (SELECT id FROM login_attempts WHERE key = ? AND at = ? "
-               "ORDER BY id LIMIT 1)", (key, attempt.at))
+    db.execute(
+        "DELETE FROM login_attempts WHERE id IN (SELECT id FROM login_attempts WHERE key = ? AND at = ? "
+        "ORDER BY id LIMIT 1)",
+        (key, attempt.at),
+    )
 
 
 # ---------- site settings ----------
+
 
 def setting(db, key: str, default: str) -> str:
     row = db.execute("SELECT value FROM site_settings WHERE key = ?", (key,)).fetchone()

@@ -114,8 +114,9 @@ def session_info():
 def lessons():
     progress = store.progress(get_db(), learner_id())
     lang = _lang()
-    return jsonify(lessons=[content.card(ex, lang, progress.get(ex.id, "not_started"))
-                            for ex in content.exercises().values()])
+    return jsonify(
+        lessons=[content.card(ex, lang, progress.get(ex.id, "not_started")) for ex in content.exercises().values()]
+    )
 
 
 @bp.get("/lessons/<lesson_id>")
@@ -153,12 +154,23 @@ def submit(lesson_id):
         return error(503, "grading is switched off on this server: " + problem)
     code = _code_from_request()
     db = get_db()
-    row = store.create(db, learner=learner_id(), client_ip=client_ip(), lesson=lesson_id, code=code,
-                       lang=_lang(), config=current_app.config)
+    row = store.create(
+        db,
+        learner=learner_id(),
+        client_ip=client_ip(),
+        lesson=lesson_id,
+        code=code,
+        lang=_lang(),
+        config=current_app.config,
+    )
     dispatch(db, _queue(), current_app.config, row["learner"])  # or later, once the learner's previous one ends
     row = store.get(db, row["id"])
-    body = {"id": row["id"], "status": row["status"], "position": store.position(db, row),
-            "urls": store.urls(row["id"])}
+    body = {
+        "id": row["id"],
+        "status": row["status"],
+        "position": store.position(db, row),
+        "urls": store.urls(row["id"]),
+    }
     response = jsonify(body)
     response.status_code = 202
     response.headers["Location"] = body["urls"]["self"]
@@ -210,7 +222,7 @@ def quiz(lesson_id, index):
     body = _json_object()
     choice, attempt = body.get("choice"), body.get("attempt", 1)
     if index >= len(ex.quiz) or not isinstance(choice, int) or not 0 <= choice < len(ex.quiz[index].choices):
-        raise store.Refused(400, "send JSON like {\"choice\": 0} for an existing question and choice")
+        raise store.Refused(400, 'send JSON like {"choice": 0} for an existing question and choice')
     if not isinstance(attempt, int) or isinstance(attempt, bool) or attempt < 1:
         raise store.Refused(400, "attempt counts this question's answers from 1")
     return jsonify(content.quiz_answer(ex, index, choice, _lang(), attempt))
@@ -223,14 +235,24 @@ def stream(sid):
     after = event_id(last)
     app = current_app._get_current_object()
     slots = StreamSlots(app.config["DATABASE"], app.config["STREAM_SECONDS"])
-    slot = slots.take(get_db(), learner_id(), client_ip(), int(app.config["MAX_STREAMS"]),
-                      int(app.config["MAX_STREAMS_PER_LEARNER"]), int(app.config["MAX_STREAMS_PER_IP"]))
+    slot = slots.take(
+        get_db(),
+        learner_id(),
+        client_ip(),
+        int(app.config["MAX_STREAMS"]),
+        int(app.config["MAX_STREAMS_PER_LEARNER"]),
+        int(app.config["MAX_STREAMS_PER_IP"]),
+    )
     if slot is None:
-        return error(429, "too many live result streams are open: poll GET /api/submissions/<id> instead",
-                     **{"Retry-After": "5"})
+        return error(
+            429, "too many live result streams are open: poll GET /api/submissions/<id> instead", **{"Retry-After": "5"}
+        )
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return Response(Released(_events(app, sid, after, _lang()), lambda: slots.give_back(slot)),
-                    mimetype="text/event-stream", headers=headers)
+    return Response(
+        Released(_events(app, sid, after, _lang()), lambda: slots.give_back(slot)),
+        mimetype="text/event-stream",
+        headers=headers,
+    )
 
 
 class Released:
@@ -258,8 +280,15 @@ def sse(event: str, data: dict, event_id: int | None = None) -> str:
 
 
 def _done_data(row, data: dict, lang: str) -> dict:
-    return {**data, "status": row["status"], "result_status": row["result_status"], "score": row["score"],
-            "error": row["error"], "cancelled": store.summary(row)["cancelled"], "result": store.result_of(row, lang)}
+    return {
+        **data,
+        "status": row["status"],
+        "result_status": row["result_status"],
+        "score": row["score"],
+        "error": row["error"],
+        "cancelled": store.summary(row)["cancelled"],
+        "result": store.result_of(row, lang),
+    }
 
 
 def _events(app, sid: str, after: int, lang: str):

@@ -21,8 +21,15 @@ from webapp.security import client_ip, new_csrf_token
 bp = Blueprint("auth", __name__)
 login_manager = LoginManager()
 # Reachable without an account when anonymous use is off: signing in, and what the sign-in page needs.
-OPEN_ENDPOINTS = {"auth.signin", "auth.signup", "static", "lessons.set_language", "lessons.pygments_css",
-                  "api.session_info", "api.openapi"}
+OPEN_ENDPOINTS = {
+    "auth.signin",
+    "auth.signup",
+    "static",
+    "lessons.set_language",
+    "lessons.pygments_css",
+    "api.session_info",
+    "api.openapi",
+}
 
 
 @login_manager.user_loader
@@ -138,9 +145,13 @@ def signin():
     limits = [(account_key, config["LOGIN_FAILURES_PER_ACCOUNT"]), (ip_key, config["LOGIN_FAILURES_PER_IP"])]
     attempt = accounts.take_attempt(db, limits, float(config["LOGIN_WINDOW_S"]), time.time())
     if attempt.wait:
-        return _form_error("auth/signin.html", 429,
-                           gettext("Too many failed sign-ins: try again in {n} s.", n=attempt.wait), attempt.wait,
-                           username=username)
+        return _form_error(
+            "auth/signin.html",
+            429,
+            gettext("Too many failed sign-ins: try again in {n} s.", n=attempt.wait),
+            attempt.wait,
+            username=username,
+        )
     user = accounts.authenticate(db, username, password)
     if user is None:
         return _form_error("auth/signin.html", 401, gettext("Wrong username or password."), username=username)
@@ -180,11 +191,19 @@ def _forbidden(_exc):
         response = jsonify(error="not allowed")
         response.status_code = 403
         return response
-    return render_template("error.html", title=gettext("Not allowed"),
-                           message=gettext("This page is for instructors only.")), 403
+    return render_template(
+        "error.html", title=gettext("Not allowed"), message=gettext("This page is for instructors only.")
+    ), 403
 
 
 @bp.app_context_processor
 def _labels():
-    return {"verdict_labels": {"pass": gettext("Passed"), "fail": gettext("Failed"), "error": gettext("Error"),
-                               "queued": gettext("Queued"), "running": gettext("Running")}}
+    return {
+        "verdict_labels": {
+            "pass": gettext("Passed"),
+            "fail": gettext("Failed"),
+            "error": gettext("Error"),
+            "queued": gettext("Queued"),
+            "running": gettext("Running"),
+        }
+    }

@@ -127,8 +127,11 @@ def _numeric(items: list) -> bool:
 def _verdict(doc: dict) -> dict:
     """The columns beside the document read these: a score in 0..1 (or None), a known status."""
     score = doc.get("score")
-    doc["score"] = min(1.0, max(0.0, float(score))) if isinstance(score, (int, float)) and not isinstance(
-        score, bool) and math.isfinite(score) else None
+    doc["score"] = (
+        min(1.0, max(0.0, float(score)))
+        if isinstance(score, (int, float)) and not isinstance(score, bool) and math.isfinite(score)
+        else None
+    )
     if doc.get("status") not in STATUSES:
         doc["status"] = "error"
     return doc
@@ -142,11 +145,25 @@ def _note(doc: dict, original: int, limit: int, plots: str) -> dict:
 def _skeleton(doc: dict, limit: int) -> dict:
     """The verdict alone: each check's id, status and message, as many as fit."""
     checks = [c for c in doc.get("checks") or [] if isinstance(c, dict)]
-    keep = {"schema_version": doc.get("schema_version"), "exercise": doc.get("exercise"),
-            "status": doc["status"], "score": doc["score"], "plots": {}, "output": "", "notes": [],
-            "error": _Cleaner(400, items=20).value(doc.get("error"))}
-    shown = [{"id": _Cleaner(100).value(c.get("id")), "status": _Cleaner(20).value(c.get("status")),
-              "message": _Cleaner(400).value(c.get("message")), "findings": []} for c in checks[:200]]
+    keep = {
+        "schema_version": doc.get("schema_version"),
+        "exercise": doc.get("exercise"),
+        "status": doc["status"],
+        "score": doc["score"],
+        "plots": {},
+        "output": "",
+        "notes": [],
+        "error": _Cleaner(400, items=20).value(doc.get("error")),
+    }
+    shown = [
+        {
+            "id": _Cleaner(100).value(c.get("id")),
+            "status": _Cleaner(20).value(c.get("status")),
+            "message": _Cleaner(400).value(c.get("message")),
+            "findings": [],
+        }
+        for c in checks[:200]
+    ]
     while True:
         out = {**keep, "checks": shown}
         if size(out) <= limit - 200 or not shown:

@@ -44,13 +44,17 @@ def create(db, name: str, lessons: list[tuple[str, float | None]], instructor_id
         code = new_join_code()
         while db.execute("SELECT 1 FROM courses WHERE join_code = ?", (code,)).fetchone():
             code = new_join_code()
-        db.execute("INSERT INTO courses (name, join_code, created_by, created_at) VALUES (?, ?, ?, ?)",
-                   (name, code, instructor_id, now))
+        db.execute(
+            "INSERT INTO courses (name, join_code, created_by, created_at) VALUES (?, ?, ?, ?)",
+            (name, code, instructor_id, now),
+        )
         course_id = db.execute("SELECT id FROM courses WHERE join_code = ?", (code,)).fetchone()[0]
         db.execute("INSERT INTO course_instructors (course_id, user_id) VALUES (?, ?)", (course_id, instructor_id))
         for position, (lesson, deadline) in enumerate(lessons, 1):
-            db.execute("INSERT INTO course_lessons (course_id, lesson, position, deadline) VALUES (?, ?, ?, ?)",
-                       (course_id, lesson, position, deadline))
+            db.execute(
+                "INSERT INTO course_lessons (course_id, lesson, position, deadline) VALUES (?, ?, ?, ?)",
+                (course_id, lesson, position, deadline),
+            )
     return course_id
 
 
@@ -59,13 +63,19 @@ def get(db, course_id: int):
 
 
 def teaches(db, course_id: int, user_id: int) -> bool:
-    return db.execute("SELECT 1 FROM course_instructors WHERE course_id = ? AND user_id = ?",
-                      (course_id, user_id)).fetchone() is not None
+    return (
+        db.execute(
+            "SELECT 1 FROM course_instructors WHERE course_id = ? AND user_id = ?", (course_id, user_id)
+        ).fetchone()
+        is not None
+    )
 
 
 def enrolled(db, course_id: int, user_id: int) -> bool:
-    return db.execute("SELECT 1 FROM enrollments WHERE course_id = ? AND user_id = ?",
-                      (course_id, user_id)).fetchone() is not None
+    return (
+        db.execute("SELECT 1 FROM enrollments WHERE course_id = ? AND user_id = ?", (course_id, user_id)).fetchone()
+        is not None
+    )
 
 
 def join(db, code: str, user_id: int):
@@ -73,35 +83,50 @@ def join(db, code: str, user_id: int):
     course = db.execute("SELECT * FROM courses WHERE join_code = ?", (normalise_code(code),)).fetchone()
     if course is None:
         return None
-    db.execute("INSERT INTO enrollments (course_id, user_id, joined_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-               (course["id"], user_id, time.time()))
+    db.execute(
+        "INSERT INTO enrollments (course_id, user_id, joined_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+        (course["id"], user_id, time.time()),
+    )
     return course
 
 
 def taught_by(db, user_id: int) -> list:
-    return db.execute("SELECT c.*, (SELECT count(*) FROM enrollments e WHERE e.course_id = c.id) AS learners "
-                      "FROM courses c JOIN course_instructors ci ON ci.course_id = c.id WHERE ci.user_id = ? "
-                      "ORDER BY c.created_at DESC", (user_id,)).fetchall()
+    return db.execute(
+        "SELECT c.*, (SELECT count(*) FROM enrollments e WHERE e.course_id = c.id) AS learners "
+        "FROM courses c JOIN course_instructors ci ON ci.course_id = c.id WHERE ci.user_id = ? "
+        "ORDER BY c.created_at DESC",
+        (user_id,),
+    ).fetchall()
 
 
 def joined_by(db, user_id: int) -> list:
-    return db.execute("SELECT c.* FROM courses c JOIN enrollments e ON e.course_id = c.id WHERE e.user_id = ? "
-                      "ORDER BY e.joined_at DESC", (user_id,)).fetchall()
+    return db.execute(
+        "SELECT c.* FROM courses c JOIN enrollments e ON e.course_id = c.id WHERE e.user_id = ? "
+        "ORDER BY e.joined_at DESC",
+        (user_id,),
+    ).fetchall()
 
 
 def lessons(db, course_id: int) -> list:
-    return db.execute("SELECT lesson, position, deadline FROM course_lessons WHERE course_id = ? ORDER BY position",
-                      (course_id,)).fetchall()
+    return db.execute(
+        "SELECT lesson, position, deadline FROM course_lessons WHERE course_id = ? ORDER BY position", (course_id,)
+    ).fetchall()
 
 
 def learners(db, course_id: int) -> list:
-    return db.execute("SELECT u.id, u.username, u.learner, e.joined_at FROM enrollments e JOIN users u "
-                      "ON u.id = e.user_id WHERE e.course_id = ? ORDER BY u.username_key", (course_id,)).fetchall()
+    return db.execute(
+        "SELECT u.id, u.username, u.learner, e.joined_at FROM enrollments e JOIN users u "
+        "ON u.id = e.user_id WHERE e.course_id = ? ORDER BY u.username_key",
+        (course_id,),
+    ).fetchall()
 
 
 def learner_in(db, course_id: int, user_id: int):
-    return db.execute("SELECT u.id, u.username, u.learner, e.joined_at FROM enrollments e JOIN users u "
-                      "ON u.id = e.user_id WHERE e.course_id = ? AND u.id = ?", (course_id, user_id)).fetchone()
+    return db.execute(
+        "SELECT u.id, u.username, u.learner, e.joined_at FROM enrollments e JOIN users u "
+        "ON u.id = e.user_id WHERE e.course_id = ? AND u.id = ?",
+        (course_id, user_id),
+    ).fetchone()
 
 
 def can_read(db, row, user, learner: str) -> bool:
@@ -111,14 +136,20 @@ def can_read(db, row, user, learner: str) -> bool:
         return True
     if user is None or not user.is_authenticated or not user.is_instructor:
         return False
-    return db.execute(
-        "SELECT 1 FROM users u JOIN enrollments e ON e.user_id = u.id "
-        "JOIN course_lessons cl ON cl.course_id = e.course_id AND cl.lesson = ? "
-        "JOIN course_instructors ci ON ci.course_id = e.course_id AND ci.user_id = ? "
-        "WHERE u.learner = ? LIMIT 1", (row["lesson"], user.id, row["learner"])).fetchone() is not None
+    return (
+        db.execute(
+            "SELECT 1 FROM users u JOIN enrollments e ON e.user_id = u.id "
+            "JOIN course_lessons cl ON cl.course_id = e.course_id AND cl.lesson = ? "
+            "JOIN course_instructors ci ON ci.course_id = e.course_id AND ci.user_id = ? "
+            "WHERE u.learner = ? LIMIT 1",
+            (row["lesson"], user.id, row["learner"]),
+        ).fetchone()
+        is not None
+    )
 
 
 # ---------- what the class did ----------
+
 
 @dataclass
 class Progress:
@@ -137,10 +168,12 @@ class Progress:
 
 def progress(db, course_id: int, learner: str | None = None) -> dict[tuple[str, str], Progress]:
     """(learner id, lesson) -> Progress, for the course's learners (or one) on the course's lessons."""
-    sql = ("SELECT ll.learner, ll.lesson, ll.attempts, ll.first_at, ll.passed_at, ll.attempts_to_pass, ll.best_score "
-           "FROM enrollments e JOIN users u ON u.id = e.user_id "
-           "JOIN learner_lessons ll ON ll.learner = u.learner "
-           "JOIN course_lessons cl ON cl.course_id = e.course_id AND cl.lesson = ll.lesson WHERE e.course_id = ?")
+    sql = (
+        "SELECT ll.learner, ll.lesson, ll.attempts, ll.first_at, ll.passed_at, ll.attempts_to_pass, ll.best_score "
+        "FROM enrollments e JOIN users u ON u.id = e.user_id "
+        "JOIN learner_lessons ll ON ll.learner = u.learner "
+        "JOIN course_lessons cl ON cl.course_id = e.course_id AND cl.lesson = ll.lesson WHERE e.course_id = ?"
+    )
     params: tuple = (course_id,)
     if learner is not None:
         sql += " AND u.learner = ?"
@@ -177,8 +210,10 @@ def lesson_stats(lesson_ids: list[str], learner_ids: list[str], table: dict) -> 
     return stats
 
 
-_COURSE_FINDINGS = ("FROM enrollments e JOIN users u ON u.id = e.user_id JOIN findings f ON f.learner = u.learner "
-                    "JOIN course_lessons cl ON cl.course_id = e.course_id AND cl.lesson = f.lesson WHERE e.course_id = ?")
+_COURSE_FINDINGS = (
+    "FROM enrollments e JOIN users u ON u.id = e.user_id JOIN findings f ON f.learner = u.learner "
+    "JOIN course_lessons cl ON cl.course_id = e.course_id AND cl.lesson = f.lesson WHERE e.course_id = ?"
+)
 
 
 def mistakes(db, course_id: int, limit: int = 15) -> list[dict]:
@@ -189,13 +224,16 @@ def mistakes(db, course_id: int, limit: int = 15) -> list[dict]:
         "SELECT finding_id, count(*) AS learners, sum(n) AS submissions, max(latest) AS latest FROM ("
         "SELECT f.finding_id, f.learner, sum(CASE WHEN f.repeat = 0 THEN 1 ELSE 0 END) AS n, "
         f"max(f.created_at) AS latest {_COURSE_FINDINGS} GROUP BY f.learner, f.finding_id) AS per_learner "
-        "GROUP BY finding_id ORDER BY learners DESC, submissions DESC, finding_id LIMIT ?", (course_id, limit)).fetchall()
+        "GROUP BY finding_id ORDER BY learners DESC, submissions DESC, finding_id LIMIT ?",
+        (course_id, limit),
+    ).fetchall()
     out = []
     for r in ranked:
         example = db.execute(
             "SELECT f.submission_id, f.lesson, f.line, f.message, f.text, f.check_id, u.id AS user_id, u.username "
             f"{_COURSE_FINDINGS} AND f.finding_id = ? AND f.created_at = ? ORDER BY f.submission_id LIMIT 1",
-            (course_id, r["finding_id"], r["latest"])).fetchone()
+            (course_id, r["finding_id"], r["latest"]),
+        ).fetchone()
         out.append({**dict(r), **dict(example), "submissions": int(r["submissions"])})
     return out
 
@@ -204,12 +242,17 @@ def submissions_of(db, course_id: int, learner: str, limit: int | None = None, o
     """A learner's submissions of the course's lessons, newest first (with their code and verdict); one page
     of them with `limit` and `offset`."""
     page = " LIMIT ? OFFSET ?" if limit is not None else ""
-    return db.execute("SELECT s.id, s.lesson, s.code, s.status, s.result_status, s.score, s.error, s.created_at, "
-                      "s.attempt FROM submissions s JOIN course_lessons cl ON cl.lesson = s.lesson "
-                      "AND cl.course_id = ? WHERE s.learner = ? ORDER BY s.created_at DESC, s.id" + page,
-                      (course_id, learner) + ((int(limit), int(offset)) if limit is not None else ())).fetchall()
+    return db.execute(
+        "SELECT s.id, s.lesson, s.code, s.status, s.result_status, s.score, s.error, s.created_at, "
+        "s.attempt FROM submissions s JOIN course_lessons cl ON cl.lesson = s.lesson "
+        "AND cl.course_id = ? WHERE s.learner = ? ORDER BY s.created_at DESC, s.id" + page,
+        (course_id, learner) + ((int(limit), int(offset)) if limit is not None else ()),
+    ).fetchall()
 
 
 def count_submissions(db, course_id: int, learner: str) -> int:
-    return db.execute("SELECT count(*) FROM submissions s JOIN course_lessons cl ON cl.lesson = s.lesson "
-                      "AND cl.course_id = ? WHERE s.learner = ?", (course_id, learner)).fetchone()[0]
+    return db.execute(
+        "SELECT count(*) FROM submissions s JOIN course_lessons cl ON cl.lesson = s.lesson "
+        "AND cl.course_id = ? WHERE s.learner = ?",
+        (course_id, learner),
+    ).fetchone()[0]

@@ -29,8 +29,9 @@ def _app():
 
 
 def _logging(verbose: bool) -> None:
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
 
 
 @click.group()
@@ -85,15 +86,23 @@ def worker(verbose):
     settings = queue.settings
     _keep_trusted_runs(config, queue)
     _ready_to_grade(config, queue)
-    click.echo(f"amp-dojo worker {os.getpid()}: queue {_redact(queue.url)}, sandbox {launcher.name}, "
-               f"device {config['DEVICE']}, {settings.concurrency} at once, {settings.pool_size} warm sandboxes",
-               err=True)
+    click.echo(
+        f"amp-dojo worker {os.getpid()}: queue {_redact(queue.url)}, sandbox {launcher.name}, "
+        f"device {config['DEVICE']}, {settings.concurrency} at once, {settings.pool_size} warm sandboxes",
+        err=True,
+    )
     if config["WARM_AT_START"]:
         _warm_in_background(config, queue)
     # A short poll: an idle SQLite consumer would otherwise back off to 10 s before it sees a submission
     # (Redis is read blocking, at once).
-    consumer = queue.huey.create_consumer(workers=settings.concurrency, worker_type="thread", periodic=False,
-                                          initial_delay=0.05, backoff=1.2, max_delay=0.2)
+    consumer = queue.huey.create_consumer(
+        workers=settings.concurrency,
+        worker_type="thread",
+        periodic=False,
+        initial_delay=0.05,
+        backoff=1.2,
+        max_delay=0.2,
+    )
     try:
         consumer.run()
     finally:
@@ -109,8 +118,9 @@ def _ready_to_grade(config, queue, timeout: float = 120.0) -> None:
     device = runner.resolve_device(config["DEVICE"])
     launcher = queue.launchers.get(config["SANDBOX"], bool(config["ALLOW_LOCAL_SANDBOX"]), device)
     if isinstance(launcher, WarmPool) and not launcher.wait_until_ready(device, timeout):
-        logging.getLogger("amp_dojo.worker").warning("the warm sandboxes were not ready within %.0f s; grading "
-                                                     "anyway", timeout)
+        logging.getLogger("amp_dojo.worker").warning(
+            "the warm sandboxes were not ready within %.0f s; grading anyway", timeout
+        )
 
 
 def _keep_trusted_runs(config, queue) -> None:

@@ -52,8 +52,10 @@ def remember(db, submission_id: str, code: str) -> None:
     """After the submission is stored: a failure here costs a later view some time, never the submission."""
     try:
         html, shown = preview(code)
-        db.execute("INSERT INTO code_views (submission_id, html, shown_chars) VALUES (?, ?, ?) "
-                   "ON CONFLICT DO NOTHING", (submission_id, html, shown))
+        db.execute(
+            "INSERT INTO code_views (submission_id, html, shown_chars) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+            (submission_id, html, shown),
+        )
     except Exception:
         log.exception("could not keep the highlighted code of %s", submission_id)
 
@@ -68,9 +70,13 @@ def of_submissions(db, rows: list) -> dict[str, tuple[str, int]]:
     if not rows:
         return {}
     marks = ",".join("?" * len(rows))
-    kept = {r["submission_id"]: (r["html"], r["shown_chars"]) for r in db.execute(
-        f"SELECT submission_id, html, shown_chars FROM code_views WHERE submission_id IN ({marks})",
-        tuple(r["id"] for r in rows))}
+    kept = {
+        r["submission_id"]: (r["html"], r["shown_chars"])
+        for r in db.execute(
+            f"SELECT submission_id, html, shown_chars FROM code_views WHERE submission_id IN ({marks})",
+            tuple(r["id"] for r in rows),
+        )
+    }
     views = {}
     for row in rows:
         if row["id"] not in kept:
@@ -86,9 +92,10 @@ def full(code: str, note: str) -> Markup:
     page's words for "not highlighted from here on", with {n} the lines left)."""
     head = _head(code, HIGHLIGHT_CHARS, len(code))
     html = content.highlight_code(head)
-    rest = code[len(head):]
+    rest = code[len(head) :]
     if not rest:
         return html
     marker = escape(note.format(n=len(rest.splitlines())))
-    return html + Markup('<p class="muted code-truncated" data-testid="code-truncated">{}</p>'
-                         '<pre class="code-plain">{}</pre>').format(marker, rest)
+    return html + Markup(
+        '<p class="muted code-truncated" data-testid="code-truncated">{}</p><pre class="code-plain">{}</pre>'
+    ).format(marker, rest)

@@ -103,8 +103,9 @@ def _end_as_error(db, sid: str, attempt: int, reason: str, now: float) -> None:
 
 
 def _known_worker_events(db, sid: str, attempt: int) -> int:
-    return db.execute("SELECT count(*) FROM events WHERE submission_id = ? AND attempt = ? AND source LIKE 'w:%'",
-                      (sid, attempt)).fetchone()[0]
+    return db.execute(
+        "SELECT count(*) FROM events WHERE submission_id = ? AND attempt = ? AND source LIKE 'w:%'", (sid, attempt)
+    ).fetchone()[0]
 
 
 def event_rows(worker_events, start: int, config) -> list[tuple[int, str, str]]:
@@ -122,13 +123,19 @@ def event_rows(worker_events, start: int, config) -> list[tuple[int, str, str]]:
 
 def _insert_events(db, sid: str, attempt: int, shaped: list[tuple[int, str, str]], now: float) -> None:
     for n, kind, data in shaped:
-        db.execute("INSERT INTO events (submission_id, attempt, source, type, data, created_at) "
-                   "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", (sid, attempt, f"w:{n}", kind, data, now))
+        db.execute(
+            "INSERT INTO events (submission_id, attempt, source, type, data, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            (sid, attempt, f"w:{n}", kind, data, now),
+        )
 
 
 def _insert_done(db, sid: str, attempt: int, data: dict, now: float) -> None:
-    db.execute("INSERT INTO events (submission_id, attempt, source, type, data, created_at) "
-               "VALUES (?, ?, 'done', 'done', ?, ?) ON CONFLICT DO NOTHING", (sid, attempt, json.dumps(data), now))
+    db.execute(
+        "INSERT INTO events (submission_id, attempt, source, type, data, created_at) "
+        "VALUES (?, ?, 'done', 'done', ?, ?) ON CONFLICT DO NOTHING",
+        (sid, attempt, json.dumps(data), now),
+    )
 
 
 def _verdict(outcome) -> tuple[dict | None, str | None]:
@@ -159,7 +166,8 @@ def accept(db, row, worker_events: list[dict], outcome: dict, config) -> bool:
                 "UPDATE submissions SET status = 'done', result = ?, result_status = ?, score = ?, graded_by = ?, "
                 "finished_at = ?, started_at = coalesce(started_at, ?) "
                 "WHERE id = ? AND attempt = ? AND status IN ('queued', 'running')",
-                (document, result["status"], result["score"], worker, now, now, sid, attempt))
+                (document, result["status"], result["score"], worker, now, now, sid, attempt),
+            )
             done = {"status": "done", "result_status": result["status"], "score": result["score"]}
         else:
             cur = _fail(db, sid, attempt, reason, now, worker)
@@ -174,9 +182,11 @@ def accept(db, row, worker_events: list[dict], outcome: dict, config) -> bool:
 
 
 def _fail(db, sid: str, attempt: int, reason: str, now: float, worker: str | None = None):
-    return db.execute("UPDATE submissions SET status = 'error', error = ?, graded_by = ?, finished_at = ? "
-                      "WHERE id = ? AND attempt = ? AND status IN ('queued', 'running')",
-                      (reason, worker, now, sid, attempt))
+    return db.execute(
+        "UPDATE submissions SET status = 'error', error = ?, graded_by = ?, finished_at = ? "
+        "WHERE id = ? AND attempt = ? AND status IN ('queued', 'running')",
+        (reason, worker, now, sid, attempt),
+    )
 
 
 def note_progress(db, row, worker_events: list[dict], beat, config) -> None:
@@ -191,23 +201,29 @@ def note_progress(db, row, worker_events: list[dict], beat, config) -> None:
     with transaction(db):
         _insert_events(db, sid, attempt, shaped, now)
         if fresh_beat:
-            db.execute("UPDATE submissions SET status = 'running', hb_value = ?, hb_seen_at = ?, "
-                       "started_at = coalesce(started_at, ?) WHERE id = ? AND attempt = ? "
-                       "AND status IN ('queued', 'running') AND (hb_value IS NULL OR hb_value != ?)",
-                       (beat_value, now, now, sid, attempt, beat_value))
+            db.execute(
+                "UPDATE submissions SET status = 'running', hb_value = ?, hb_seen_at = ?, "
+                "started_at = coalesce(started_at, ?) WHERE id = ? AND attempt = ? "
+                "AND status IN ('queued', 'running') AND (hb_value IS NULL OR hb_value != ?)",
+                (beat_value, now, now, sid, attempt, beat_value),
+            )
 
 
 def expire_lease(db, queue, config, sid: str, attempt: int) -> None:
     """A running attempt whose heartbeat stopped: grade it again, or give up after MAX_ATTEMPTS."""
     now = time.time()
     deadline = now - float(config["LEASE_SECONDS"])
-    quick = db.execute("SELECT 1 FROM submissions WHERE id = ? AND attempt = ? AND status = 'running' "
-                       "AND hb_seen_at < ?", (sid, attempt, deadline)).fetchone()
+    quick = db.execute(
+        "SELECT 1 FROM submissions WHERE id = ? AND attempt = ? AND status = 'running' AND hb_seen_at < ?",
+        (sid, attempt, deadline),
+    ).fetchone()
     if quick is None:
         return
     with transaction(db):
-        row = db.execute("SELECT * FROM submissions WHERE id = ? AND attempt = ? AND status = 'running' "
-                         "AND hb_seen_at < ?", (sid, attempt, deadline)).fetchone()
+        row = db.execute(
+            "SELECT * FROM submissions WHERE id = ? AND attempt = ? AND status = 'running' AND hb_seen_at < ?",
+            (sid, attempt, deadline),
+        ).fetchone()
         if row is None:  # another process got here first, or a beat arrived
             return
         retry_or_fail(db, queue, config, row, now)
@@ -245,8 +261,9 @@ def recover_lost_task(db, queue, config, row) -> None:
         return
     _MISSING_SINCE.pop(attempt_key, None)
     with transaction(db):
-        fresh = db.execute("SELECT * FROM submissions WHERE id = ? AND attempt = ? AND status = 'queued'",
-                           (row["id"], row["attempt"])).fetchone()
+        fresh = db.execute(
+            "SELECT * FROM submissions WHERE id = ? AND attempt = ? AND status = 'queued'", (row["id"], row["attempt"])
+        ).fetchone()
         if fresh is not None and queue.peek("hb", row["id"], row["attempt"]) is None:
             log.warning("submission %s: attempt %s left the queue but never started", row["id"], row["attempt"])
             retry_or_fail(db, queue, config, fresh, now)
@@ -255,12 +272,23 @@ def recover_lost_task(db, queue, config, row) -> None:
 def requeue(db, queue, config, row, now: float) -> None:
     """Attempt+1, inside the caller's transaction: if enqueueing fails, nothing changed."""
     sid, attempt = row["id"], row["attempt"] + 1
-    db.execute("UPDATE submissions SET status = 'queued', attempt = ?, queued_at = ?, enqueued_at = ?, "
-               "started_at = NULL, hb_value = NULL, hb_seen_at = NULL WHERE id = ?", (attempt, now, now, sid))
-    db.execute("INSERT INTO events (submission_id, attempt, source, type, data, created_at) "
-               "VALUES (?, ?, 'retry', 'progress', ?, ?) ON CONFLICT DO NOTHING",
-               (sid, attempt, json.dumps({"stage": "retry", "attempt": attempt,
-                                          "reason": "the grading worker stopped responding; grading again"}), now))
+    db.execute(
+        "UPDATE submissions SET status = 'queued', attempt = ?, queued_at = ?, enqueued_at = ?, "
+        "started_at = NULL, hb_value = NULL, hb_seen_at = NULL WHERE id = ?",
+        (attempt, now, now, sid),
+    )
+    db.execute(
+        "INSERT INTO events (submission_id, attempt, source, type, data, created_at) "
+        "VALUES (?, ?, 'retry', 'progress', ?, ?) ON CONFLICT DO NOTHING",
+        (
+            sid,
+            attempt,
+            json.dumps(
+                {"stage": "retry", "attempt": attempt, "reason": "the grading worker stopped responding; grading again"}
+            ),
+            now,
+        ),
+    )
     queue.enqueue(store.payload(db.execute("SELECT * FROM submissions WHERE id = ?", (sid,)).fetchone(), config))
     log.warning("submission %s: worker lease expired, re-enqueued as attempt %s", sid, attempt)
 

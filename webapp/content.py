@@ -23,11 +23,47 @@ from grader.lesson.loader import load_all
 from grader.lesson.schema import Exercise
 
 ALLOWED_TAGS = {
-    "p", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "strong", "em", "b", "i", "code", "pre",
-    "span", "div", "blockquote", "table", "thead", "tbody", "tr", "th", "td", "a", "hr", "br", "del", "sup", "sub",
+    "p",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "ul",
+    "ol",
+    "li",
+    "strong",
+    "em",
+    "b",
+    "i",
+    "code",
+    "pre",
+    "span",
+    "div",
+    "blockquote",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+    "a",
+    "hr",
+    "br",
+    "del",
+    "sup",
+    "sub",
 }
-ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "span": {"class"}, "code": {"class"}, "pre": {"class"},
-                      "div": {"class"}, "th": {"align"}, "td": {"align"}}
+ALLOWED_ATTRIBUTES = {
+    "a": {"href", "title"},
+    "span": {"class"},
+    "code": {"class"},
+    "pre": {"class"},
+    "div": {"class"},
+    "th": {"align"},
+    "td": {"align"},
+}
 FORMATTER = HtmlFormatter(nowrap=True)
 
 
@@ -45,8 +81,13 @@ _md.enable("strikethrough")
 
 def sanitize(html: str) -> str:
     """nh3 behind markdown-it: raw HTML is already escaped; this is the second wall."""
-    return nh3.clean(html, tags=ALLOWED_TAGS, attributes=ALLOWED_ATTRIBUTES,
-                     url_schemes={"http", "https", "mailto"}, link_rel="noopener noreferrer")
+    return nh3.clean(
+        html,
+        tags=ALLOWED_TAGS,
+        attributes=ALLOWED_ATTRIBUTES,
+        url_schemes={"http", "https", "mailto"},
+        link_rel="noopener noreferrer",
+    )
 
 
 @lru_cache(maxsize=512)
@@ -69,7 +110,9 @@ def pygments_css() -> str:
 def highlight_code(code: str) -> Markup:
     """A learner's code for the permalink page, with the line numbers that
     findings refer to (Pygments escapes the code)."""
-    return Markup(highlight(code, get_lexer_by_name("python"), HtmlFormatter(linenos="inline", cssclass="highlight code-view")))
+    return Markup(
+        highlight(code, get_lexer_by_name("python"), HtmlFormatter(linenos="inline", cssclass="highlight code-view"))
+    )
 
 
 def exercises() -> dict[str, Exercise]:
@@ -96,21 +139,34 @@ def language(lang: str | None) -> str:
 
 
 def card(ex: Exercise, lang: str, progress: str) -> dict:
-    return {"id": ex.id, "order": ex.order, "title": localize(ex.title, lang),
-            "summary": localize(ex.summary, lang), "progress": progress, "url": f"/lessons/{ex.id}"}
+    return {
+        "id": ex.id,
+        "order": ex.order,
+        "title": localize(ex.title, lang),
+        "summary": localize(ex.summary, lang),
+        "progress": progress,
+        "url": f"/lessons/{ex.id}",
+    }
 
 
 def public_lesson(ex: Exercise, lang: str) -> dict:
     """Everything a learner needs, as data; built field by field so nothing hidden slips in."""
     return {
-        "id": ex.id, "lang": lang, "title": localize(ex.title, lang), "summary": localize(ex.summary, lang),
-        "lesson": localize(ex.lesson, lang), "lesson_html": str(markdown(localize(ex.lesson, lang))),
-        "task": localize(ex.task, lang), "task_html": str(markdown(localize(ex.task, lang))),
-        "starter": ex.starter, "baseline": ex.baseline,
+        "id": ex.id,
+        "lang": lang,
+        "title": localize(ex.title, lang),
+        "summary": localize(ex.summary, lang),
+        "lesson": localize(ex.lesson, lang),
+        "lesson_html": str(markdown(localize(ex.lesson, lang))),
+        "task": localize(ex.task, lang),
+        "task_html": str(markdown(localize(ex.task, lang))),
+        "starter": ex.starter,
+        "baseline": ex.baseline,
         "entrypoint": ex.entrypoint.model_dump(),
         "hints": [localize(h, lang) for h in ex.hints],
-        "quiz": [{"question": localize(q.question, lang), "choices": [localize(c, lang) for c in q.choices]}
-                 for q in ex.quiz],
+        "quiz": [
+            {"question": localize(q.question, lang), "choices": [localize(c, lang) for c in q.choices]} for q in ex.quiz
+        ],
         "checks": [c.id for c in ex.checks],
     }
 
@@ -125,5 +181,9 @@ def quiz_answer(ex: Exercise, index: int, choice: int, lang: str, attempt: int =
     said = quiz.feedback(ex, index, choice, lang, attempt)
     if said.retry:
         return {"correct": False, "retry": True}
-    return {"correct": said.correct, "answer": said.answer, "explanation": said.explanation,
-            "explanation_html": str(markdown_inline(said.explanation))}
+    return {
+        "correct": said.correct,
+        "answer": said.answer,
+        "explanation": said.explanation,
+        "explanation_html": str(markdown_inline(said.explanation)),
+    }

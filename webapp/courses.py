@@ -31,10 +31,16 @@ def course_rows(db, course_id: int, learner: str) -> list[dict]:
     rows = []
     for item in classroom.lessons(db, course_id):
         p = table.get((learner, item["lesson"])) or classroom.Progress()
-        rows.append({"lesson": item["lesson"], "title": lesson_title(item["lesson"], lang), "progress": p,
-                     "deadline": item["deadline"],
-                     "overdue": item["deadline"] is not None and p.passed_at is None and now > item["deadline"],
-                     "url": url_for("lessons.lesson", lesson_id=item["lesson"])})
+        rows.append(
+            {
+                "lesson": item["lesson"],
+                "title": lesson_title(item["lesson"], lang),
+                "progress": p,
+                "deadline": item["deadline"],
+                "overdue": item["deadline"] is not None and p.passed_at is None and now > item["deadline"],
+                "url": url_for("lessons.lesson", lesson_id=item["lesson"]),
+            }
+        )
     return rows
 
 
@@ -43,13 +49,15 @@ def course_rows(db, course_id: int, learner: str) -> list[dict]:
 def index(error: str | None = None, status: int = 200):
     db = get_db()
     if current_user.is_instructor:
-        return render_template("courses/index.html", taught=classroom.taught_by(db, current_user.id), joined=[],
-                               error=error), status
+        return render_template(
+            "courses/index.html", taught=classroom.taught_by(db, current_user.id), joined=[], error=error
+        ), status
     joined = []
     for course in classroom.joined_by(db, current_user.id):
         rows = course_rows(db, course["id"], current_user.learner)
-        joined.append({"course": course, "total": len(rows),
-                       "passed": sum(r["progress"].state == "passed" for r in rows)})
+        joined.append(
+            {"course": course, "total": len(rows), "passed": sum(r["progress"].state == "passed" for r in rows)}
+        )
     return render_template("courses/index.html", taught=[], joined=joined, error=error), status
 
 

@@ -68,14 +68,21 @@ def _taught_course(course_id: int):
 
 # ---------- creating a course ----------
 
+
 def _lesson_choices(form=None) -> list[dict]:
     lang = current_lang()
     choices = []
     for n, ex in enumerate(content.exercises().values(), 1):
         picked = form is None or form.get(f"lesson-{ex.id}") == "on"
-        choices.append({"id": ex.id, "title": lesson_title(ex.id, lang), "checked": form is not None and picked,
-                        "position": (form or {}).get(f"position-{ex.id}", n),
-                        "deadline": (form or {}).get(f"deadline-{ex.id}", "")})
+        choices.append(
+            {
+                "id": ex.id,
+                "title": lesson_title(ex.id, lang),
+                "checked": form is not None and picked,
+                "position": (form or {}).get(f"position-{ex.id}", n),
+                "deadline": (form or {}).get(f"deadline-{ex.id}", ""),
+            }
+        )
     return choices
 
 
@@ -92,8 +99,11 @@ def _parse_lessons(form) -> list[tuple[str, float | None]]:
         deadline = None
         if form.get(f"deadline-{ex_id}"):
             try:  # the end of that day, in UTC
-                deadline = datetime.strptime(form[f"deadline-{ex_id}"], "%Y-%m-%d").replace(
-                    hour=23, minute=59, second=59, tzinfo=timezone.utc).timestamp()
+                deadline = (
+                    datetime.strptime(form[f"deadline-{ex_id}"], "%Y-%m-%d")
+                    .replace(hour=23, minute=59, second=59, tzinfo=timezone.utc)
+                    .timestamp()
+                )
             except ValueError:
                 raise classroom.CourseError(gettext("A deadline is a date (YYYY-MM-DD).")) from None
         picked.append((position, n, ex_id, deadline))
@@ -106,25 +116,44 @@ def new_course():
     if request.method == "GET":
         return render_template("dashboard/new_course.html", choices=_lesson_choices(), name="", error=None)
     try:
-        course_id = classroom.create(get_db(), request.form.get("name", ""), _parse_lessons(request.form),
-                                     current_user.id)
+        course_id = classroom.create(
+            get_db(), request.form.get("name", ""), _parse_lessons(request.form), current_user.id
+        )
     except classroom.CourseError as exc:
-        return render_template("dashboard/new_course.html", choices=_lesson_choices(request.form),
-                               name=request.form.get("name", ""), error=gettext(exc.message)), 400
+        return render_template(
+            "dashboard/new_course.html",
+            choices=_lesson_choices(request.form),
+            name=request.form.get("name", ""),
+            error=gettext(exc.message),
+        ), 400
     return redirect(url_for("dashboard.course", course_id=course_id), code=303)
 
 
 # ---------- a course's dashboard ----------
+
 
 def mistake_chart(mistakes: list, total_learners: int) -> dict:
     """Coordinates of a horizontal bar chart: one bar per finding, its length the share of learners."""
     bars = []
     for i, m in enumerate(mistakes):
         share = m["learners"] / total_learners if total_learners else 0
-        bars.append({"label": m["finding_id"], "learners": m["learners"], "y": i * CHART_ROW_PX,
-                     "width": max(2, round(share * CHART_BAR_PX)), "share": share})
-    return {"bars": bars, "label_px": CHART_LABEL_PX, "bar_px": CHART_BAR_PX, "row_px": CHART_ROW_PX,
-            "width": CHART_LABEL_PX + CHART_BAR_PX + 60, "height": max(1, len(bars)) * CHART_ROW_PX}
+        bars.append(
+            {
+                "label": m["finding_id"],
+                "learners": m["learners"],
+                "y": i * CHART_ROW_PX,
+                "width": max(2, round(share * CHART_BAR_PX)),
+                "share": share,
+            }
+        )
+    return {
+        "bars": bars,
+        "label_px": CHART_LABEL_PX,
+        "bar_px": CHART_BAR_PX,
+        "row_px": CHART_ROW_PX,
+        "width": CHART_LABEL_PX + CHART_BAR_PX + 60,
+        "height": max(1, len(bars)) * CHART_ROW_PX,
+    }
 
 
 def progress_cells(records: list, labels: dict[str, str]) -> Markup:
@@ -152,11 +181,25 @@ def course(course_id):
     mistakes = [{**m, "message": findings.message(m, lang)} for m in classroom.mistakes(db, course_id)]
     titles = {lesson: lesson_title(lesson, lang) for lesson in lesson_ids}
     labels = {state: str(escape(gettext(text))) for state, text in PROGRESS_LABELS.items()}
-    matrix = [(u["username"], f"/teach/courses/{course_id}/learners/{u['id']}",
-               progress_cells([table.get((u["learner"], lesson)) for lesson in lesson_ids], labels)) for u in learners]
-    return render_template("dashboard/course.html", course=course, lessons=lessons, titles=titles, stats=stats,
-                           learners=learners, mistakes=mistakes, chart=mistake_chart(mistakes, len(learners)),
-                           matrix=matrix)
+    matrix = [
+        (
+            u["username"],
+            f"/teach/courses/{course_id}/learners/{u['id']}",
+            progress_cells([table.get((u["learner"], lesson)) for lesson in lesson_ids], labels),
+        )
+        for u in learners
+    ]
+    return render_template(
+        "dashboard/course.html",
+        course=course,
+        lessons=lessons,
+        titles=titles,
+        stats=stats,
+        learners=learners,
+        mistakes=mistakes,
+        chart=mistake_chart(mistakes, len(learners)),
+        matrix=matrix,
+    )
 
 
 @bp.get("/courses/<int:course_id>/learners/<int:user_id>")
@@ -169,19 +212,41 @@ def learner(course_id, user_id):
     lang = current_lang()
     lessons = classroom.lessons(db, course_id)
     table = classroom.progress(db, course_id, person["learner"])
-    rows = [{"lesson": item["lesson"], "title": lesson_title(item["lesson"], lang), "deadline": item["deadline"],
-             "progress": table.get((person["learner"], item["lesson"])) or classroom.Progress()} for item in lessons]
+    rows = [
+        {
+            "lesson": item["lesson"],
+            "title": lesson_title(item["lesson"], lang),
+            "deadline": item["deadline"],
+            "progress": table.get((person["learner"], item["lesson"])) or classroom.Progress(),
+        }
+        for item in lessons
+    ]
     pages = _pages(classroom.count_submissions(db, course_id, person["learner"]))
-    submissions = classroom.submissions_of(db, course_id, person["learner"], SUBMISSIONS_PER_PAGE,
-                                           (pages["page"] - 1) * SUBMISSIONS_PER_PAGE)
+    submissions = classroom.submissions_of(
+        db, course_id, person["learner"], SUBMISSIONS_PER_PAGE, (pages["page"] - 1) * SUBMISSIONS_PER_PAGE
+    )
     found = findings.of_submissions(db, [s["id"] for s in submissions])
     views = code_views.of_submissions(db, submissions)
-    shown = [{"row": s, "title": lesson_title(s["lesson"], lang),
-              "findings": [{"finding_id": f["finding_id"], "line": f["line"], "message": bounds.marker(findings.message(f, lang) or "", 500)}
-                           for f in found.get(s["id"], [])[:20]],
-              "code_html": Markup(views[s["id"]][0]), "more_lines": views[s["id"]][1]} for s in submissions]
-    return render_template("dashboard/learner.html", course=course, person=person, rows=rows, submissions=shown,
-                           pages=pages)
+    shown = [
+        {
+            "row": s,
+            "title": lesson_title(s["lesson"], lang),
+            "findings": [
+                {
+                    "finding_id": f["finding_id"],
+                    "line": f["line"],
+                    "message": bounds.marker(findings.message(f, lang) or "", 500),
+                }
+                for f in found.get(s["id"], [])[:20]
+            ],
+            "code_html": Markup(views[s["id"]][0]),
+            "more_lines": views[s["id"]][1],
+        }
+        for s in submissions
+    ]
+    return render_template(
+        "dashboard/learner.html", course=course, person=person, rows=rows, submissions=shown, pages=pages
+    )
 
 
 def _pages(total: int) -> dict:
@@ -191,8 +256,13 @@ def _pages(total: int) -> dict:
     page = request.args.get("page", "1")
     page = int(page) if page.isascii() and page.isdigit() and len(page) < 7 else 1
     page = min(max(1, page), last)
-    return {"page": page, "last": last, "total": total,
-            "newer": page - 1 if page > 1 else None, "older": page + 1 if page < last else None}
+    return {
+        "page": page,
+        "last": last,
+        "total": total,
+        "newer": page - 1 if page > 1 else None,
+        "older": page + 1 if page < last else None,
+    }
 
 
 @bp.get("/courses/<int:course_id>/gradebook.csv")
@@ -212,13 +282,17 @@ def gradebook(course_id):
         for lesson in lesson_ids:
             p = table.get((person["learner"], lesson))
             best = p.best_score if p else None
-            row += ["" if best is None else f"{best:.4f}",
-                    "" if not p or p.passed_at is None else datetime.fromtimestamp(p.passed_at, timezone.utc).isoformat(
-                        timespec="seconds")]
+            row += [
+                "" if best is None else f"{best:.4f}",
+                ""
+                if not p or p.passed_at is None
+                else datetime.fromtimestamp(p.passed_at, timezone.utc).isoformat(timespec="seconds"),
+            ]
         writer.writerow(row)
     filename = f"gradebook-course-{course_id}.csv"
-    return Response(out.getvalue(), mimetype="text/csv",
-                    headers={"Content-Disposition": f'attachment; filename="{filename}"'})
+    return Response(
+        out.getvalue(), mimetype="text/csv", headers={"Content-Disposition": f'attachment; filename="{filename}"'}
+    )
 
 
 def _cell(text: str) -> str:
@@ -228,6 +302,7 @@ def _cell(text: str) -> str:
 
 # ---------- site settings ----------
 
+
 @bp.route("/settings", methods=["GET", "POST"])
 @instructor_required
 def settings():
@@ -236,5 +311,6 @@ def settings():
     if request.method == "POST":
         accounts.set_setting(db, "anonymous_use", "on" if request.form.get("anonymous_use") == "on" else "off")
         saved = True
-    return render_template("dashboard/settings.html", saved=saved,
-                           anonymous_use=accounts.anonymous_allowed(db, current_app.config))
+    return render_template(
+        "dashboard/settings.html", saved=saved, anonymous_use=accounts.anonymous_allowed(db, current_app.config)
+    )

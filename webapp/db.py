@@ -84,9 +84,11 @@ def _make_engine(url: str) -> sa.Engine:
         if sqlite_path(url):  # made 0600 before SQLite opens it: its -wal and -shm files take that mode
             private_file(sqlite_path(url))
         # A connection per use, as sqlite3.connect was: opening a file is cheap, and none is held open.
-        eng = sa.create_engine(url, poolclass=NullPool,
-                               connect_args={"timeout": BUSY_TIMEOUT_S, "check_same_thread": False,
-                                             "isolation_level": None})
+        eng = sa.create_engine(
+            url,
+            poolclass=NullPool,
+            connect_args={"timeout": BUSY_TIMEOUT_S, "check_same_thread": False, "isolation_level": None},
+        )
 
         @sa.event.listens_for(eng, "connect")
         def _pragmas(dbapi_connection, _record):
@@ -231,6 +233,7 @@ def transaction(db: Database):
 
 # ---------- the schema: Alembic migrations ----------
 
+
 def _alembic_config():
     from alembic.config import Config
 
@@ -290,8 +293,9 @@ class DatabaseIntConverter(IntegerConverter):
     regex = r"[0-9]{1,19}"  # ASCII digits only: \d takes "１" (fullwidth) too
 
     def __init__(self, map, fixed_digits=0, min=None, max=None, signed=False):
-        super().__init__(map, fixed_digits=fixed_digits, min=min, max=MAX_INTEGER if max is None else max,
-                         signed=signed)
+        super().__init__(
+            map, fixed_digits=fixed_digits, min=min, max=MAX_INTEGER if max is None else max, signed=signed
+        )
 
 
 def init_app(app):

@@ -26,17 +26,25 @@ def dispatch(db, queue, config, learner: str) -> str | None:
     graded; returns its id, or None."""
     try:
         with transaction(db):
-            busy = db.execute("SELECT 1 FROM submissions WHERE learner = ? AND status IN ('queued', 'running') "
-                              "AND enqueued_at IS NOT NULL LIMIT 1", (learner,)).fetchone()
+            busy = db.execute(
+                "SELECT 1 FROM submissions WHERE learner = ? AND status IN ('queued', 'running') "
+                "AND enqueued_at IS NOT NULL LIMIT 1",
+                (learner,),
+            ).fetchone()
             if busy is not None:
                 return None
-            row = db.execute("SELECT * FROM submissions WHERE learner = ? AND status = 'queued' AND enqueued_at IS "
-                             "NULL ORDER BY created_at, id LIMIT 1", (learner,)).fetchone()
+            row = db.execute(
+                "SELECT * FROM submissions WHERE learner = ? AND status = 'queued' AND enqueued_at IS "
+                "NULL ORDER BY created_at, id LIMIT 1",
+                (learner,),
+            ).fetchone()
             if row is None:
                 return None
             now = time.time()
-            db.execute("UPDATE submissions SET enqueued_at = ?, queued_at = ? WHERE id = ? AND enqueued_at IS NULL",
-                       (now, now, row["id"]))
+            db.execute(
+                "UPDATE submissions SET enqueued_at = ?, queued_at = ? WHERE id = ? AND enqueued_at IS NULL",
+                (now, now, row["id"]),
+            )
             queue.enqueue(store.payload(row, config))
     except Exception:  # the queue is down, say: the submission waits, and the collector hands it over later
         log.exception("could not hand learner %s's next submission to the grading queue; will retry", learner)

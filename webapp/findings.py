@@ -19,8 +19,15 @@ def rows(result: dict) -> list[tuple]:
             if finding.get("severity", "error") != "info" and finding.get("id"):
                 line = finding.get("line")
                 text = finding.get("text") if isinstance(finding.get("text"), dict) else {}
-                found.append((str(check.get("id")), str(finding["id"]), line if isinstance(line, int) else None,
-                              finding.get("message"), json.dumps(text["message"]) if text.get("message") else None))
+                found.append(
+                    (
+                        str(check.get("id")),
+                        str(finding["id"]),
+                        line if isinstance(line, int) else None,
+                        finding.get("message"),
+                        json.dumps(text["message"]) if text.get("message") else None,
+                    )
+                )
     return found
 
 
@@ -28,10 +35,22 @@ def record(db, row, result: dict) -> None:
     """Inside the transaction that accepts the result, so a result is indexed exactly once."""
     seen = set()
     for check_id, finding_id, line, message, text in rows(result):
-        db.execute("INSERT INTO findings (submission_id, learner, lesson, created_at, check_id, finding_id, line, "
-                   "message, text, repeat) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                   (row["id"], row["learner"], row["lesson"], row["created_at"], check_id, finding_id, line, message,
-                    text, int(finding_id in seen)))
+        db.execute(
+            "INSERT INTO findings (submission_id, learner, lesson, created_at, check_id, finding_id, line, "
+            "message, text, repeat) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                row["id"],
+                row["learner"],
+                row["lesson"],
+                row["created_at"],
+                check_id,
+                finding_id,
+                line,
+                message,
+                text,
+                int(finding_id in seen),
+            ),
+        )
         seen.add(finding_id)
 
 

@@ -126,8 +126,10 @@ def grade(queue, payload: dict) -> None:
         return
     # The first heartbeat right after the claim: between taking the task off the queue and that beat, the
     # web app cannot tell this attempt from a lost one.
-    with Heartbeat(queue, sid, attempt, payload.get("heartbeat_s", 5.0), worker), \
-            CancelWatch(queue, sid, attempt) as cancel:
+    with (
+        Heartbeat(queue, sid, attempt, payload.get("heartbeat_s", 5.0), worker),
+        CancelWatch(queue, sid, attempt) as cancel,
+    ):
         if cancel.event.is_set():
             outcome = None
         else:
@@ -165,8 +167,7 @@ class Launchers:
                     from grader.sandboxes import exclusive
                     from grader.sandboxes.pool import WarmPool
 
-                    launcher = WarmPool(launcher, self.settings.pool_size, devices=(device,),
-                                        quiet=exclusive.sharing)
+                    launcher = WarmPool(launcher, self.settings.pool_size, devices=(device,), quiet=exclusive.sharing)
                 self._made[key] = launcher
             return self._made[key]
 
@@ -178,8 +179,9 @@ class Launchers:
             self._made.clear()
 
 
-def run_grader(settings, payload: dict, progress, cancel: threading.Event | None = None,
-               launchers: Launchers | None = None) -> dict:
+def run_grader(
+    settings, payload: dict, progress, cancel: threading.Event | None = None, launchers: Launchers | None = None
+) -> dict:
     """A learner's failure is inside the result; only platform problems come back as `error`."""
     from grader import runner
     from grader.errors import GraderError
@@ -191,8 +193,9 @@ def run_grader(settings, payload: dict, progress, cancel: threading.Event | None
         allow_local = bool(payload.get("allow_local")) and settings.allow_local
         device = runner.resolve_device(payload.get("device", "auto"))
         launcher = (launchers or Launchers(settings)).get(payload.get("sandbox", "auto"), allow_local, device)
-        result = runner.run(exercise, payload["code"], device=device,
-                            launcher=launcher, progress=progress, cancel=cancel)
+        result = runner.run(
+            exercise, payload["code"], device=device, launcher=launcher, progress=progress, cancel=cancel
+        )
         return {"status": "done", "result": result.to_dict()}
     except GraderError as exc:
         log.error("could not grade %s: %s", payload["submission_id"], exc.message)

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 def submitted(db, learner: str, lesson: str, created_at: float) -> None:
     """Inside the transaction that stores the submission."""
-    db.execute("INSERT INTO learner_lessons (learner, lesson, attempts, first_at) VALUES (?, ?, 1, ?) "
-               "ON CONFLICT (learner, lesson) DO UPDATE SET attempts = learner_lessons.attempts + 1",
-               (learner, lesson, created_at))
+    db.execute(
+        "INSERT INTO learner_lessons (learner, lesson, attempts, first_at) VALUES (?, ?, 1, ?) "
+        "ON CONFLICT (learner, lesson) DO UPDATE SET attempts = learner_lessons.attempts + 1",
+        (learner, lesson, created_at),
+    )
 
 
 def graded(db, row, result: dict) -> None:
@@ -19,12 +21,19 @@ def graded(db, row, result: dict) -> None:
     learner, lesson = row["learner"], row["lesson"]
     score = result.get("score")
     if isinstance(score, (int, float)):
-        db.execute("UPDATE learner_lessons SET best_score = ? WHERE learner = ? AND lesson = ? "
-                   "AND (best_score IS NULL OR best_score < ?)", (score, learner, lesson, score))
+        db.execute(
+            "UPDATE learner_lessons SET best_score = ? WHERE learner = ? AND lesson = ? "
+            "AND (best_score IS NULL OR best_score < ?)",
+            (score, learner, lesson, score),
+        )
     if result.get("status") != "pass":
         return
-    before = db.execute("SELECT count(*) FROM submissions WHERE learner = ? AND lesson = ? AND created_at <= ?",
-                        (learner, lesson, row["created_at"])).fetchone()[0]
-    db.execute("UPDATE learner_lessons SET passed_at = ?, attempts_to_pass = ? WHERE learner = ? AND lesson = ? "
-               "AND (passed_at IS NULL OR passed_at > ?)", (row["created_at"], before, learner, lesson,
-                                                            row["created_at"]))
+    before = db.execute(
+        "SELECT count(*) FROM submissions WHERE learner = ? AND lesson = ? AND created_at <= ?",
+        (learner, lesson, row["created_at"]),
+    ).fetchone()[0]
+    db.execute(
+        "UPDATE learner_lessons SET passed_at = ?, attempts_to_pass = ? WHERE learner = ? AND lesson = ? "
+        "AND (passed_at IS NULL OR passed_at > ?)",
+        (row["created_at"], before, learner, lesson, row["created_at"]),
+    )

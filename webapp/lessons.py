@@ -32,8 +32,7 @@ def _globals():
         return i18n.gettext(text, lang, **values)
 
     labels = {k: _(v) for k, v in PROGRESS_LABELS.items()}
-    return {"lang": lang, "languages": LANG_NAMES, "progress_labels": labels, "_": _,
-            "ui_catalog": i18n.catalog(lang)}
+    return {"lang": lang, "languages": LANG_NAMES, "progress_labels": labels, "_": _, "ui_catalog": i18n.catalog(lang)}
 
 
 @bp.app_errorhandler(404)
@@ -41,17 +40,28 @@ def _not_found(_exc):
     if request.path.startswith("/api/"):
         return {"error": "not found"}, 404
     lang = current_lang()
-    return render_template("error.html", title=i18n.gettext("Not found", lang),
-                           message=i18n.gettext("There is nothing at this address.", lang)), 404
+    return render_template(
+        "error.html",
+        title=i18n.gettext("Not found", lang),
+        message=i18n.gettext("There is nothing at this address.", lang),
+    ), 404
 
 
 @bp.get("/")
 def index():
     db = get_db()
     learner = learner_id()
-    collect(db, current_app.extensions["amp_dojo_queue"], current_app.config,
-            [r["id"] for r in db.execute("SELECT id FROM submissions WHERE learner = ? AND status IN "
-                                         "('queued', 'running')", (learner,))])
+    collect(
+        db,
+        current_app.extensions["amp_dojo_queue"],
+        current_app.config,
+        [
+            r["id"]
+            for r in db.execute(
+                "SELECT id FROM submissions WHERE learner = ? AND status IN ('queued', 'running')", (learner,)
+            )
+        ],
+    )
     progress = store.progress(db, learner)
     lang = current_lang()
     cards = [content.card(ex, lang, progress.get(ex.id, "not_started")) for ex in content.exercises().values()]
@@ -67,13 +77,23 @@ def lesson(lesson_id):
     lang = current_lang()
     db = get_db()
     history = store.history(db, learner_id(), lesson_id)
-    page = {"lesson": {"id": ex.id, "title": localize(ex.title, lang), "starter": ex.starter,
-                       "baseline": ex.baseline},
-            "history": history, "check_titles": content.check_titles(ex, lang),
-            "urls": {"submit": f"/api/lessons/{ex.id}/submissions", "history": f"/api/lessons/{ex.id}/submissions",
-                     "quiz": f"/api/quiz/{ex.id}/"}}
-    return render_template("lessons/lesson.html", lesson=content.public_lesson(ex, lang), page=page,
-                           history=history, markdown_inline=content.markdown_inline)
+    page = {
+        "lesson": {"id": ex.id, "title": localize(ex.title, lang), "starter": ex.starter, "baseline": ex.baseline},
+        "history": history,
+        "check_titles": content.check_titles(ex, lang),
+        "urls": {
+            "submit": f"/api/lessons/{ex.id}/submissions",
+            "history": f"/api/lessons/{ex.id}/submissions",
+            "quiz": f"/api/quiz/{ex.id}/",
+        },
+    }
+    return render_template(
+        "lessons/lesson.html",
+        lesson=content.public_lesson(ex, lang),
+        page=page,
+        history=history,
+        markdown_inline=content.markdown_inline,
+    )
 
 
 @bp.get("/submissions/<sid>")
@@ -89,11 +109,19 @@ def submission(sid):
         title = localize(ex.title, current_lang())
     except ExerciseNotFound:
         ex, title = None, row["lesson"]
-    page = {"submission": store.detail(db, row, lang=current_lang()),
-            "check_titles": content.check_titles(ex, current_lang()) if ex else {}}
-    return render_template("submissions/show.html", row=row, title=title, page=page,
-                           code_html=code_views.full(row["code"], i18n.gettext(
-                               "The rest of the code ({n} lines) is shown without highlighting.", current_lang())))
+    page = {
+        "submission": store.detail(db, row, lang=current_lang()),
+        "check_titles": content.check_titles(ex, current_lang()) if ex else {},
+    }
+    return render_template(
+        "submissions/show.html",
+        row=row,
+        title=title,
+        page=page,
+        code_html=code_views.full(
+            row["code"], i18n.gettext("The rest of the code ({n} lines) is shown without highlighting.", current_lang())
+        ),
+    )
 
 
 @bp.after_request
@@ -105,8 +133,13 @@ def _no_store(response):
 
 def _safe_next(target: str | None) -> str:
     """Only paths on this site: never an open redirect."""
-    if (not target or not target.startswith("/") or target.startswith("//") or urlparse(target).netloc
-            or any(ord(c) < 32 or ord(c) == 127 for c in target)):  # a newline would split the header
+    if (
+        not target
+        or not target.startswith("/")
+        or target.startswith("//")
+        or urlparse(target).netloc
+        or any(ord(c) < 32 or ord(c) == 127 for c in target)
+    ):  # a newline would split the header
         return "/"
     return target
 
@@ -127,4 +160,3 @@ def pygments_css():
     response = Response(content.pygments_css(), mimetype="text/css")
     response.cache_control.max_age = 3600
     return response
-

@@ -47,7 +47,7 @@ def make_huey(url: str):
     """SqliteHuey for sqlite:///path, RedisHuey for redis://host:port/db."""
     scheme = urlparse(url).scheme
     if scheme == "sqlite":
-        path = url[len("sqlite:///"):] if url.startswith("sqlite:///") else ""
+        path = url[len("sqlite:///") :] if url.startswith("sqlite:///") else ""
         if not path:
             raise ValueError(f"QUEUE_URL {url!r}: expected sqlite:///<path to a file>")
         private_file(path)  # 0600 before Huey opens it (its -wal and -shm follow); a missing folder 0700

@@ -14,8 +14,10 @@ def sandbox_problem(config) -> str | None:
     if name not in SANDBOXES:
         return f"SANDBOX={name!r} is not one of {', '.join(SANDBOXES)}"
     if name == "local" and not config["ALLOW_LOCAL_SANDBOX"]:
-        return ("SANDBOX='local' runs learner code without isolation; set ALLOW_LOCAL_SANDBOX=True only "
-                "where learners grade their own code on their own machine")
+        return (
+            "SANDBOX='local' runs learner code without isolation; set ALLOW_LOCAL_SANDBOX=True only "
+            "where learners grade their own code on their own machine"
+        )
     return None
 
 
@@ -27,5 +29,6 @@ def check_sandbox(config):
     from grader.sandboxes.kinds import make_launcher
     from grader.sandboxes.limits import limits_from
 
-    return make_launcher(config["SANDBOX"], limits_from(dict(config["SANDBOX_LIMITS"])),
-                         allow_local=bool(config["ALLOW_LOCAL_SANDBOX"]))
+    return make_launcher(
+        config["SANDBOX"], limits_from(dict(config["SANDBOX_LIMITS"])), allow_local=bool(config["ALLOW_LOCAL_SANDBOX"])
+    )

@@ -23,19 +23,21 @@ CSRF_HEADER = "X-CSRF-Token"
 CSRF_FIELD = "csrf_token"  # the forms' hidden field, and where the session keeps its raw token
 csrf = CSRFProtect()
 
-CSP = "; ".join([
-    "default-src 'self'",
-    "script-src 'self'",
-    # CodeMirror and the charts set element styles from script; no inline <style> of ours.
-    "style-src 'self' 'unsafe-inline'",
-    "img-src 'self' data:",
-    "font-src 'self'",
-    "connect-src 'self'",
-    "object-src 'none'",
-    "base-uri 'none'",
-    "form-action 'self'",
-    "frame-ancestors 'none'",
-])
+CSP = "; ".join(
+    [
+        "default-src 'self'",
+        "script-src 'self'",
+        # CodeMirror and the charts set element styles from script; no inline <style> of ours.
+        "style-src 'self' 'unsafe-inline'",
+        "img-src 'self' data:",
+        "font-src 'self'",
+        "connect-src 'self'",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    ]
+)
 
 
 def secret_key(instance_path: str) -> str:

@@ -31,8 +31,12 @@ class Refused(Exception):
 def payload(row, config) -> dict:
     """The task: everything a worker needs, nothing from this database."""
     return {
-        "submission_id": row["id"], "attempt": row["attempt"], "exercise_id": row["lesson"],
-        "code": row["code"], "device": config["DEVICE"], "sandbox": config["SANDBOX"],
+        "submission_id": row["id"],
+        "attempt": row["attempt"],
+        "exercise_id": row["lesson"],
+        "code": row["code"],
+        "device": config["DEVICE"],
+        "sandbox": config["SANDBOX"],
         "allow_local": bool(config["ALLOW_LOCAL_SANDBOX"]),
         "heartbeat_s": max(0.5, float(config["LEASE_SECONDS"]) / 5),
     }
@@ -64,23 +68,43 @@ def check_rate(db, learner: str, client_ip: str | None, config, now: float):
     shed their cookie (a class behind one NAT address shares it)."""
     burst, per_minute = int(config["RATE_BURST"] or 0), float(config["RATE_LIMIT"] or 0)
     if burst and per_minute:
-        rows = db.execute("SELECT created_at FROM submissions WHERE learner = ? AND created_at > ? AND NOT "
-                          "(status = 'error' AND error = ?) ORDER BY created_at",
-                          (learner, now - burst / (per_minute / 60.0), CANCELLED)).fetchall()
+        rows = db.execute(
+            "SELECT created_at FROM submissions WHERE learner = ? AND created_at > ? AND NOT "
+            "(status = 'error' AND error = ?) ORDER BY created_at",
+            (learner, now - burst / (per_minute / 60.0), CANCELLED),
+        ).fetchall()
         wait = bucket_wait([r["created_at"] for r in rows], now, burst, per_minute)
         if wait:
-            raise Refused(429, noop_gettext("Too many runs in a short time: run again in {n} s (after a burst "
-                                            "of {burst}, at most {rate} a minute)."),
-                          wait, burst=burst, rate=round(per_minute), n=wait)
+            raise Refused(
+                429,
+                noop_gettext(
+                    "Too many runs in a short time: run again in {n} s (after a burst "
+                    "of {burst}, at most {rate} a minute)."
+                ),
+                wait,
+                burst=burst,
+                rate=round(per_minute),
+                n=wait,
+            )
     limit = config["IP_RATE_LIMIT"]
     if client_ip is not None and limit:
-        rows = db.execute("SELECT created_at FROM submissions WHERE client_ip = ? AND created_at > ? "
-                          "ORDER BY created_at DESC LIMIT ?", (client_ip, now - WINDOW_S, int(limit))).fetchall()
+        rows = db.execute(
+            "SELECT created_at FROM submissions WHERE client_ip = ? AND created_at > ? "
+            "ORDER BY created_at DESC LIMIT ?",
+            (client_ip, now - WINDOW_S, int(limit)),
+        ).fetchall()
         if len(rows) >= int(limit):
             wait = _retry_after(rows[-1]["created_at"], now)
-            raise Refused(429, noop_gettext("Your network address sent {limit} submissions in the last minute, "
-                                            "the most this server takes from one address: run again in {n} s."),
-                          wait, limit=int(limit), n=wait)
+            raise Refused(
+                429,
+                noop_gettext(
+                    "Your network address sent {limit} submissions in the last minute, "
+                    "the most this server takes from one address: run again in {n} s."
+                ),
+                wait,
+                limit=int(limit),
+                n=wait,
+            )
 
 
 def check_queue(db, config, learner: str, client_ip: str | None):
@@ -88,23 +112,43 @@ def check_queue(db, config, learner: str, client_ip: str | None):
     its share waiting or being graded: one client must not fill the queue for everyone."""
     waiting = db.execute("SELECT count(*) FROM submissions WHERE status = 'queued'").fetchone()[0]
     if waiting >= int(config["QUEUE_MAX"]):
-        raise Refused(429, noop_gettext("The grading queue is full ({n} submissions are waiting): run again in a "
-                                        "minute."), 30, n=waiting)
+        raise Refused(
+            429,
+            noop_gettext("The grading queue is full ({n} submissions are waiting): run again in a minute."),
+            30,
+            n=waiting,
+        )
     limit = config["MAX_WAITING_PER_LEARNER"]
     if limit:
-        mine = db.execute("SELECT count(*) FROM submissions WHERE learner = ? AND status IN ('queued', 'running')",
-                          (learner,)).fetchone()[0]
+        mine = db.execute(
+            "SELECT count(*) FROM submissions WHERE learner = ? AND status IN ('queued', 'running')", (learner,)
+        ).fetchone()[0]
         if mine >= int(limit):
-            raise Refused(429, noop_gettext("{n} of your submissions are still waiting or being graded: wait for "
-                                            "their results (or cancel one), then run again."), 5, n=mine)
+            raise Refused(
+                429,
+                noop_gettext(
+                    "{n} of your submissions are still waiting or being graded: wait for "
+                    "their results (or cancel one), then run again."
+                ),
+                5,
+                n=mine,
+            )
     limit = config["MAX_WAITING_PER_IP"]
     if client_ip is not None and limit:
-        theirs = db.execute("SELECT count(*) FROM submissions WHERE client_ip = ? AND status IN ('queued', "
-                            "'running')", (client_ip,)).fetchone()[0]
+        theirs = db.execute(
+            "SELECT count(*) FROM submissions WHERE client_ip = ? AND status IN ('queued', 'running')", (client_ip,)
+        ).fetchone()[0]
         if theirs >= int(limit):
-            raise Refused(429, noop_gettext("{n} submissions from your network address are waiting or being "
-                                            "graded, the most this server takes from one address: run again in a "
-                                            "moment."), 10, n=theirs)
+            raise Refused(
+                429,
+                noop_gettext(
+                    "{n} submissions from your network address are waiting or being "
+                    "graded, the most this server takes from one address: run again in a "
+                    "moment."
+                ),
+                10,
+                n=theirs,
+            )
 
 
 def create(db, *, learner: str, client_ip: str | None, lesson: str, code: str, lang: str, config) -> dict:
@@ -114,11 +158,16 @@ def create(db, *, learner: str, client_ip: str | None, lesson: str, code: str, l
         check_rate(db, learner, client_ip, config, now)
         check_queue(db, config, learner, client_ip)
         sid = secrets.token_hex(8)
-        db.execute("INSERT INTO submissions (id, learner, client_ip, lesson, code, lang, status, attempt, "
-                   "created_at, queued_at) VALUES (?, ?, ?, ?, ?, ?, 'queued', 1, ?, ?)",
-                   (sid, learner, client_ip, lesson, code, lang, now, now))
-        db.execute("INSERT INTO events (submission_id, attempt, source, type, data, created_at) "
-                   "VALUES (?, 1, 'queued', 'progress', ?, ?)", (sid, json.dumps({"stage": "queued"}), now))
+        db.execute(
+            "INSERT INTO submissions (id, learner, client_ip, lesson, code, lang, status, attempt, "
+            "created_at, queued_at) VALUES (?, ?, ?, ?, ?, ?, 'queued', 1, ?, ?)",
+            (sid, learner, client_ip, lesson, code, lang, now, now),
+        )
+        db.execute(
+            "INSERT INTO events (submission_id, attempt, source, type, data, created_at) "
+            "VALUES (?, 1, 'queued', 'progress', ?, ?)",
+            (sid, json.dumps({"stage": "queued"}), now),
+        )
         learner_lessons.submitted(db, learner, lesson, now)
     code_views.remember(db, sid, code)
     return get(db, sid)
@@ -139,21 +188,27 @@ def position(db, row) -> int | None:
     if row["status"] != "queued":
         return None
     if row["enqueued_at"] is not None:
-        ahead = db.execute("SELECT count(*) FROM submissions WHERE status = 'queued' AND enqueued_at IS NOT NULL "
-                           "AND (queued_at < ? OR (queued_at = ? AND id < ?))",
-                           (row["queued_at"], row["queued_at"], row["id"])).fetchone()[0]
+        ahead = db.execute(
+            "SELECT count(*) FROM submissions WHERE status = 'queued' AND enqueued_at IS NOT NULL "
+            "AND (queued_at < ? OR (queued_at = ? AND id < ?))",
+            (row["queued_at"], row["queued_at"], row["id"]),
+        ).fetchone()[0]
         return ahead + 1
-    handed = db.execute("SELECT count(*) FROM submissions WHERE status = 'queued' AND enqueued_at IS NOT NULL"
-                        ).fetchone()[0]
-    own = db.execute("SELECT count(*) FROM submissions WHERE learner = ? AND (status = 'running' OR "
-                     "(status = 'queued' AND enqueued_at IS NULL)) AND (created_at < ? OR (created_at = ? AND id < ?))",
-                     (row["learner"], row["created_at"], row["created_at"], row["id"])).fetchone()[0]
+    handed = db.execute(
+        "SELECT count(*) FROM submissions WHERE status = 'queued' AND enqueued_at IS NOT NULL"
+    ).fetchone()[0]
+    own = db.execute(
+        "SELECT count(*) FROM submissions WHERE learner = ? AND (status = 'running' OR "
+        "(status = 'queued' AND enqueued_at IS NULL)) AND (created_at < ? OR (created_at = ? AND id < ?))",
+        (row["learner"], row["created_at"], row["created_at"], row["id"]),
+    ).fetchone()[0]
     return handed + own + 1
 
 
 def events(db, sid: str, after: int = 0) -> list[dict]:
-    rows = db.execute("SELECT id, type, data FROM events WHERE submission_id = ? AND id > ? ORDER BY id",
-                      (sid, after)).fetchall()
+    rows = db.execute(
+        "SELECT id, type, data FROM events WHERE submission_id = ? AND id > ? ORDER BY id", (sid, after)
+    ).fetchall()
     return [{"id": r["id"], "type": r["type"], "data": json.loads(r["data"])} for r in rows]
 
 
@@ -162,30 +217,44 @@ def cancel(db, row) -> bool:
     grading worker is told through the queue (webapp/grading.py) and stops."""
     now = time.time()
     with transaction(db):
-        cur = db.execute("UPDATE submissions SET status = 'error', error = ?, finished_at = ? "
-                         "WHERE id = ? AND attempt = ? AND status IN ('queued', 'running')",
-                         (CANCELLED, now, row["id"], row["attempt"]))
+        cur = db.execute(
+            "UPDATE submissions SET status = 'error', error = ?, finished_at = ? "
+            "WHERE id = ? AND attempt = ? AND status IN ('queued', 'running')",
+            (CANCELLED, now, row["id"], row["attempt"]),
+        )
         if cur.rowcount != 1:
             return False
-        db.execute("INSERT INTO events (submission_id, attempt, source, type, data, created_at) "
-                   "VALUES (?, ?, 'done', 'done', ?, ?) ON CONFLICT DO NOTHING",
-                   (row["id"], row["attempt"], json.dumps({"status": "error", "error": CANCELLED,
-                                                           "cancelled": True}), now))
+        db.execute(
+            "INSERT INTO events (submission_id, attempt, source, type, data, created_at) "
+            "VALUES (?, ?, 'done', 'done', ?, ?) ON CONFLICT DO NOTHING",
+            (row["id"], row["attempt"], json.dumps({"status": "error", "error": CANCELLED, "cancelled": True}), now),
+        )
     return True
 
 
 def urls(sid: str) -> dict:
-    return {"self": f"/api/submissions/{sid}", "stream": f"/api/submissions/{sid}/stream",
-            "cancel": f"/api/submissions/{sid}/cancel", "page": f"/submissions/{sid}"}
+    return {
+        "self": f"/api/submissions/{sid}",
+        "stream": f"/api/submissions/{sid}/stream",
+        "cancel": f"/api/submissions/{sid}/cancel",
+        "page": f"/submissions/{sid}",
+    }
 
 
 def summary(row) -> dict:
     """A submission without its events and result: for lists."""
     return {
-        "id": row["id"], "lesson": row["lesson"], "status": row["status"], "attempt": row["attempt"],
-        "result_status": row["result_status"], "score": row["score"], "error": row["error"],
+        "id": row["id"],
+        "lesson": row["lesson"],
+        "status": row["status"],
+        "attempt": row["attempt"],
+        "result_status": row["result_status"],
+        "score": row["score"],
+        "error": row["error"],
         "cancelled": row["status"] == "error" and row["error"] == CANCELLED,
-        "created_at": row["created_at"], "started_at": row["started_at"], "finished_at": row["finished_at"],
+        "created_at": row["created_at"],
+        "started_at": row["started_at"],
+        "finished_at": row["finished_at"],
         "urls": urls(row["id"]),
     }
 
@@ -205,19 +274,25 @@ def result_of(row, lang: str = "en") -> dict | None:
 def detail(db, row, after: int = 0, lang: str = "en") -> dict:
     """Everything the results panel needs, whether the grading is waiting, running or over."""
     data = summary(row)
-    data.update(code=row["code"], position=position(db, row), events=events(db, row["id"], after),
-                result=result_of(row, lang))
+    data.update(
+        code=row["code"], position=position(db, row), events=events(db, row["id"], after), result=result_of(row, lang)
+    )
     return data
 
 
 def history(db, learner: str, lesson: str, limit: int = 20) -> list[dict]:
-    rows = db.execute("SELECT * FROM submissions WHERE learner = ? AND lesson = ? ORDER BY created_at DESC "
-                      "LIMIT ?", (learner, lesson, limit)).fetchall()
+    rows = db.execute(
+        "SELECT * FROM submissions WHERE learner = ? AND lesson = ? ORDER BY created_at DESC LIMIT ?",
+        (learner, lesson, limit),
+    ).fetchall()
     return [summary(r) for r in rows]
 
 
 def progress(db, learner: str) -> dict[str, str]:
     """lesson id -> 'attempted' or 'passed' (lessons never tried are absent)."""
-    rows = db.execute("SELECT lesson, max(CASE WHEN result_status = 'pass' THEN 1 ELSE 0 END) AS passed "
-                      "FROM submissions WHERE learner = ? GROUP BY lesson", (learner,)).fetchall()
+    rows = db.execute(
+        "SELECT lesson, max(CASE WHEN result_status = 'pass' THEN 1 ELSE 0 END) AS passed "
+        "FROM submissions WHERE learner = ? GROUP BY lesson",
+        (learner,),
+    ).fetchall()
     return {r["lesson"]: "passed" if r["passed"] else "attempted" for r in rows}

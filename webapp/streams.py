@@ -23,8 +23,9 @@ class StreamSlots:
         self.database = database
         self.lifetime = float(stream_seconds) + GRACE_S
 
-    def take(self, db, learner: str, client_ip: str | None, total: int, per_learner: int,
-             per_ip: int = 0) -> str | None:
+    def take(
+        self, db, learner: str, client_ip: str | None, total: int, per_learner: int, per_ip: int = 0
+    ) -> str | None:
         """A slot id, or None past any cap (`per_ip` 0, or no address: no per-address cap)."""
         now = time.time()
         with transaction(db):
@@ -34,16 +35,17 @@ class StreamSlots:
             if open_total >= total or mine >= per_learner or self._address_full(db, client_ip, per_ip):
                 return None
             slot = secrets.token_hex(8)
-            db.execute("INSERT INTO stream_slots (id, learner, client_ip, expires_at) VALUES (?, ?, ?, ?)",
-                       (slot, learner, client_ip, now + self.lifetime))
+            db.execute(
+                "INSERT INTO stream_slots (id, learner, client_ip, expires_at) VALUES (?, ?, ?, ?)",
+                (slot, learner, client_ip, now + self.lifetime),
+            )
         return slot
 
     @staticmethod
     def _address_full(db, client_ip: str | None, per_ip: int) -> bool:
         if not per_ip or client_ip is None:
             return False
-        return db.execute("SELECT count(*) FROM stream_slots WHERE client_ip = ?",
-                          (client_ip,)).fetchone()[0] >= per_ip
+        return db.execute("SELECT count(*) FROM stream_slots WHERE client_ip = ?", (client_ip,)).fetchone()[0] >= per_ip
 
     def give_back(self, slot: str) -> None:
         """From the WSGI server's close(), after the request's own connection is gone."""

@@ -48,9 +48,11 @@ def learning_problem(path: Path, baseline_losses: list[float]) -> str | None:
     drop = 1 - last / first
     if drop >= MIN_LOSS_DROP:
         return None
-    return (f"{path}: workload: the FP32 baseline's loss falls only {drop:.0%} over {len(baseline_losses)} steps "
-            f"({first:.3f} -> {last:.3f}); it must fall by at least {MIN_LOSS_DROP:.0%}, or the checks cannot tell a "
-            "step that trains from one that does not (raise optimizer.lr, data.separation or steps)")
+    return (
+        f"{path}: workload: the FP32 baseline's loss falls only {drop:.0%} over {len(baseline_losses)} steps "
+        f"({first:.3f} -> {last:.3f}); it must fall by at least {MIN_LOSS_DROP:.0%}, or the checks cannot tell a "
+        "step that trains from one that does not (raise optimizer.lr, data.separation or steps)"
+    )
 
 
 def example_mismatches(expect, result: GradingResult) -> list[str]:
@@ -60,8 +62,7 @@ def example_mismatches(expect, result: GradingResult) -> list[str]:
         why = f" ({result.error.message[:120]})" if result.error else ""
         out.append(f"status {result.status}{why}, expected {expect.status}")
     found = {f.id for c in result.checks for f in c.findings}
-    out += [f"no {f} finding (found: {', '.join(sorted(found)) or 'none'})" for f in expect.findings
-            if f not in found]
+    out += [f"no {f} finding (found: {', '.join(sorted(found)) or 'none'})" for f in expect.findings if f not in found]
     for check_id, status in expect.checks.items():
         got = result.check(check_id)
         if got is None or got.status != status:
@@ -77,9 +78,11 @@ def margins(result: GradingResult) -> list[str]:
     for c in result.checks:
         m, t = c.measured, c.threshold or {}
         if c.id == "parity" and m.get("max_update_rel_diff") is not None:
-            out.append(f"parity update {m['max_update_rel_diff']:.2%} of {t['update_rtol']:.0%} allowed "
-                       f"({m['max_update_rel_diff'] / t['update_rtol']:.0%} of the tolerance), loss "
-                       f"{m['max_loss_rel_diff']:.2%} of {t['loss_rtol']:.0%}")
+            out.append(
+                f"parity update {m['max_update_rel_diff']:.2%} of {t['update_rtol']:.0%} allowed "
+                f"({m['max_update_rel_diff'] / t['update_rtol']:.0%} of the tolerance), loss "
+                f"{m['max_loss_rel_diff']:.2%} of {t['loss_rtol']:.0%}"
+            )
         elif c.id == "coverage" and "fraction_16bit" in m:
             out.append(f"coverage {m['fraction_16bit']:.0%} (at least {t['min_fraction']:.0%})")
         elif c.id == "ranks" and m.get("max_rank_update_rel_diff") is not None:
@@ -97,7 +100,9 @@ def lesson_code_problems(path: Path, exercise) -> list[str]:
         wl = exercise.workload.for_device(kind)
         if wl.setup is None:
             continue
-        where = ("workload", "cuda", "setup") if kind == "cuda" and exercise.workload.cuda.setup else ("workload", "setup")
+        where = (
+            ("workload", "cuda", "setup") if kind == "cuda" and exercise.workload.cuda.setup else ("workload", "setup")
+        )
         try:
             problem = workload.build_problem(wl.model_dump())
         except workload.SetupError as exc:
@@ -115,8 +120,9 @@ def lesson_code_problems(path: Path, exercise) -> list[str]:
     return out
 
 
-def validate_file(path: Path, *, device: str = "auto", launcher=None, grade: bool = True, progress=None,
-                  with_mutants: bool = True) -> Report:
+def validate_file(
+    path: Path, *, device: str = "auto", launcher=None, grade: bool = True, progress=None, with_mutants: bool = True
+) -> Report:
     exercise, problems = parse_exercise(path)
     report = Report(path, exercise.id if exercise else None, [str(p) for p in problems])
     if exercise is not None:
@@ -160,8 +166,10 @@ def _graded(report: Report, path: Path, exercise, device, launcher, progress, wi
         report.mutants = mutants.run_all(exercise, device=device, launcher=launcher, progress=progress)
         for m in report.mutants:
             if not m.killed and m.skipped is None:
-                report.problems.append(f"{path}: checks: the mutant {m.name!r} ({m.description}) passes every "
-                                       "check; tighten a tolerance or make the workload exercise what it changes")
+                report.problems.append(
+                    f"{path}: checks: the mutant {m.name!r} ({m.description}) passes every "
+                    "check; tighten a tolerance or make the workload exercise what it changes"
+                )
     return report
 
 
@@ -181,9 +189,14 @@ def measured_row(result: GradingResult) -> dict:
             return None
         return c.measured.get(key)
 
-    return {"status": result.status, "score": result.score, "coverage": value("coverage", "fraction_16bit"),
-            # a profiling lesson times the fixed step against its given step instead of the FP32 baseline
-            "speedup": value("speedup", "speedup") or value("step_time", "speedup"),
-            "speedup_low": value("speedup", "ci95_low") or value("step_time", "ci95_low"),
-            "memory_ratio": value("memory", "ratio"), "parity_update": value("parity", "max_update_rel_diff"),
-            "seconds": result.duration_s}
+    return {
+        "status": result.status,
+        "score": result.score,
+        "coverage": value("coverage", "fraction_16bit"),
+        # a profiling lesson times the fixed step against its given step instead of the FP32 baseline
+        "speedup": value("speedup", "speedup") or value("step_time", "speedup"),
+        "speedup_low": value("speedup", "ci95_low") or value("step_time", "ci95_low"),
+        "memory_ratio": value("memory", "ratio"),
+        "parity_update": value("parity", "max_update_rel_diff"),
+        "seconds": result.duration_s,
+    }

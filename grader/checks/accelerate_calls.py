@@ -33,8 +33,16 @@ def prepare_rules(trace, ctx) -> list[Finding]:
     if init["mixed_precision"] == "no":
         out.append(finding("accelerator_without_mixed_precision", init["line"], expected=expected))
     elif init["mixed_precision"] != expected:
-        out.append(finding("accelerator_wrong_precision", init["line"], got=init["mixed_precision"],
-                           expected=expected, dtype=ctx["amp_dtype"], device=ctx["device_type"]))
+        out.append(
+            finding(
+                "accelerator_wrong_precision",
+                init["line"],
+                got=init["mixed_precision"],
+                expected=expected,
+                dtype=ctx["amp_dtype"],
+                device=ctx["device_type"],
+            )
+        )
     n = ctx.get("micro_batches", 1)
     if n > 1 and init["accumulation_steps"] != n:
         out.append(finding("accumulation_steps_mismatch", init["line"], got=init["accumulation_steps"], n=n))
@@ -53,13 +61,16 @@ def step_rules(events, ctx) -> list[Finding]:
     if init is None:
         return []
     out = []
-    plain = next((e for i, e in enumerate(events) if e["ev"] == "backward"
-                  and not _through(events, i, "accelerator_backward")), None)
+    plain = next(
+        (e for i, e in enumerate(events) if e["ev"] == "backward" and not _through(events, i, "accelerator_backward")),
+        None,
+    )
     if plain:
         out.append(finding("backward_not_through_accelerator", plain["line"]))
     out += _divided_by_hand(events)
-    plain_clip = next((e for i, e in enumerate(events) if e["ev"] == "clip"
-                       and not _through(events, i, "accelerator_clip")), None)
+    plain_clip = next(
+        (e for i, e in enumerate(events) if e["ev"] == "clip" and not _through(events, i, "accelerator_clip")), None
+    )
     if plain_clip:
         out.append(finding("clip_not_through_accelerator", plain_clip["line"]))
     early = next((e for e in every(events, "accelerator_clip") if not e["sync_gradients"]), None)

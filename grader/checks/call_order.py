@@ -31,11 +31,19 @@ def autocast_usage(events, ctx) -> list[Finding]:
     out = []
     for e in entered:
         if e["device_type"] != ctx["device_type"]:
-            out.append(finding("autocast_wrong_device", e["line"], device=e["device_type"],
-                               expected=ctx["device_type"]))
+            out.append(
+                finding("autocast_wrong_device", e["line"], device=e["device_type"], expected=ctx["device_type"])
+            )
         elif e["dtype"] != ctx["amp_dtype"]:
-            out.append(finding("autocast_wrong_dtype", e["line"], dtype=e["dtype"], device=ctx["device_type"],
-                               expected=ctx["amp_dtype"]))
+            out.append(
+                finding(
+                    "autocast_wrong_dtype",
+                    e["line"],
+                    dtype=e["dtype"],
+                    device=ctx["device_type"],
+                    expected=ctx["amp_dtype"],
+                )
+            )
     return out
 
 
@@ -81,7 +89,7 @@ def scaler_usage(events, ctx) -> list[Finding]:
 
 def _direct_step_key(events, direct) -> str | None:
     """After scaler.unscale_ the gradients are no longer multiplied by the scale: say only what is still wrong."""
-    unscaled = any(e["ev"] == "unscale_" for e in events[:events.index(direct)])
+    unscaled = any(e["ev"] == "unscale_" for e in events[: events.index(direct)])
     return "optimizer_step_direct.unscaled" if unscaled else None
 
 
@@ -134,8 +142,16 @@ def accumulation(events, ctx) -> list[Finding]:
         expected = losses if losses < n and not ctx.get("partial") else n
         if len(updates) > 1 or later_backward or (losses and forwards < expected):
             key = "update_every_micro_batch.repeated" if len(updates) > 1 else None
-            out.append(finding("update_every_micro_batch", updates[0]["line"], key=key, forwards=forwards, n=n,
-                               updates=len(updates)))
+            out.append(
+                finding(
+                    "update_every_micro_batch",
+                    updates[0]["line"],
+                    key=key,
+                    forwards=forwards,
+                    n=n,
+                    updates=len(updates),
+                )
+            )
     if not ctx.get("partial"):
         out += _backward_per_micro_batch(events, n)
     out += _zero_grad_between(events)
@@ -149,8 +165,11 @@ def _backward_per_micro_batch(events, n) -> list[Finding]:
     if not backwards or len(backwards) >= n:
         return []
     if len(losses) >= n:
-        return [finding("one_backward_for_all_micro_batches", backwards[0]["line"], losses=len(losses),
-                        backwards=len(backwards))]
+        return [
+            finding(
+                "one_backward_for_all_micro_batches", backwards[0]["line"], losses=len(losses), backwards=len(backwards)
+            )
+        ]
     return [finding("micro_batch_skipped", backwards[0]["line"], backwards=len(backwards), n=n)]
 
 
@@ -200,9 +219,10 @@ def zeroed_before_step(events, ctx) -> list[Finding]:
     for i, e in enumerate(events):
         if e["ev"] == "backward":
             last_backward = i
-        elif last_backward is not None and (e["ev"] == "scaler_step" or (e["ev"] == "optimizer_step"
-                                                                        and not e.get("via_scaler"))):
-            between = events[last_backward + 1:i]
+        elif last_backward is not None and (
+            e["ev"] == "scaler_step" or (e["ev"] == "optimizer_step" and not e.get("via_scaler"))
+        ):
+            between = events[last_backward + 1 : i]
             zeroed = next((z for z in between if z["ev"] == "zero_grad"), None)
             if zeroed and not any(b["ev"] in ("scaler_step", "optimizer_step") for b in between):
                 return [finding("zero_grad_before_step", zeroed["line"])]
@@ -256,8 +276,11 @@ def merge(found: list[Finding], static: list[Finding], *, traced: bool) -> list[
         if (f.line is None or f.id in SOURCE_NAMES_THE_LINE) and f.id in by_id:
             f.line = by_id[f.id].line
     known = {f.id for f in found}
-    extra = [f for f in static if f.id not in known and f.id not in SOURCE_NAMES_THE_LINE
-             and (f.severity == "info" or not traced)]
+    extra = [
+        f
+        for f in static
+        if f.id not in known and f.id not in SOURCE_NAMES_THE_LINE and (f.severity == "info" or not traced)
+    ]
     return found + extra
 
 
@@ -266,14 +289,19 @@ def check(spec, traces: list[dict], ctx: dict, static_findings: list[Finding]) -
     findings = merge(diagnose(traces, ctx), static_findings, traced=bool(traces))
     errors = [f for f in findings if f.severity == "error"]
     if not traces:
-        return CheckResult("call_order", FAIL if errors else "error",
-                           message_of(errors[0]) if errors else say("call_order.untraced"), findings=findings,
-                           weight=spec.weight)
+        return CheckResult(
+            "call_order",
+            FAIL if errors else "error",
+            message_of(errors[0]) if errors else say("call_order.untraced"),
+            findings=findings,
+            weight=spec.weight,
+        )
     if errors:
         n = len(errors)
-        message = say("call_order.mistakes", n=n, first=message_of(errors[0])) if n > 1 else message_of(
-            errors[0])
-        return CheckResult("call_order", FAIL, message, {"mistakes": [f.id for f in errors]}, findings=findings,
-                           weight=spec.weight)
-    return CheckResult("call_order", PASS, say("call_order.pass"), {"mistakes": []}, findings=findings,
-                       weight=spec.weight)
+        message = say("call_order.mistakes", n=n, first=message_of(errors[0])) if n > 1 else message_of(errors[0])
+        return CheckResult(
+            "call_order", FAIL, message, {"mistakes": [f.id for f in errors]}, findings=findings, weight=spec.weight
+        )
+    return CheckResult(
+        "call_order", PASS, say("call_order.pass"), {"mistakes": []}, findings=findings, weight=spec.weight
+    )

@@ -26,8 +26,12 @@ def fp32_numbers(closeness: dict | None) -> bool:
     did its matmuls in 16-bit moves the same way (`toward_amp` near 1), one that trained in float32 and
     nudged its weights does not (near 0), since that direction cannot be had without the 16-bit work.
     Only judged where the submission ended near the FP32 run: a far-off one fails parity instead."""
-    return (closeness is not None and closeness["amp_vs_fp32"] > 0 and closeness["to_fp32"] <= closeness["near"]
-            and closeness["toward_amp"] < 0.5)
+    return (
+        closeness is not None
+        and closeness["amp_vs_fp32"] > 0
+        and closeness["to_fp32"] <= closeness["near"]
+        and closeness["toward_amp"] < 0.5
+    )
 
 
 def compared_like(flops: dict[str, int], amp_dtype: str | None) -> bool:
@@ -41,11 +45,18 @@ def compared_like(flops: dict[str, int], amp_dtype: str | None) -> bool:
     return not low or max(low, key=low.get) == amp_dtype
 
 
-def check(spec, coverage: dict | None, describe_module, closeness: dict | None = None,
-          amp_dtype: str | None = None) -> CheckResult:
+def check(
+    spec, coverage: dict | None, describe_module, closeness: dict | None = None, amp_dtype: str | None = None
+) -> CheckResult:
     if not coverage or not coverage["flops"]:
-        return CheckResult("coverage", FAIL, say("coverage.none"),
-                           {"fraction_16bit": 0.0}, {"min_fraction": spec.min_fraction}, weight=spec.weight)
+        return CheckResult(
+            "coverage",
+            FAIL,
+            say("coverage.none"),
+            {"fraction_16bit": 0.0},
+            {"min_fraction": spec.min_fraction},
+            weight=spec.weight,
+        )
     total = sum(coverage["flops"].values())
     low = sum(v for k, v in coverage["flops"].items() if k in LOW)
     fraction = low / total
@@ -57,18 +68,40 @@ def check(spec, coverage: dict | None, describe_module, closeness: dict | None =
         measured["direction_test"] = "not judged: the 16-bit work ran in another dtype than the trusted run's"
         closeness = None
     if fraction >= spec.min_fraction and fp32_numbers(closeness):
-        return CheckResult("coverage", FAIL, say("coverage.fp32_numbers", toward=closeness["toward_amp"]),
-                           measured, threshold, [finding("numbers_fp32")], weight=spec.weight)
+        return CheckResult(
+            "coverage",
+            FAIL,
+            say("coverage.fp32_numbers", toward=closeness["toward_amp"]),
+            measured,
+            threshold,
+            [finding("numbers_fp32")],
+            weight=spec.weight,
+        )
     if fraction >= spec.min_fraction:
-        return CheckResult("coverage", PASS, say("coverage.pass", fraction=fraction), measured, threshold,
-                           weight=spec.weight)
+        return CheckResult(
+            "coverage", PASS, say("coverage.pass", fraction=fraction), measured, threshold, weight=spec.weight
+        )
     if low == 0:
-        return CheckResult("coverage", FAIL, say("coverage.all_fp32"), measured, threshold,
-                           [finding("no_16bit_matmul")], weight=spec.weight)
-    culprits = [(name, share) for name, share in fp32_modules(coverage["by_module"], total)
-                if name != OUTSIDE_MODEL][:5]
+        return CheckResult(
+            "coverage",
+            FAIL,
+            say("coverage.all_fp32"),
+            measured,
+            threshold,
+            [finding("no_16bit_matmul")],
+            weight=spec.weight,
+        )
+    culprits = [(name, share) for name, share in fp32_modules(coverage["by_module"], total) if name != OUTSIDE_MODEL][
+        :5
+    ]
     findings = [finding("fp32_layer", layer=describe_module(name), share=share) for name, share in culprits]
     where = [say("fp32_layer", layer=describe_module(name), share=share) for name, share in culprits[:3]]
-    return CheckResult("coverage", FAIL, say("coverage.partial", fraction=fraction, min=spec.min_fraction,
-                                             where=where or say("coverage.backward_fp32")),
-                       measured, threshold, findings, weight=spec.weight)
+    return CheckResult(
+        "coverage",
+        FAIL,
+        say("coverage.partial", fraction=fraction, min=spec.min_fraction, where=where or say("coverage.backward_fp32")),
+        measured,
+        threshold,
+        findings,
+        weight=spec.weight,
+    )

@@ -23,8 +23,15 @@ def moved_after_wrap(trace, ctx) -> list[Finding]:
     wrap = first(events, "ddp_wrap", lesson=True) or first(events, "ddp_wrap")
     device = trace.get("device")
     if wrap and device and wrap.get("param_device") not in (None, device):
-        return [finding("wrapped_before_moved", wrap["line"], key="wrapped_before_moved.device",
-                        device=wrap["param_device"], expected=device)]
+        return [
+            finding(
+                "wrapped_before_moved",
+                wrap["line"],
+                key="wrapped_before_moved.device",
+                device=wrap["param_device"],
+                expected=device,
+            )
+        ]
     return []
 
 
@@ -39,10 +46,11 @@ def step_rules(events, ctx) -> list[Finding]:
     if ctx.get("ranks", 1) > 1 and not syncs and not reduced and backwards(events) and not ctx.get("partial"):
         out += _not_synchronised(events, ctx)
     if len(syncs) > 1:
-        out.append(finding("allreduce_every_micro_batch", syncs[1]["line"], syncs=len(syncs), n=n,
-                           wasted=len(syncs) - 1))
+        out.append(
+            finding("allreduce_every_micro_batch", syncs[1]["line"], syncs=len(syncs), n=n, wasted=len(syncs) - 1)
+        )
     elif syncs:
-        after = [e for e in events[events.index(syncs[-1]) + 1:] if e["ev"] == "forward"][1:]
+        after = [e for e in events[events.index(syncs[-1]) + 1 :] if e["ev"] == "forward"][1:]
         if after:
             out.append(finding("sync_not_last", syncs[-1]["line"], later=len(after)))
     out += moved_after_wrap({"events": events}, ctx)
@@ -57,14 +65,26 @@ def _not_synchronised(events, ctx) -> list[Finding]:
         return [finding("ddp_wraps_other_module", decoy["line"], ranks=ctx["ranks"])]
     no_sync = first(events, "no_sync")
     where = no_sync or first(events, "ddp_forward") or backwards(events)[0]
-    return [finding("gradients_not_synchronised", where["line"],
-                    key="gradients_not_synchronised.no_sync" if no_sync else None, ranks=ctx["ranks"])]
+    return [
+        finding(
+            "gradients_not_synchronised",
+            where["line"],
+            key="gradients_not_synchronised.no_sync" if no_sync else None,
+            ranks=ctx["ranks"],
+        )
+    ]
 
 
 # What a rank must do as often as every other rank, and how the learner writes it.
-RANK_CALLS = {"scaler_step": "scaler.step(optimizer)", "optimizer_step": "optimizer.step()",
-              "update": "scaler.update()", "unscale_": "scaler.unscale_(optimizer)", "backward": "backward()",
-              "clip": "gradient clipping", "zero_grad": "zero_grad()"}
+RANK_CALLS = {
+    "scaler_step": "scaler.step(optimizer)",
+    "optimizer_step": "optimizer.step()",
+    "update": "scaler.update()",
+    "unscale_": "scaler.unscale_(optimizer)",
+    "backward": "backward()",
+    "clip": "gradient clipping",
+    "zero_grad": "zero_grad()",
+}
 
 
 def _until(events: list[dict], partial: list[dict]) -> list[dict]:
@@ -78,7 +98,7 @@ def _until(events: list[dict], partial: list[dict]) -> list[dict]:
     for i, e in enumerate(events):
         seen += e["ev"] == last
         if seen == nth:
-            return events[:i + 1]
+            return events[: i + 1]
     return events
 
 
@@ -92,8 +112,10 @@ def rank_rules(traces: list[dict]) -> list[Finding]:
         if len(by_rank) < 2:
             continue
         partial = next((t["events"] for t in by_rank.values() if t.get("partial")), None)
-        events = {r: (t["events"] if t.get("partial") or partial is None else _until(t["events"], partial))
-                  for r, t in by_rank.items()}
+        events = {
+            r: (t["events"] if t.get("partial") or partial is None else _until(t["events"], partial))
+            for r, t in by_rank.items()
+        }
         for kind, call in RANK_CALLS.items():
             counts = {r: sum(e["ev"] == kind for e in ev) for r, ev in events.items()}
             if len(set(counts.values())) < 2:
@@ -101,6 +123,9 @@ def rank_rules(traces: list[dict]) -> list[Finding]:
             most = max(counts, key=lambda r: (counts[r], -r))
             fewest = min(counts, key=lambda r: (counts[r], r))
             line = next(e["line"] for e in events[most] if e["ev"] == kind)
-            return [finding("call_on_some_ranks", line, call=call, rank=most, n=counts[most], other=fewest,
-                            m=counts[fewest])]
+            return [
+                finding(
+                    "call_on_some_ranks", line, call=call, rank=most, n=counts[most], other=fewest, m=counts[fewest]
+                )
+            ]
     return []

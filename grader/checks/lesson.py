@@ -75,8 +75,10 @@ def _compiled(check_id: str, source: str):
 def _lesson_error(check_id: str, exc: BaseException, when: str) -> ExerciseError:
     line, detail = lesson_code_error(exc, FILENAME)
     where = f" at line {line} of its python" if line else ""
-    err = ExerciseError(f"lesson check {check_id!r} failed {when}{where}: {detail} (this is the lesson's fault, "
-                        "not the submission's; run `grader validate` on it)")
+    err = ExerciseError(
+        f"lesson check {check_id!r} failed {when}{where}: {detail} (this is the lesson's fault, "
+        "not the submission's; run `grader validate` on it)"
+    )
     err.line = line  # inside the check's python block, for `grader validate` to turn into a line of the file
     return err
 
@@ -94,9 +96,17 @@ def check(spec, evidence: LessonEvidence) -> CheckResult:
         raise _lesson_error(spec.id, exc, "while judging") from None
     findings = [out] if isinstance(out, Finding) else list(out or [])
     if not all(isinstance(f, Finding) for f in findings):
-        raise ExerciseError(f"lesson check {spec.id!r}: check(ev) must return None, finding(...) or a list of "
-                            f"findings, not {type(out).__name__}")
+        raise ExerciseError(
+            f"lesson check {spec.id!r}: check(ev) must return None, finding(...) or a list of "
+            f"findings, not {type(out).__name__}"
+        )
     if not findings:
         return CheckResult(spec.id, PASS, own(spec.title), {"mistakes": []}, weight=spec.weight)
-    return CheckResult(spec.id, FAIL, message_of(findings[0]), {"mistakes": [f.id for f in findings]},
-                       findings=findings, weight=spec.weight)
+    return CheckResult(
+        spec.id,
+        FAIL,
+        message_of(findings[0]),
+        {"mistakes": [f.id for f in findings]},
+        findings=findings,
+        weight=spec.weight,
+    )

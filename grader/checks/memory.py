@@ -39,14 +39,26 @@ def check(spec, device_kind: str, sub_steps: list[dict] | None, base_steps: list
     sub_peak, base_peak = whole_run_peak(sub_steps), whole_run_peak(base_steps)
     ratio = sub_peak / base_peak
     kept = [s["retained_bytes"] for s in sub_steps]
-    measured = {"peak_bytes": sub_peak, "baseline_peak_bytes": base_peak, "ratio": round(ratio, 4),
-                "retained_bytes_per_step": kept, "steps_measured": len(sub_steps),
-                "method": "max_memory_allocated" if device_kind == "cuda" else "profiler live bytes"}
+    measured = {
+        "peak_bytes": sub_peak,
+        "baseline_peak_bytes": base_peak,
+        "ratio": round(ratio, 4),
+        "retained_bytes_per_step": kept,
+        "steps_measured": len(sub_steps),
+        "method": "max_memory_allocated" if device_kind == "cuda" else "profiler live bytes",
+    }
     threshold = {"max_ratio": limit, "max_retained_bytes_per_step": LEAK_BYTES}
     if leaks(sub_steps):
         grow = size(sum(kept) / len(kept))
-        return CheckResult("memory", FAIL, say("memory.leak", grow=grow, steps=len(kept)), measured, threshold,
-                           [finding("memory_leak", grow=grow)], weight=spec.weight)
+        return CheckResult(
+            "memory",
+            FAIL,
+            say("memory.leak", grow=grow, steps=len(kept)),
+            measured,
+            threshold,
+            [finding("memory_leak", grow=grow)],
+            weight=spec.weight,
+        )
     figures = {"peak": size(sub_peak), "ratio": ratio, "base": size(base_peak), "limit": limit}
     if ratio <= limit:
         return CheckResult("memory", PASS, say("memory.pass", **figures), measured, threshold, weight=spec.weight)

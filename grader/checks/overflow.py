@@ -20,8 +20,7 @@ from grader.wording.catalog import say
 
 
 def changed(before: dict, after: dict) -> list[str]:
-    return [k for k, v in before.items() if k not in after or after[k].shape != v.shape
-            or not torch.equal(after[k], v)]
+    return [k for k, v in before.items() if k not in after or after[k].shape != v.shape or not torch.equal(after[k], v)]
 
 
 def check(spec, o: dict, final: dict, steps: int) -> CheckResult:
@@ -33,8 +32,13 @@ def check(spec, o: dict, final: dict, steps: int) -> CheckResult:
     moved = changed(o["before"], o["after"])
     nan = [k for k in moved if k in o["after"] and not bool(torch.isfinite(o["after"][k]).all())]
     scale_before, scale_after = o["scale_before"], o["scale_after"]
-    measured = {"step": step, "params_changed": len(moved), "params_nonfinite": len(nan),
-                "scale_before": scale_before, "scale_after": scale_after}
+    measured = {
+        "step": step,
+        "params_changed": len(moved),
+        "params_nonfinite": len(nan),
+        "scale_before": scale_before,
+        "scale_after": scale_after,
+    }
     said = []
     if moved:
         key = "overflow_step_applied.nonfinite" if nan else "overflow_step_applied"
@@ -47,10 +51,17 @@ def check(spec, o: dict, final: dict, steps: int) -> CheckResult:
         said.append(say("not_recovered", step=step, later=steps - 1 - step))
     if said:
         findings = [finding(s.key.split(".")[0], key=s.key, **s.params) for s in said]
-        return CheckResult("overflow", FAIL, say("overflow.fail", findings=said), measured, None, findings,
-                           weight=spec.weight)
-    return CheckResult("overflow", PASS, say("overflow.pass", step=step, before=scale_before, after=scale_after),
-                       measured, None, weight=spec.weight)
+        return CheckResult(
+            "overflow", FAIL, say("overflow.fail", findings=said), measured, None, findings, weight=spec.weight
+        )
+    return CheckResult(
+        "overflow",
+        PASS,
+        say("overflow.pass", step=step, before=scale_before, after=scale_after),
+        measured,
+        None,
+        weight=spec.weight,
+    )
 
 
 def _raised(spec, step: int, error: dict) -> CheckResult:
@@ -60,5 +71,12 @@ def _raised(spec, step: int, error: dict) -> CheckResult:
     rank = error.get("rank")
     key = "overflow_step_raised" if rank is None else "overflow_step_raised.rank"
     f = finding("overflow_step_raised", error.get("line"), key=key, step=step, detail=detail, rank=rank)
-    return CheckResult("overflow", FAIL, say("overflow.fail", findings=[message_of(f)]), {"step": step, "raised": True},
-                       None, [f], weight=spec.weight)
+    return CheckResult(
+        "overflow",
+        FAIL,
+        say("overflow.fail", findings=[message_of(f)]),
+        {"step": step, "raised": True},
+        None,
+        [f],
+        weight=spec.weight,
+    )

@@ -71,8 +71,12 @@ def toward(sub: dict, target: dict, base: dict) -> float:
 
 def did_not_train(sub: dict, start: dict, key: str) -> bool:
     mine, p0 = sub.get(key), start.get(key)
-    return mine is not None and p0 is not None and mine.shape == p0.shape and _norm(mine - p0) <= 1e-7 * max(
-        _norm(p0), 1e-12)
+    return (
+        mine is not None
+        and p0 is not None
+        and mine.shape == p0.shape
+        and _norm(mine - p0) <= 1e-7 * max(_norm(p0), 1e-12)
+    )
 
 
 def owner(name: str, describe):
@@ -81,23 +85,43 @@ def owner(name: str, describe):
     return describe(module)
 
 
-def check(spec, amp_dtype: str, sub_losses, base_losses, sub_params, base_params, start_params,
-          describe=lambda module: say("layer.module", name=module)) -> CheckResult:
+def check(
+    spec,
+    amp_dtype: str,
+    sub_losses,
+    base_losses,
+    sub_params,
+    base_params,
+    start_params,
+    describe=lambda module: say("layer.module", name=module),
+) -> CheckResult:
     tol = spec.tolerances.get(amp_dtype)
     if tol is None:
         return CheckResult("parity", ERROR, say("parity.no_tolerance", dtype=amp_dtype), weight=spec.weight)
     loss_dev, loss_step = loss_deviation(sub_losses, base_losses)
     devs = update_deviations(sub_params, base_params, start_params)
     update_dev, name = worst(devs)
-    measured = {"max_loss_rel_diff": round(loss_dev, 6), "at_step": loss_step,
-                "max_update_rel_diff": round(update_dev, 6) if math.isfinite(update_dev) else None,
-                "worst_param": name, "steps": len(sub_losses),
-                "update_rel_diff": {k: (round(v, 6) if math.isfinite(v) else None) for k, v in devs.items()}}
+    measured = {
+        "max_loss_rel_diff": round(loss_dev, 6),
+        "at_step": loss_step,
+        "max_update_rel_diff": round(update_dev, 6) if math.isfinite(update_dev) else None,
+        "worst_param": name,
+        "steps": len(sub_losses),
+        "update_rel_diff": {k: (round(v, 6) if math.isfinite(v) else None) for k, v in devs.items()},
+    }
     threshold = {"loss_rtol": tol.loss_rtol, "update_rtol": tol.update_rtol}
     problems, findings = [], []
     if loss_dev > tol.loss_rtol:
-        problems.append(say("parity.loss", dev=loss_dev, step=loss_step, tol=tol.loss_rtol,
-                            mine=sub_losses[loss_step], base=base_losses[loss_step]))
+        problems.append(
+            say(
+                "parity.loss",
+                dev=loss_dev,
+                step=loss_step,
+                tol=tol.loss_rtol,
+                mine=sub_losses[loss_step],
+                base=base_losses[loss_step],
+            )
+        )
     if not update_dev <= tol.update_rtol:
         # An untrained tensor is off by exactly 100%, which others (pushed further by a wrong step) can exceed:
         # look for one among all that are off, not only the worst.
@@ -109,11 +133,34 @@ def check(spec, amp_dtype: str, sub_losses, base_losses, sub_params, base_params
             findings.append(finding("block_not_trained", layer=layer))
         else:
             off = [k for k, v in devs.items() if not v <= tol.update_rtol]
-            problems.append(say("parity.update", steps=len(sub_losses), name=name, layer=layer, dev=update_dev,
-                                tol=tol.update_rtol, off=len(off), total=len(devs)))
+            problems.append(
+                say(
+                    "parity.update",
+                    steps=len(sub_losses),
+                    name=name,
+                    layer=layer,
+                    dev=update_dev,
+                    tol=tol.update_rtol,
+                    off=len(off),
+                    total=len(devs),
+                )
+            )
     if problems:
         advice = own(spec.advice) if spec.advice else say("parity.advice")
-        return CheckResult("parity", FAIL, say("parity.fail", problems=problems, advice=advice), measured, threshold,
-                           findings, weight=spec.weight)
-    return CheckResult("parity", PASS, say("parity.pass", steps=len(sub_losses), loss=loss_dev, update=update_dev),
-                       measured, threshold, weight=spec.weight)
+        return CheckResult(
+            "parity",
+            FAIL,
+            say("parity.fail", problems=problems, advice=advice),
+            measured,
+            threshold,
+            findings,
+            weight=spec.weight,
+        )
+    return CheckResult(
+        "parity",
+        PASS,
+        say("parity.pass", steps=len(sub_losses), loss=loss_dev, update=update_dev),
+        measured,
+        threshold,
+        weight=spec.weight,
+    )

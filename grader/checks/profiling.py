@@ -29,11 +29,19 @@ from grader.wording.phrases import size
 from grader.worker import census
 
 CHECK_IDS = ("bottleneck", "host_syncs", "matmul_dtypes", "transfers", "step_time")
-SYNC_FINDINGS = {"value": "host_sync_value", "print": "host_sync_print", "host_read": "host_sync_print",
-                 "data_dependent": "host_sync_data_dependent", "explicit": "host_sync_explicit",
-                 "to_host": "host_sync_to_host"}
-DTYPE_FINDINGS = {"off": "float32_autocast_disabled", "none": "float32_outside_autocast",
-                  "on": "float32_under_autocast"}
+SYNC_FINDINGS = {
+    "value": "host_sync_value",
+    "print": "host_sync_print",
+    "host_read": "host_sync_print",
+    "data_dependent": "host_sync_data_dependent",
+    "explicit": "host_sync_explicit",
+    "to_host": "host_sync_to_host",
+}
+DTYPE_FINDINGS = {
+    "off": "float32_autocast_disabled",
+    "none": "float32_outside_autocast",
+    "on": "float32_under_autocast",
+}
 # Where the weights must have gone, from the given step's run (0) toward the reference's (1), for a fixed step
 # that did its matmuls in 16-bit: a real one goes about 100%, one that kept the given step's float32 layers 0%.
 TOWARD_FIXED = 0.5
@@ -56,7 +64,9 @@ class ProfileEvidence:
     describe: object = None
     timing: object = None  # TimingResult of the fixed step against the given step (CUDA)
     update_rtol: float = 0.05
-    cuda_only: list = field(default_factory=list)  # host syncs on branches that run on CUDA only (grader/judge/static.py)
+    cuda_only: list = field(
+        default_factory=list
+    )  # host syncs on branches that run on CUDA only (grader/judge/static.py)
 
 
 def not_applicable(spec, device_kind: str) -> CheckResult:
@@ -73,8 +83,13 @@ def inapplicable(spec, device_kind: str) -> CheckResult | None:
 
 
 def check(spec, ev: ProfileEvidence) -> CheckResult:
-    return {"bottleneck": bottleneck, "host_syncs": host_syncs, "matmul_dtypes": matmul_dtypes,
-            "transfers": transfers, "step_time": step_time}[spec.id](spec, ev)
+    return {
+        "bottleneck": bottleneck,
+        "host_syncs": host_syncs,
+        "matmul_dtypes": matmul_dtypes,
+        "transfers": transfers,
+        "step_time": step_time,
+    }[spec.id](spec, ev)
 
 
 def _failed(spec, findings: list[Finding], n: int, key: str, measured: dict, threshold: dict | None) -> CheckResult:
@@ -88,6 +103,7 @@ def _steps(ev: ProfileEvidence) -> int:
 
 # -- the answer ---------------------------------------------------------------------------------------------
 
+
 def answer(source: str, name: str) -> tuple[list[str] | None, int | None, str | None]:
     """(the names, their line, what is wrong) of `NAME = {...}` at module level. Read from the source in the
     grading process, never from the learner's process: it is a declaration, so it must be a literal."""
@@ -97,15 +113,25 @@ def answer(source: str, name: str) -> tuple[list[str] | None, int | None, str | 
         return None, None, "bottleneck_no_answer"
     found = None
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
-            node, ast.AnnAssign) and node.value is not None else []
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, ast.AnnAssign) and node.value is not None
+            else []
+        )
         if any(isinstance(t, ast.Name) and t.id == name for t in targets):
             found = node
     if found is None:
         return None, None, "bottleneck_no_answer"
     node = found.value
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("set", "frozenset") \
-            and len(node.args) <= 1 and not node.keywords:
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("set", "frozenset")
+        and len(node.args) <= 1
+        and not node.keywords
+    ):
         node = node.args[0] if node.args else ast.List(elts=[], ctx=ast.Load())  # set(["host_sync"]), set()
     try:
         value = ast.literal_eval(node)
@@ -146,22 +172,42 @@ def bottleneck(spec, ev: ProfileEvidence) -> CheckResult:
     if problem:
         f = finding(problem, line, name=spec.answer, known=", ".join(census.CATEGORIES))
         return CheckResult(spec.id, FAIL, message_of(f), {"names": None}, threshold, [f], weight=spec.weight)
-    findings = [finding("bottleneck_unknown", line, name=n, known=", ".join(census.CATEGORIES))
-                for n in names if n not in census.CATEGORIES]
-    findings += [finding("bottleneck_missed", line, name=c, answer=spec.answer,
-                         what=_saw(c, ev.given_census, ev.device_type)) for c in present if c not in names]
-    findings += [finding("bottleneck_not_in_profile", line, name=c, answer=spec.answer)
-                 for c in judged if c in names and c not in present]
-    notes = [finding("bottleneck_unjudged", line, severity="info", name=c, device=ev.device_type)
-             for c in names if c in census.CATEGORIES and c not in judged]
+    findings = [
+        finding("bottleneck_unknown", line, name=n, known=", ".join(census.CATEGORIES))
+        for n in names
+        if n not in census.CATEGORIES
+    ]
+    findings += [
+        finding("bottleneck_missed", line, name=c, answer=spec.answer, what=_saw(c, ev.given_census, ev.device_type))
+        for c in present
+        if c not in names
+    ]
+    findings += [
+        finding("bottleneck_not_in_profile", line, name=c, answer=spec.answer)
+        for c in judged
+        if c in names and c not in present
+    ]
+    notes = [
+        finding("bottleneck_unjudged", line, severity="info", name=c, device=ev.device_type)
+        for c in names
+        if c in census.CATEGORIES and c not in judged
+    ]
     measured = {"names": names, "given_per_step": shown}
     if findings:
         return _failed(spec, findings + notes, len(findings), "bottleneck.mistakes", measured, threshold)
-    return CheckResult(spec.id, PASS, say("bottleneck.pass", answer=spec.answer, names=", ".join(present)),
-                       measured, threshold, notes, weight=spec.weight)
+    return CheckResult(
+        spec.id,
+        PASS,
+        say("bottleneck.pass", answer=spec.answer, names=", ".join(present)),
+        measured,
+        threshold,
+        notes,
+        weight=spec.weight,
+    )
 
 
 # -- the fixed step -----------------------------------------------------------------------------------------
+
 
 def host_syncs(spec, ev: ProfileEvidence) -> CheckResult:
     """What the profiler counted, plus the syncs of branches that cannot run on this device (read from the
@@ -173,8 +219,9 @@ def host_syncs(spec, ev: ProfileEvidence) -> CheckResult:
     measured = {"per_step": worst, "given_per_step": given, "steps": _steps(ev), "cuda_only": len(cuda_only)}
     threshold = {"max_per_step": spec.max_per_step}
     if worst <= spec.max_per_step:
-        return CheckResult(spec.id, PASS, say("host_syncs.pass", n=worst, given=given), measured, threshold,
-                           weight=spec.weight)
+        return CheckResult(
+            spec.id, PASS, say("host_syncs.pass", n=worst, given=given), measured, threshold, weight=spec.weight
+        )
     findings, seen = [], set()
     for e in counted:
         key = SYNC_FINDINGS.get(e["kind"], "host_sync_value")
@@ -203,20 +250,29 @@ def matmul_dtypes(spec, ev: ProfileEvidence) -> CheckResult:
             key = DTYPE_FINDINGS.get(e["autocast"], "float32_under_autocast")
             if (key, e["line"], e.get("module")) not in seen:
                 seen.add((key, e["line"], e.get("module")))
-                findings.append(finding(key, e["line"], layer=_layer(e, ev.describe), op=e["op"], n=e["n"],
-                                        steps=_steps(ev)))
+                findings.append(
+                    finding(key, e["line"], layer=_layer(e, ev.describe), op=e["op"], n=e["n"], steps=_steps(ev))
+                )
         return _failed(spec, findings, worst, "matmul_dtypes.mistakes", measured, threshold)
     toward = _toward_fixed(ev)
     if toward is not None:
         measured.update(toward)
         if toward["toward_reference"] < TOWARD_FIXED:
             f = finding("numbers_of_given_step")
-            return CheckResult(spec.id, FAIL, say("matmul_dtypes.given_numbers", toward=toward["toward_reference"]),
-                               measured, threshold, [f], weight=spec.weight)
+            return CheckResult(
+                spec.id,
+                FAIL,
+                say("matmul_dtypes.given_numbers", toward=toward["toward_reference"]),
+                measured,
+                threshold,
+                [f],
+                weight=spec.weight,
+            )
     if total == 0:
         return CheckResult(spec.id, ERROR, say("matmul_dtypes.none"), measured, threshold, weight=spec.weight)
-    return CheckResult(spec.id, PASS, say("matmul_dtypes.pass", n=total, dtype=ev.amp_dtype), measured, threshold,
-                       weight=spec.weight)
+    return CheckResult(
+        spec.id, PASS, say("matmul_dtypes.pass", n=total, dtype=ev.amp_dtype), measured, threshold, weight=spec.weight
+    )
 
 
 def _toward_fixed(ev: ProfileEvidence) -> dict | None:
@@ -240,15 +296,17 @@ def transfers(spec, ev: ProfileEvidence) -> CheckResult:
     measured = {"per_step": worst, "given_per_step": given, "steps": _steps(ev)}
     threshold = {"max_per_step": spec.max_per_step}
     if worst <= spec.max_per_step:
-        return CheckResult(spec.id, PASS, say("transfers.pass", n=worst, given=given), measured, threshold,
-                           weight=spec.weight)
+        return CheckResult(
+            spec.id, PASS, say("transfers.pass", n=worst, given=given), measured, threshold, weight=spec.weight
+        )
     findings, seen = [], set()
     for e in census.of_kind(ev.census, "copy"):
         key = "copy_to_host" if e["dir"] == "d2h" else "copy_to_device"
         if (key, e["line"]) not in seen:
             seen.add((key, e["line"]))
-            findings.append(finding(key, e["line"], op=e["op"], n=e["n"], steps=_steps(ev),
-                                    size=size(e["bytes"] / max(e["n"], 1))))
+            findings.append(
+                finding(key, e["line"], op=e["op"], n=e["n"], steps=_steps(ev), size=size(e["bytes"] / max(e["n"], 1)))
+            )
     return _failed(spec, findings, worst, "transfers.mistakes", measured, threshold)
 
 
@@ -259,21 +317,36 @@ def step_time(spec, ev: ProfileEvidence) -> CheckResult:
     after_sub, after_given = timing.after_params
     dev, name = parity.worst(parity.update_deviations(after_sub, after_given, ev.start))
     if not dev <= 3 * ev.update_rtol:
-        return CheckResult(spec.id, ERROR, say("step_time.timed_params", name=name, dev=dev),
-                           {"max_update_rel_diff": dev}, weight=spec.weight)
+        return CheckResult(
+            spec.id,
+            ERROR,
+            say("step_time.timed_params", name=name, dev=dev),
+            {"max_update_rel_diff": dev},
+            weight=spec.weight,
+        )
     est = timing.estimate
-    measured = {"speedup": round(est.ratio, 3), "ci95_low": round(est.low, 3), "ci95_high": round(est.high, 3),
-                "rounds": est.rounds, "steps_per_block": timing.steps_per_block, "timed_s": round(timing.elapsed_s, 2)}
+    measured = {
+        "speedup": round(est.ratio, 3),
+        "ci95_low": round(est.low, 3),
+        "ci95_high": round(est.high, 3),
+        "rounds": est.rounds,
+        "steps_per_block": timing.steps_per_block,
+        "timed_s": round(timing.elapsed_s, 2),
+    }
     threshold = {"min_speedup": need}
     text = say("step_time.measured", ratio=est.ratio, low=est.low, high=est.high, rounds=est.rounds)
     if est.low >= need:
-        return CheckResult(spec.id, PASS, say("speedup.pass", measured=text, need=need), measured, threshold,
-                           weight=spec.weight)
+        return CheckResult(
+            spec.id, PASS, say("speedup.pass", measured=text, need=need), measured, threshold, weight=spec.weight
+        )
     parts = [say("speedup.fail", measured=text, need=need)] + ([say("speedup.noisy")] if est.high >= need else [])
     return CheckResult(spec.id, FAIL, parts, measured, threshold, weight=spec.weight)
 
 
 def plot(fixed: list[dict], given_census: list[dict], top_ops: list | None, device_type: str) -> dict:
     """The grader's profile of the given step beside the fixed step's counts, for the web app."""
-    return {"device": device_type, "given": {**census.summary(given_census, device_type), "top_ops": top_ops or []},
-            "submission": census.summary(fixed, device_type)}
+    return {
+        "device": device_type,
+        "given": {**census.summary(given_census, device_type), "top_ops": top_ops or []},
+        "submission": census.summary(fixed, device_type),
+    }

@@ -42,8 +42,12 @@ def check(spec, ranks: list, start: dict, describe=lambda module: say("layer.mod
         if not dev <= worst[0]:
             worst = (dev, name, r)
     dev, name, rank = worst
-    measured = {"max_rank_update_rel_diff": dev if math.isfinite(dev) else None, "worst_param": name,
-                "worst_rank": rank, "ranks": len(ranks)}
+    measured = {
+        "max_rank_update_rel_diff": dev if math.isfinite(dev) else None,
+        "worst_param": name,
+        "worst_rank": rank,
+        "ranks": len(ranks),
+    }
     threshold = {"update_rtol": spec.update_rtol}
     findings, problems = [], []
     if not dev <= spec.update_rtol:
@@ -56,7 +60,7 @@ def check(spec, ranks: list, start: dict, describe=lambda module: say("layer.mod
         problems.append(say("ranks.scales", rank=r, step=step, mine=mine, base=theirs))
         findings.append(finding("scales_disagree", rank=r, step=step))
     if problems:
-        return CheckResult("ranks", FAIL, say("ranks.fail", problems=problems), measured, threshold, findings,
-                           weight=spec.weight)
-    return CheckResult("ranks", PASS, say("ranks.pass", n=len(ranks), dev=dev), measured, threshold,
-                       weight=spec.weight)
+        return CheckResult(
+            "ranks", FAIL, say("ranks.fail", problems=problems), measured, threshold, findings, weight=spec.weight
+        )
+    return CheckResult("ranks", PASS, say("ranks.pass", n=len(ranks), dev=dev), measured, threshold, weight=spec.weight)

@@ -13,8 +13,9 @@ EMULATED_16BIT = 20.0
 TIMING_SLACK = 1.5  # timing rounds stop after their own budget_s; the round under way when it ends still finishes
 
 
-def derived(limits, trusted_s: dict[str, float | None], timing_budgets_s: list[float],
-            cap_s: float | None = None) -> float | None:
+def derived(
+    limits, trusted_s: dict[str, float | None], timing_budgets_s: list[float], cap_s: float | None = None
+) -> float | None:
     """Seconds the learner's process may take from loading its code to its last reply, or None while no trusted
     run has been timed yet (the per-request limits then hold alone). `trusted_s` is each trusted role's measured
     time over the same work (load, compared steps, parameters); `timing_budgets_s` the budgets of the timed

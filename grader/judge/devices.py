@@ -35,8 +35,10 @@ class Bf16Support:
         if self.native:
             return f"CPU: {self.model} ({flags}): bfloat16 matmuls run natively"
         why = f"ONEDNN_MAX_CPU_ISA={self.isa_cap} caps oneDNN" if self.flags else "this CPU has no bfloat16 units"
-        return (f"CPU: {self.model} ({flags}): bfloat16 matmuls are EMULATED ({why}); bfloat16 autocast runs "
-                "10-20x slower than float32 here, so gradings take longer (lessons are sized for it)")
+        return (
+            f"CPU: {self.model} ({flags}): bfloat16 matmuls are EMULATED ({why}); bfloat16 autocast runs "
+            "10-20x slower than float32 here, so gradings take longer (lessons are sized for it)"
+        )
 
 
 def bf16_support(cpuinfo: str | None = None) -> Bf16Support:
@@ -59,11 +61,14 @@ def resolve_device(device: str = "auto") -> str:
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device.startswith("cuda") and not torch.cuda.is_available():
-        raise EnvironmentProblem("--device cuda was asked for, but PyTorch sees no CUDA device here "
-                                 f"(torch {torch.__version__}, CUDA build: {torch.version.cuda or 'no'})")
+        raise EnvironmentProblem(
+            "--device cuda was asked for, but PyTorch sees no CUDA device here "
+            f"(torch {torch.__version__}, CUDA build: {torch.version.cuda or 'no'})"
+        )
     if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
         raise EnvironmentProblem(f"unknown device {device!r}: use auto, cpu or cuda")
     return device
+
 
 def amp_dtype_for(exercise: Exercise, device: str) -> str:
     amp = exercise.workload.amp

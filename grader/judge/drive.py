@@ -43,6 +43,7 @@ TRACED_STEPS = 2
 # because the CPU profiler cannot report freeing a block that was allocated while it was off.
 MEMORY_FROM = 2
 
+
 @dataclass
 class RunData:
     """What a worker produced over the compared steps."""
@@ -60,14 +61,17 @@ class RunData:
     top_ops: list[dict] | None = None  # torch.profiler's busiest ops of one step (a trusted run of a given step)
     seconds: float | None = None  # a trusted run's own time, from loading its code to its parameters (budget)
 
+
 def load_params(worker: WorkerProcess) -> dict:
     """Plain tensors only (weights_only): the bytes come from untrusted code. Rank 0's, where there are ranks."""
     return load_rank_params(worker)[0]
+
 
 def load_rank_params(worker: WorkerProcess) -> list[dict]:
     """Every rank's parameters, each loaded here from its own reply."""
     reply = worker.request({"cmd": "save"}, max_bytes=worker.params_limit, oversized="error.oversized_params")
     return [_params(r) for r in rank_replies(worker, reply)]
+
 
 def collect_params(worker: WorkerProcess, data: RunData):
     """The parameters after the compared steps: rank 0's for the run, each rank's for the ranks check."""
@@ -76,10 +80,12 @@ def collect_params(worker: WorkerProcess, data: RunData):
     for mine, theirs in zip(data.ranks, params):
         mine.params = theirs
 
+
 def all_traces(data: RunData) -> list[dict]:
     """Every traced step of every rank, after what prepare did."""
     steps = [t for r in data.ranks for t in r.traces] if data.ranks and not data.traces else data.traces
     return data.prepare_traces + steps
+
 
 def _merge_coverage(total: dict | None, new: dict | None) -> dict | None:
     if new is None:
@@ -93,6 +99,7 @@ def _merge_coverage(total: dict | None, new: dict | None) -> dict | None:
         for dtype, flops in by_dtype.items():
             slot[dtype] = slot.get(dtype, 0) + flops
     return total
+
 
 @dataclass(frozen=True)
 class ForcedOverflow:
@@ -110,11 +117,22 @@ class ForcedOverflow:
             return None
         return cls(spec.step(workload_of(exercise, device).steps), "skip" if role == "baseline" else "overflow")
 
+
 RAISED = ("exception",)  # what a step that raised on the forced overflow ends as (not a timeout, not memory)
 
-def drive(worker: WorkerProcess, steps: int, *, trace: bool, measure_memory: bool, data: RunData,
-          progress: Callable[[int], None] = no_progress, census: bool = False, overflow: ForcedOverflow | None = None,
-          survive_overflow: bool = False):
+
+def drive(
+    worker: WorkerProcess,
+    steps: int,
+    *,
+    trace: bool,
+    measure_memory: bool,
+    data: RunData,
+    progress: Callable[[int], None] = no_progress,
+    census: bool = False,
+    overflow: ForcedOverflow | None = None,
+    survive_overflow: bool = False,
+):
     """Runs the compared steps one request at a time, collecting evidence. Where the code runs as several ranks,
     each rank's evidence is kept (data.ranks) and the whole run's is made of theirs here: the step's loss is the
     mean of the ranks' losses (each over its share of the batch), the trace holds every rank's calls, and the
@@ -128,8 +146,15 @@ def drive(worker: WorkerProcess, steps: int, *, trace: bool, measure_memory: boo
         progress(step)
         forced = overflow is not None and step == overflow.step
         traced = trace and (step < TRACED_STEPS or forced)
-        msg = {"cmd": "steps", "start": step, "count": 1, "trace": traced, "coverage": trace and step < TRACED_STEPS,
-               "memory": measure_memory, "profile": census}
+        msg = {
+            "cmd": "steps",
+            "start": step,
+            "count": 1,
+            "trace": traced,
+            "coverage": trace and step < TRACED_STEPS,
+            "memory": measure_memory,
+            "profile": census,
+        }
         before = None
         if forced:
             msg[overflow.how] = True
@@ -145,8 +170,10 @@ def drive(worker: WorkerProcess, steps: int, *, trace: bool, measure_memory: boo
             for rank, (reply, mine) in enumerate(zip(replies, data.ranks or [data])):
                 mine.losses += _losses(reply, forced)
                 mine.scales += _floats(reply, "scales", expected=(0, 1))
-                mine.traces += [{**step_trace(t, rank if n > 1 else None), **({"overflow": True} if forced else {})}
-                                for t in _traces(reply.get("traces", []), code_of(worker))]
+                mine.traces += [
+                    {**step_trace(t, rank if n > 1 else None), **({"overflow": True} if forced else {})}
+                    for t in _traces(reply.get("traces", []), code_of(worker))
+                ]
                 mine.coverage = _merge_coverage(mine.coverage, _coverage(reply.get("coverage")))
                 if "memory" in reply and step >= MEMORY_FROM:
                     mine.memory += _memory(reply["memory"])
@@ -156,6 +183,7 @@ def drive(worker: WorkerProcess, steps: int, *, trace: bool, measure_memory: boo
             break  # the weights took the inf: what follows would be the grader's doing, not the learner's
     if n > 1:
         _combine_ranks(data)
+
 
 def _combine_ranks(data: RunData):
     ranks = data.ranks
@@ -167,12 +195,14 @@ def _combine_ranks(data: RunData):
     for r in ranks:  # copies: merging adds into the first one, which stays that rank's own evidence
         data.coverage = _merge_coverage(data.coverage, copy.deepcopy(r.coverage))
 
+
 def _losses(reply: dict, forced: bool) -> list[float]:
     """The step's loss; on the overflowed step it may be missing (None: a term made of the overflowed
     gradients, such as a gradient penalty, is inf there in the reference too) and is then NaN here."""
     if forced and isinstance(reply.get("losses"), list) and reply["losses"] == [None]:
         return [math.nan]
     return _floats(reply, "losses", expected=1)
+
 
 def _overflow_seen(worker: WorkerProcess, data: RunData, step: int, before: list[dict]) -> bool:
     """Keeps each rank's weights and scale just before and just after the overflowed step. Where that step
@@ -182,12 +212,18 @@ def _overflow_seen(worker: WorkerProcess, data: RunData, step: int, before: list
     runs = data.ranks or [data]
     applied = any(overflow.changed(was, now) for was, now in zip(before, after))
     for mine, was, now in zip(runs, before, after):
-        mine.overflow = {"step": step, "before": was, "after": now, "error": None, "applied": applied,
-                         "scale_before": mine.scales[-2] if len(mine.scales) > 1 else None,
-                         "scale_after": mine.scales[-1] if mine.scales else None}
+        mine.overflow = {
+            "step": step,
+            "before": was,
+            "after": now,
+            "error": None,
+            "applied": applied,
+            "scale_before": mine.scales[-2] if len(mine.scales) > 1 else None,
+            "scale_after": mine.scales[-1] if mine.scales else None,
+        }
         if applied:
             del mine.losses[step:], mine.scales[step:]
-            mine.memory = mine.memory[:max(0, step - MEMORY_FROM)]
+            mine.memory = mine.memory[: max(0, step - MEMORY_FROM)]
             mine.params = was
     if data.ranks:
         data.overflow = data.ranks[0].overflow
@@ -195,14 +231,21 @@ def _overflow_seen(worker: WorkerProcess, data: RunData, step: int, before: list
             data.params = data.ranks[0].params
     return applied
 
+
 def _overflow_raised(data: RunData, step: int, before: list[dict], payload: dict):
     """The code raised on the step the grader made overflow: the run stops there, and what it did until then
     (the weights before that step, the calls it made on it) is judged as a window of `step` steps."""
     payload = {k: v for k, v in payload.items() if k != "rank_traces"}
     partial = partial_trace(payload)
     for rank, (mine, was) in enumerate(zip(data.ranks or [data], before)):
-        mine.overflow = {"step": step, "before": was, "after": None, "error": payload,
-                         "scale_before": mine.scales[-1] if mine.scales else None, "scale_after": None}
+        mine.overflow = {
+            "step": step,
+            "before": was,
+            "after": None,
+            "error": payload,
+            "scale_before": mine.scales[-1] if mine.scales else None,
+            "scale_after": None,
+        }
         mine.params = was
         if not data.ranks or payload.get("rank") == rank:
             mine.traces += [{**t, "overflow": True} for t in partial]
@@ -210,21 +253,30 @@ def _overflow_raised(data: RunData, step: int, before: list[dict], payload: dict
         data.overflow = data.ranks[0].overflow
         data.params = data.ranks[0].params
 
+
 def raised_on_overflow(data: RunData) -> dict | None:
     """The error the code raised on the step the grader made overflow, if it did."""
     return data.overflow.get("error") if data.overflow else None
+
 
 def cut_at_overflow(data: RunData) -> bool:
     """Whether the run ended at the overflowed step: it raised there, or applied the inf to the weights."""
     return bool(data.overflow and (data.overflow.get("error") or data.overflow.get("applied")))
 
+
 def window(data: RunData, steps: int) -> RunData:
     """A trusted run as it stood before step `steps` (the overflowed step, which it ran through): what a
     submission whose run ended on that step (it raised, or applied the inf) is compared with."""
     o = data.overflow
-    return dataclasses.replace(data, losses=data.losses[:steps], scales=data.scales[:steps],
-                               memory=data.memory[:max(0, steps - MEMORY_FROM)], params=o["before"],
-                               ranks=[window(r, steps) for r in data.ranks])
+    return dataclasses.replace(
+        data,
+        losses=data.losses[:steps],
+        scales=data.scales[:steps],
+        memory=data.memory[: max(0, steps - MEMORY_FROM)],
+        params=o["before"],
+        ranks=[window(r, steps) for r in data.ranks],
+    )
+
 
 def partial_trace(payload: dict) -> list[dict]:
     """The calls a failed request made before it failed (of the rank that failed), as a trace."""

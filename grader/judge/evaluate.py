@@ -21,18 +21,23 @@ from grader.worker import workload
 
 NEAR_FP32 = 0.05  # where a lesson has no parity check: how close to the FP32 run a forged run would end
 
+
 def submission_error(payload: dict) -> SubmissionError:
     """The error as the learner reads it: the grader's own wording where it has one (a raised exception's text
     is PyTorch's or the learner's, and stays as it is), with the line in front and, with ranks, the rank before
     that."""
-    said = Said.of(payload["said"]) if payload.get("said") else say("error.raised", detail=payload.get(
-        "message", "unknown error"))
+    said = (
+        Said.of(payload["said"])
+        if payload.get("said")
+        else say("error.raised", detail=payload.get("message", "unknown error"))
+    )
     line = payload.get("line")
     if line and payload.get("kind") not in ("timeout",):
         said = say("error.at_line", line=line, message=said)
     if payload.get("rank") is not None:  # `rank 1: line 23: ...`, as docs/authoring.md shows it: whose, then where
         said = say("error.on_rank", rank=payload["rank"], message=said)
     return SubmissionError(payload.get("kind", "error"), said, line, payload.get("source_line"), payload.get("step"))
+
 
 def judged(decide, result: GradingResult, exercise: Exercise) -> list[CheckResult]:
     """The evidence came from an untrusted process: if deciding on it fails, that is the submission's
@@ -44,8 +49,11 @@ def judged(decide, result: GradingResult, exercise: Exercise) -> list[CheckResul
     except Exception as exc:  # noqa: BLE001
         result.error = submission_error(protocol("error.protocol_detail", detail=type(exc).__name__))
         reason = Said.of(result.error.parts[0]) if result.error.parts else result.error.message
-        return [CheckResult(spec.id, ERROR, say("check.not_run_because", reason=reason), weight=spec.weight)
-                for spec in exercise.checks]
+        return [
+            CheckResult(spec.id, ERROR, say("check.not_run_because", reason=reason), weight=spec.weight)
+            for spec in exercise.checks
+        ]
+
 
 def micro_batch_count(exercise: Exercise, kind: str) -> int:
     wl = exercise.workload.for_device(kind)
@@ -55,9 +63,15 @@ def micro_batch_count(exercise: Exercise, kind: str) -> int:
         return 1
     return len(workload.build_problem(wl.model_dump(), optimizers=False).step_data(0)["micro_batches"])
 
+
 def _ctx(exercise: Exercise, kind: str, amp_dtype: str) -> dict:
-    return {"device_type": kind, "amp_dtype": amp_dtype, "micro_batches": micro_batch_count(exercise, kind),
-            "ranks": exercise.workload.ranks}
+    return {
+        "device_type": kind,
+        "amp_dtype": amp_dtype,
+        "micro_batches": micro_batch_count(exercise, kind),
+        "ranks": exercise.workload.ranks,
+    }
+
 
 def inapplicable(spec, kind: str) -> CheckResult | None:
     """Checks with per-device thresholds say they do not apply, whether or not the code ran."""
@@ -68,6 +82,7 @@ def inapplicable(spec, kind: str) -> CheckResult | None:
     if spec.id in profiling.CHECK_IDS:
         return profiling.inapplicable(spec, kind)
     return None
+
 
 @dataclass
 class Evidence:
@@ -81,15 +96,20 @@ class Evidence:
     source: str = ""  # the submission's source, read (never run) by checks that look at what it declares
     given_timing: TimingResult | None = None  # the fixed step timed against the given step
 
+
 def closeness(sub: RunData, ev: Evidence, near: float) -> dict | None:
     """Where the submission ended against the FP32 run and the mixed-precision reference run."""
     if ev.reference is None or not sub.params:
         return None
     base, ref, start = ev.baseline.params, ev.reference.params, ev.start
-    return {"to_fp32": parity.trajectory_distance(sub.params, base, base, start),
-            "to_amp": parity.trajectory_distance(sub.params, ref, base, start),
-            "amp_vs_fp32": parity.trajectory_distance(ref, base, base, start),
-            "toward_amp": parity.toward(sub.params, ref, base), "near": near}
+    return {
+        "to_fp32": parity.trajectory_distance(sub.params, base, base, start),
+        "to_amp": parity.trajectory_distance(sub.params, ref, base, start),
+        "amp_vs_fp32": parity.trajectory_distance(ref, base, base, start),
+        "toward_amp": parity.toward(sub.params, ref, base),
+        "near": near,
+    }
+
 
 def evaluate(exercise, kind, amp_dtype, static_findings, sub: RunData, ev: Evidence, timing) -> list[CheckResult]:
     describe = layers.namer(ev.layers)
@@ -101,13 +121,26 @@ def evaluate(exercise, kind, amp_dtype, static_findings, sub: RunData, ev: Evide
         elif spec.id == "call_order":
             out.append(call_order.check(spec, all_traces(sub), _ctx(exercise, kind, amp_dtype), static_findings))
         elif spec.id == "parity":
-            out.append(parity.check(spec, amp_dtype, compared_losses(sub), compared_losses(base), sub.params,
-                                    base.params, ev.start, describe))
+            out.append(
+                parity.check(
+                    spec,
+                    amp_dtype,
+                    compared_losses(sub),
+                    compared_losses(base),
+                    sub.params,
+                    base.params,
+                    ev.start,
+                    describe,
+                )
+            )
         elif spec.id == "coverage":
             par = exercise.check("parity")
             tol = par.tolerances.get(amp_dtype) if par is not None else None
-            out.append(coverage.check(spec, sub.coverage, describe,
-                                      closeness(sub, ev, tol.update_rtol if tol else NEAR_FP32), amp_dtype))
+            out.append(
+                coverage.check(
+                    spec, sub.coverage, describe, closeness(sub, ev, tol.update_rtol if tol else NEAR_FP32), amp_dtype
+                )
+            )
         elif spec.id == "memory":
             out.append(memory.check(spec, kind, sub.memory, base.memory))
         elif spec.id == "overflow":
@@ -122,11 +155,26 @@ def evaluate(exercise, kind, amp_dtype, static_findings, sub: RunData, ev: Evide
         elif spec.id in profiling.CHECK_IDS:
             out.append(profiling.check(spec, profile_evidence(exercise, amp_dtype, sub, ev, kind, describe)))
         elif hasattr(spec, "python"):
-            out.append(lesson.check(spec, lesson.LessonEvidence(
-                sub.traces, sub.losses, base.losses, sub.params, base.params, ev.start, kind, amp_dtype,
-                sub.scales, sub.overflow["step"] if sub.overflow else None,
-                ev.reference.scales if ev.reference else [])))
+            out.append(
+                lesson.check(
+                    spec,
+                    lesson.LessonEvidence(
+                        sub.traces,
+                        sub.losses,
+                        base.losses,
+                        sub.params,
+                        base.params,
+                        ev.start,
+                        kind,
+                        amp_dtype,
+                        sub.scales,
+                        sub.overflow["step"] if sub.overflow else None,
+                        ev.reference.scales if ev.reference else [],
+                    ),
+                )
+            )
     return out
+
 
 def compared_losses(data: RunData) -> list[float]:
     """The losses parity compares: all but the overflowed step's (a loss term made of that step's gradients, a
@@ -134,13 +182,26 @@ def compared_losses(data: RunData) -> list[float]:
     step = data.overflow["step"] if data.overflow else None
     return [v for i, v in enumerate(data.losses) if i != step]
 
+
 def profile_evidence(exercise, amp_dtype, sub: RunData, ev: Evidence, kind: str, describe) -> profiling.ProfileEvidence:
     par = exercise.check("parity")
     tol = par.tolerances.get(amp_dtype) if par is not None else None
     return profiling.ProfileEvidence(
-        ev.source, kind, amp_dtype, sub.census, ev.given.census, sub.params, ev.given.params,
-        ev.reference.params if ev.reference else None, ev.start, describe, ev.given_timing,
-        tol.update_rtol if tol else NEAR_FP32, static.cuda_only_host_syncs(ev.source, exercise.entrypoint.name))
+        ev.source,
+        kind,
+        amp_dtype,
+        sub.census,
+        ev.given.census,
+        sub.params,
+        ev.given.params,
+        ev.reference.params if ev.reference else None,
+        ev.start,
+        describe,
+        ev.given_timing,
+        tol.update_rtol if tol else NEAR_FP32,
+        static.cuda_only_host_syncs(ev.source, exercise.entrypoint.name),
+    )
+
 
 def speedup_check(spec, exercise, kind, amp_dtype, timing, earlier: list[CheckResult], start: dict) -> CheckResult:
     """Only reached where the device has a threshold, so `timing` was measured."""
@@ -149,14 +210,25 @@ def speedup_check(spec, exercise, kind, amp_dtype, timing, earlier: list[CheckRe
     if tol is not None:
         dev, name = parity.worst(parity.update_deviations(*timing.after_params, start))
         if not dev <= 3 * tol.update_rtol:
-            return CheckResult("speedup", ERROR, say("speedup.timed_params", name=name, dev=dev),
-                               {"max_update_rel_diff": dev}, weight=spec.weight)
+            return CheckResult(
+                "speedup",
+                ERROR,
+                say("speedup.timed_params", name=name, dev=dev),
+                {"max_update_rel_diff": dev},
+                weight=spec.weight,
+            )
         dev, at = parity.loss_deviation(timing.losses["submission"], timing.losses["baseline"])
         if len(timing.losses["submission"]) != len(timing.losses["baseline"]) or not dev <= 3 * tol.loss_rtol:
-            return CheckResult("speedup", ERROR, say("speedup.timed_losses", step=at, dev=dev),
-                               {"max_loss_rel_diff": dev}, weight=spec.weight)
+            return CheckResult(
+                "speedup",
+                ERROR,
+                say("speedup.timed_losses", step=at, dev=dev),
+                {"max_loss_rel_diff": dev},
+                weight=spec.weight,
+            )
     cov = next((c for c in earlier if c.id == "coverage" and c.status != "pass"), None)
     return speedup.check(spec, kind, timing, cov)
+
 
 def error_checks(exercise, kind, result, traces, static_findings) -> list[CheckResult]:
     """When the code failed, still say what the trace shows (e.g. unscale_ twice), and mark the rest not run."""
@@ -177,6 +249,7 @@ def error_checks(exercise, kind, result, traces, static_findings) -> list[CheckR
             continue
         out.append(CheckResult(spec.id, ERROR, say("check.not_run", kind=result.error.kind), weight=spec.weight))
     return out
+
 
 def partial_lesson_check(spec, kind: str, amp_dtype: str, traces: list[dict]) -> CheckResult | None:
     """A lesson check over the calls made before the code failed: its findings often name the cause (no

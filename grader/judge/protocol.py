@@ -42,14 +42,14 @@ from grader.worker import census
 
 # ---- bounds on every field a worker reports ----
 
-MAX_MESSAGE_CHARS = 4000        # an error message as the learner reads it (the worker cuts its own at 2000)
-MAX_TRACEBACK_CHARS = 20_000    # the traceback kept with an error
-MAX_SOURCE_LINE_CHARS = 300     # the learner's line shown beside an error
-MAX_EVENT_STRING_CHARS = 200    # a string inside a trace event (a function's name, a dtype, ...)
-MAX_EVENT_LIST = 32             # a list inside a trace event (dtypes of a function's inputs)
+MAX_MESSAGE_CHARS = 4000  # an error message as the learner reads it (the worker cuts its own at 2000)
+MAX_TRACEBACK_CHARS = 20_000  # the traceback kept with an error
+MAX_SOURCE_LINE_CHARS = 300  # the learner's line shown beside an error
+MAX_EVENT_STRING_CHARS = 200  # a string inside a trace event (a function's name, a dtype, ...)
+MAX_EVENT_LIST = 32  # a list inside a trace event (dtypes of a function's inputs)
 MAX_EVENT_FIELDS = 16
-MAX_NUMBER = 1e300              # beyond it a float is no measurement
-MAX_INT = 2**53                 # an exact integer in JSON and in every database column we store
+MAX_NUMBER = 1e300  # beyond it a float is no measurement
+MAX_INT = 2**53  # an exact integer in JSON and in every database column we store
 
 
 def cut(text, limit: int) -> str:
@@ -105,8 +105,9 @@ def bounded_trace(t: dict, code: str) -> dict:
     out["events"] = [bounded_event(e, code) for e in t["events"]]
     if "param_dtypes" in t:
         dtypes = t["param_dtypes"]
-        out["param_dtypes"] = [cut(d, 40) for d in dtypes[:MAX_EVENT_LIST] if isinstance(d, str)] if isinstance(
-            dtypes, list) else []
+        out["param_dtypes"] = (
+            [cut(d, 40) for d in dtypes[:MAX_EVENT_LIST] if isinstance(d, str)] if isinstance(dtypes, list) else []
+        )
     return out
 
 
@@ -114,12 +115,16 @@ def bounded_error(e: dict, code: str, max_events: int) -> dict:
     """A worker's error report with every learner-controlled field bounded; the line's text comes from `code`.
     (The caller has checked kind and message; `said` is checked by runner.worded_error.)"""
     line = source_line(code, e.get("line"))
-    out = {**{k: e[k] for k in ("kind", "said", "rank", "phase") if k in e},
-           "message": cut(e["message"], MAX_MESSAGE_CHARS),
-           "traceback": cut(e.get("traceback") or "", MAX_TRACEBACK_CHARS) if isinstance(
-               e.get("traceback", ""), str) else "",
-           "line": line, "source_line": line_text(code, line),
-           "step": e["step"] if isinstance(e.get("step"), int) and 0 <= e["step"] < 10_000 else None}
+    out = {
+        **{k: e[k] for k in ("kind", "said", "rank", "phase") if k in e},
+        "message": cut(e["message"], MAX_MESSAGE_CHARS),
+        "traceback": cut(e.get("traceback") or "", MAX_TRACEBACK_CHARS)
+        if isinstance(e.get("traceback", ""), str)
+        else "",
+        "line": line,
+        "source_line": line_text(code, line),
+        "step": e["step"] if isinstance(e.get("step"), int) and 0 <= e["step"] < 10_000 else None,
+    }
     events = e.get("events")
     if isinstance(events, list) and all(isinstance(x, dict) and isinstance(x.get("ev"), str) for x in events):
         out["events"] = [bounded_event(x, code) for x in events[:max_events]]
@@ -140,24 +145,44 @@ def _params(reply: dict) -> dict:
         params = torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
     except Exception:  # noqa: BLE001 - whatever a forged reply holds
         raise WorkerFailure(protocol("error.params_unreadable")) from None
-    if not isinstance(params, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
-                                               and v.is_floating_point() for k, v in params.items()):
+    if not isinstance(params, dict) or not all(
+        isinstance(k, str) and isinstance(v, torch.Tensor) and v.is_floating_point() for k, v in params.items()
+    ):
         raise WorkerFailure(protocol("error.params_not_tensors"))
     return {k: v.float() for k, v in params.items()}
+
 
 class StepFailure(Exception):
     def __init__(self, payload: dict):
         super().__init__(payload.get("message"))
         self.payload = payload
 
+
 def protocol(key: str = "error.protocol", **params) -> dict:
     said = say(key, **params)
     return {"kind": "protocol", "message": str(said), "said": said.to_dict(), "line": None}
 
+
 PROTOCOL = protocol()
 
-ERROR_KINDS = {"syntax", "import", "entrypoint", "signature", "exception", "return", "nonfinite", "oom", "exit",
-               "internal", "tampering", "timeout", "crash", "protocol", "setup"}
+ERROR_KINDS = {
+    "syntax",
+    "import",
+    "entrypoint",
+    "signature",
+    "exception",
+    "return",
+    "nonfinite",
+    "oom",
+    "exit",
+    "internal",
+    "tampering",
+    "timeout",
+    "crash",
+    "protocol",
+    "setup",
+}
+
 
 def _ok(reply: dict, world_size: int = 1, code: str = "") -> dict:
     """A worker's reply is untrusted data: an error must look like one the worker makes, and every field of it
@@ -173,13 +198,16 @@ def _ok(reply: dict, world_size: int = 1, code: str = "") -> dict:
         checked["message"] = str(Said.of(said))
     raise StepFailure({**checked, "said": said, "rank": rank if _is_int(rank) and 0 <= rank < world_size > 1 else None})
 
+
 def code_of(worker: WorkerProcess) -> str:
     """The source a worker runs (learner code for the submission's): its lines bound what the worker reports."""
     spec = getattr(worker, "spec", None)
     return spec.code if spec is not None else ""
 
+
 def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
 
 def rank_replies(worker: WorkerProcess, reply: dict) -> list[dict]:
     """One reply per rank (grader/worker/ranks.py), each checked like any worker's. Where one rank failed, the traces
@@ -199,6 +227,7 @@ def rank_replies(worker: WorkerProcess, reply: dict) -> list[dict]:
             raise TypeError("ranks")
     return [_ok(r, n, code) for r in replies]
 
+
 def _sibling_traces(replies, n: int, code: str) -> list[dict]:
     if not isinstance(replies, list) or len(replies) != n:
         return []
@@ -213,17 +242,27 @@ def _sibling_traces(replies, n: int, code: str) -> list[dict]:
                 pass
     return out
 
+
 def worded_error(said) -> dict | None:
     """The catalog key of an error a worker reports, kept only if it is one of the grader's own error messages
     with plain parameters: the web app words it in the learner's language, and nothing else."""
-    if not (isinstance(said, dict) and isinstance(said.get("key"), str) and said["key"].startswith("error.")
-            and said["key"] in EN and isinstance(said.get("params", {}), dict)):
+    if not (
+        isinstance(said, dict)
+        and isinstance(said.get("key"), str)
+        and said["key"].startswith("error.")
+        and said["key"] in EN
+        and isinstance(said.get("params", {}), dict)
+    ):
         return None
     params = said.get("params", {})
-    if not all(isinstance(k, str) and (isinstance(v, (int, float)) and not isinstance(v, bool)
-                                       or isinstance(v, str) and len(v) <= 2000) for k, v in params.items()):
+    if not all(
+        isinstance(k, str)
+        and (isinstance(v, (int, float)) and not isinstance(v, bool) or isinstance(v, str) and len(v) <= 2000)
+        for k, v in params.items()
+    ):
         return None
     return {"key": said["key"], "params": params}
+
 
 @contextmanager
 def malformed_is_protocol():
@@ -233,18 +272,22 @@ def malformed_is_protocol():
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
         raise WorkerFailure(PROTOCOL) from None
 
+
 MAX_EVENTS = 10_000  # per traced step; a real step records a few dozen
+
 
 def _floats(reply: dict, key: str, expected=None) -> list[float]:
     """Finite numbers, as many as the request asked for."""
     values = reply[key]
-    if not isinstance(values, list) or (expected is not None and len(values) not in
-                                        ((expected,) if isinstance(expected, int) else expected)):
+    if not isinstance(values, list) or (
+        expected is not None and len(values) not in ((expected,) if isinstance(expected, int) else expected)
+    ):
         raise TypeError(key)
     out = [float(v) for v in values if not isinstance(v, (str, bool))]
     if len(out) != len(values) or not all(math.isfinite(v) for v in out):
         raise ValueError(key)
     return out
+
 
 def step_trace(trace: dict, rank: int | None) -> dict:
     """A step's trace as the grader files it: which rank made it, and never the prepare phase, whatever the
@@ -252,8 +295,10 @@ def step_trace(trace: dict, rank: int | None) -> dict:
     out = {k: v for k, v in trace.items() if k not in ("phase", "rank")}
     return out if rank is None else {**out, "rank": rank}
 
+
 def prepare_trace(trace: dict, rank: int | None) -> dict:
     return {**step_trace(trace, rank), "phase": "prepare", "step": None}
+
 
 def _traces(traces, code: str) -> list[dict]:
     """At most one traced step, each event rebuilt within the bounds of grader/judge/py."""
@@ -261,10 +306,14 @@ def _traces(traces, code: str) -> list[dict]:
         raise TypeError("traces")
     for trace in traces:
         events = trace["events"]
-        if not isinstance(events, list) or len(events) > MAX_EVENTS or not all(
-                isinstance(e, dict) and isinstance(e.get("ev"), str) for e in events):
+        if (
+            not isinstance(events, list)
+            or len(events) > MAX_EVENTS
+            or not all(isinstance(e, dict) and isinstance(e.get("ev"), str) for e in events)
+        ):
             raise TypeError("events")
     return [bounded_trace(t, code) for t in traces]
+
 
 def _coverage(coverage):
     """{"flops": {dtype: n}, "by_module": {name: {dtype: n}}} with non-negative numbers, or None."""
@@ -273,10 +322,12 @@ def _coverage(coverage):
     counts = [coverage["flops"], *coverage["by_module"].values()]
     for by_dtype in counts:
         if not isinstance(by_dtype, dict) or not all(
-                isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1e30
-                for k, v in by_dtype.items()):
+            isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1e30
+            for k, v in by_dtype.items()
+        ):
             raise TypeError("coverage")
     return coverage
+
 
 def _memory(steps) -> list[dict]:
     if not isinstance(steps, list) or len(steps) != 1:
@@ -289,7 +340,9 @@ def _memory(steps) -> list[dict]:
         out.append({"peak_bytes": peak, "retained_bytes": kept})
     return out
 
+
 _CENSUS_FIELDS = {"sync": ("kind", "op"), "copy": ("dir", "op"), "matmul": ("op", "dtype", "module", "autocast")}
+
 
 def _census(steps) -> list[dict]:
     """One step's census events (grader/worker/census.py), rebuilt field by field: known kinds, short strings, counts."""
@@ -308,10 +361,18 @@ def _census(steps) -> list[dict]:
             line, n, nbytes = e["line"], e["n"], e.get("bytes", 0)
             if not (line is None or _count(line)) or not _count(n) or not _count(nbytes):
                 raise TypeError("census")
-            clean.append({"ev": e["ev"], **{k: e[k] for k in names}, "line": line, "n": n,
-                          **({"bytes": nbytes} if e["ev"] == "copy" else {})})
+            clean.append(
+                {
+                    "ev": e["ev"],
+                    **{k: e[k] for k in names},
+                    "line": line,
+                    "n": n,
+                    **({"bytes": nbytes} if e["ev"] == "copy" else {}),
+                }
+            )
         out.append({"step": s["step"] if _count(s["step"]) else None, "events": clean})
     return out
+
 
 def _count(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**50

@@ -8,8 +8,13 @@ import ast
 
 from grader.results import Finding, finding
 
-DEPRECATED = {"torch.cuda.amp.autocast", "torch.cuda.amp.GradScaler", "torch.cpu.amp.autocast",
-              "torch.cuda.amp.custom_fwd", "torch.cuda.amp.custom_bwd"}
+DEPRECATED = {
+    "torch.cuda.amp.autocast",
+    "torch.cuda.amp.GradScaler",
+    "torch.cpu.amp.autocast",
+    "torch.cuda.amp.custom_fwd",
+    "torch.cuda.amp.custom_bwd",
+}
 LOW_DTYPES = {"float16", "half", "bfloat16"}
 AUTOGRAD_GRAD = {"torch.autograd.grad", "autograd.grad"}  # a backward pass too (`.backward` covers the others)
 
@@ -43,8 +48,14 @@ def _drops_micro_batches(node: ast.AST) -> bool:
     out, which the trace cannot name (it sees only the backward calls that did run)."""
     if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice) and dotted(node.value) == "micro_batches":
         return True
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub) and isinstance(node.left, ast.Call) \
-            and dotted(node.left.func) == "len" and node.left.args and dotted(node.left.args[0]) == "micro_batches":
+    if (
+        isinstance(node, ast.BinOp)
+        and isinstance(node.op, ast.Sub)
+        and isinstance(node.left, ast.Call)
+        and dotted(node.left.func) == "len"
+        and node.left.args
+        and dotted(node.left.args[0]) == "micro_batches"
+    ):
         return True
     return False
 
@@ -76,7 +87,9 @@ class Visitor(ast.NodeVisitor):
         if name in DEPRECATED:
             self.findings.append(finding("deprecated_api", node.lineno, severity="info"))
         if (name.endswith(".backward") or name in AUTOGRAD_GRAD) and self._autocast_depth:
-            self.findings.append(finding("backward_inside_autocast", node.lineno, key="backward_inside_autocast.static"))
+            self.findings.append(
+                finding("backward_inside_autocast", node.lineno, key="backward_inside_autocast.static")
+            )
         if _casts_to_16bit(node) and dotted(node.func).startswith("model"):
             self.findings.append(finding("master_weights_16bit", node.lineno, key="master_weights_16bit.static"))
         self.generic_visit(node)
@@ -154,7 +167,8 @@ def _bound_to(tree: ast.Module, name: str) -> set[str]:
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name):
             for t in node.targets:
                 if (isinstance(t, ast.Name) and t.id == name) or (
-                        isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant) and t.slice.value == name):
+                    isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant) and t.slice.value == name
+                ):
                     out.add(node.value.id)
     return out
 
@@ -193,8 +207,15 @@ def cuda_only_host_syncs(source: str, entrypoint: str, *, note: bool = False) ->
             return
         if cuda_only and isinstance(node, ast.Call) and _host_read(node) and node.lineno not in lines:
             lines.add(node.lineno)
-            out.append(finding("host_sync_cuda_only", node.lineno, severity="info" if note else "error",
-                               key="host_sync_cuda_only.note" if note else None, call=f"{dotted(node.func)}()"))
+            out.append(
+                finding(
+                    "host_sync_cuda_only",
+                    node.lineno,
+                    severity="info" if note else "error",
+                    key="host_sync_cuda_only.note" if note else None,
+                    call=f"{dotted(node.func)}()",
+                )
+            )
         for child in ast.iter_child_nodes(node):
             if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 visit(child, cuda_only)

@@ -19,13 +19,73 @@ from grader.lesson.schema import Exercise
 from grader.sandboxes.process import WorkerProcess
 
 # two-sided 95% Student-t quantiles; beyond 30 degrees of freedom the normal one
-_T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+_T95 = [
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
+]
 
 
 # two-sided 99.9% ones: the stricter interval that may stop timing early (see TimingPlan)
-_T999 = [636.6, 31.60, 12.92, 8.610, 6.869, 5.959, 5.408, 5.041, 4.781, 4.587, 4.437, 4.318, 4.221, 4.140, 4.073,
-         4.015, 3.965, 3.922, 3.883, 3.850, 3.819, 3.792, 3.768, 3.745, 3.725, 3.707, 3.690, 3.674, 3.659, 3.646]
+_T999 = [
+    636.6,
+    31.60,
+    12.92,
+    8.610,
+    6.869,
+    5.959,
+    5.408,
+    5.041,
+    4.781,
+    4.587,
+    4.437,
+    4.318,
+    4.221,
+    4.140,
+    4.073,
+    4.015,
+    3.965,
+    3.922,
+    3.883,
+    3.850,
+    3.819,
+    3.792,
+    3.768,
+    3.745,
+    3.725,
+    3.707,
+    3.690,
+    3.674,
+    3.659,
+    3.646,
+]
 
 
 def t95(dof: int) -> float:
@@ -88,8 +148,9 @@ class TimingPlan:
         """`est` is the 95% interval; `strict` the 99.9% one over the same rounds."""
         if est.rounds >= self.max_rounds or elapsed_s >= self.budget_s:
             return True
-        return est.rounds >= self.min_rounds and (est.relative_half_width <= self.target_half_width
-                                                  or (strict is not None and self.decided(strict)))
+        return est.rounds >= self.min_rounds and (
+            est.relative_half_width <= self.target_half_width or (strict is not None and self.decided(strict))
+        )
 
 
 @dataclass
@@ -104,8 +165,9 @@ class TimingResult:
     next_step: int = 0  # the first step index that timing did not use
 
 
-def time_interleaved(base: WorkerProcess, sub: WorkerProcess, first_step: int, plan: TimingPlan,
-                     progress: Progress) -> TimingResult:
+def time_interleaved(
+    base: WorkerProcess, sub: WorkerProcess, first_step: int, plan: TimingPlan, progress: Progress
+) -> TimingResult:
     """Warm-up, then rounds of one block each, order alternating, the idle worker frozen."""
 
     def timed(worker, other, start, count, losses=None):
@@ -141,6 +203,7 @@ def time_interleaved(base: WorkerProcess, sub: WorkerProcess, first_step: int, p
             result.next_step = step
             return result
 
+
 @contextmanager
 def budget_paused(worker: WorkerProcess):
     """The grading waits for something that is not the learner's (the device, held by another grading's timed
@@ -151,11 +214,13 @@ def budget_paused(worker: WorkerProcess):
     finally:
         worker.extend_budget(time.monotonic() - started)
 
+
 def step_limit(worker: WorkerProcess, limits) -> float:
     """The longest the next step may take: its own limit, or what is left of the grading's budget."""
     if worker.deadline is None:
         return limits.step_timeout_s
     return max(0.0, min(limits.step_timeout_s, round(worker.deadline - time.monotonic(), 1)))
+
 
 def budget_when_known(worker: WorkerProcess, futures: dict, limits, exercise: Exercise, timed_s: list[float]):
     """Sets the submission's whole-grading budget (grader/judge/budget.py) once every trusted run it is measured against
@@ -164,8 +229,11 @@ def budget_when_known(worker: WorkerProcess, futures: dict, limits, exercise: Ex
     def finished(_future):
         if all(f.done() for f in futures.values()):  # the last one's callback (or two at once: the same value)
             runs = {r: f.result() for r, f in futures.items() if f.exception() is None}
-            worker.set_budget(budget.derived(limits, {r: d.seconds for r, d in runs.items()}, timed_s,
-                                             exercise.workload.grading_budget_s))
+            worker.set_budget(
+                budget.derived(
+                    limits, {r: d.seconds for r, d in runs.items()}, timed_s, exercise.workload.grading_budget_s
+                )
+            )
 
     if not futures:
         worker.set_budget(exercise.workload.grading_budget_s)

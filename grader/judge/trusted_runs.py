@@ -160,12 +160,15 @@ TRUSTED = {"baseline": "baseline.py", "reference": "reference.py", "given": "giv
 
 TRUSTED_CODE = {"baseline": "baseline", "reference": "reference", "given": "starter"}
 
+
 def spawn_trusted(launcher, exercise: Exercise, role: str, device: str) -> WorkerProcess:
     """The FP32 baseline is one process on the whole batch, whatever the lesson's ranks; the reference (and a
     profiling lesson's given step) runs as the submission does."""
     code = getattr(exercise, TRUSTED_CODE[role])
-    return spawn_worker(launcher, exercise, code, TRUSTED[role], device, role == "given",
-                        ranks=1 if role == "baseline" else None)
+    return spawn_worker(
+        launcher, exercise, code, TRUSTED[role], device, role == "given", ranks=1 if role == "baseline" else None
+    )
+
 
 def use_trusted_store(store) -> None:
     """Keeps trusted runs in `store` too (a DirectoryStore or KeyValueStore), for every grading of
@@ -173,10 +176,16 @@ def use_trusted_store(store) -> None:
     global _STORE
     _STORE = store
 
+
 def _trusted_key(exercise: Exercise, role: str, device: str, launcher) -> str:
     """The sandbox is part of the key: its image may carry another PyTorch than the grader's."""
-    return key(role, exercise.model_dump_json(
-        include={"workload", TRUSTED_CODE[role], "entrypoint", "checks"}), device, launcher.identity())
+    return key(
+        role,
+        exercise.model_dump_json(include={"workload", TRUSTED_CODE[role], "entrypoint", "checks"}),
+        device,
+        launcher.identity(),
+    )
+
 
 def cached_run(launcher, exercise: Exercise, role: str, device: str) -> RunData | None:
     return _cached(_trusted_key(exercise, role, device, launcher))
@@ -188,8 +197,10 @@ def _cached(key: str) -> RunData | None:
         _TRUSTED_CACHE[key] = stored
     return _TRUSTED_CACHE.get(key)
 
-def trusted_run(launcher, exercise: Exercise, role: str, device: str, worker: WorkerProcess | None = None,
-                keep: bool = False) -> RunData:
+
+def trusted_run(
+    launcher, exercise: Exercise, role: str, device: str, worker: WorkerProcess | None = None, keep: bool = False
+) -> RunData:
     """The public FP32 baseline or the hidden reference, each in a process of its own that never sees learner
     code, over the same steps as the submission; cached per process. `keep` leaves a given worker open (timing)."""
     key = _trusted_key(exercise, role, device, launcher)
@@ -200,8 +211,15 @@ def trusted_run(launcher, exercise: Exercise, role: str, device: str, worker: Wo
         worker = init_worker(launcher, worker or spawn_trusted(launcher, exercise, role, device))
         data = RunData()
         steps = workload_of(exercise, device).steps
-        drive(worker, steps, trace=False, measure_memory=exercise.check("memory") is not None, data=data,
-              census=role == "given", overflow=ForcedOverflow.of(exercise, device, role))
+        drive(
+            worker,
+            steps,
+            trace=False,
+            measure_memory=exercise.check("memory") is not None,
+            data=data,
+            census=role == "given",
+            overflow=ForcedOverflow.of(exercise, device, role),
+        )
         collect_params(worker, data)
         data.seconds = time.monotonic() - worker.loaded_at
         if role == "given" and not keep:  # one more step under torch.profiler (after timing, where it is timed)
@@ -211,10 +229,15 @@ def trusted_run(launcher, exercise: Exercise, role: str, device: str, worker: Wo
             raise lesson_setup_error(exercise, exc.payload["message"]) from None
         if exc.payload.get("kind") == "cancelled":
             raise
-        what = {"baseline": "FP32 baseline", "reference": "reference solution",
-                "given": "given step (the lesson's starter)"}[role]
-        raise EnvironmentProblem(f"the {what} of {exercise.id!r} failed on {device}: {exc.payload['message']}"
-                                 f"\n{exc.payload.get('traceback', '')}") from None
+        what = {
+            "baseline": "FP32 baseline",
+            "reference": "reference solution",
+            "given": "given step (the lesson's starter)",
+        }[role]
+        raise EnvironmentProblem(
+            f"the {what} of {exercise.id!r} failed on {device}: {exc.payload['message']}"
+            f"\n{exc.payload.get('traceback', '')}"
+        ) from None
     finally:
         if worker is not None and not keep:
             worker.close()
@@ -222,28 +245,42 @@ def trusted_run(launcher, exercise: Exercise, role: str, device: str, worker: Wo
     put(_STORE, key, data)
     return data
 
+
 def torch_profiled(worker: WorkerProcess, step: int) -> list[dict] | None:
     """torch.profiler's table of one step of a trusted worker (grader/worker/census.py). It is shown, never judged: a
     profiler that cannot run there (no access to the GPU's counters, say) leaves the table out, nothing else."""
     try:
-        reply = _ok(worker.request({"cmd": "steps", "start": step, "count": 1, "torch_profile": True}),
-                    code=code_of(worker))
+        reply = _ok(
+            worker.request({"cmd": "steps", "start": step, "count": 1, "torch_profile": True}), code=code_of(worker)
+        )
         rows = reply.get("top_ops")
         with malformed_is_protocol():
-            return [{"op": str(r["op"])[:200], "calls": int(r["calls"]), "self_cpu_us": float(r["self_cpu_us"]),
-                     "self_device_us": None if r["self_device_us"] is None else float(r["self_device_us"]),
-                     "dtypes": [str(d)[:40] for d in r["dtypes"]][:3]} for r in rows[:census.TOP_OPS + 4]]
+            return [
+                {
+                    "op": str(r["op"])[:200],
+                    "calls": int(r["calls"]),
+                    "self_cpu_us": float(r["self_cpu_us"]),
+                    "self_device_us": None if r["self_device_us"] is None else float(r["self_device_us"]),
+                    "dtypes": [str(d)[:40] for d in r["dtypes"]][:3],
+                }
+                for r in rows[: census.TOP_OPS + 4]
+            ]
     except (StepFailure, WorkerFailure) as exc:
         if exc.payload.get("kind") == "cancelled":
             raise
         return None
 
+
 def trusted_roles(exercise: Exercise) -> list[str]:
     """The trusted runs a grading of `exercise` compares with: always the FP32 baseline; the reference where
     a check measures where real mixed precision ends; a profiling lesson's given step."""
     ids = {c.id for c in exercise.checks}
-    return ["baseline"] + (["reference"] if ids & {"coverage", "matmul_dtypes"} else []) + (
-        ["given"] if ids & set(profiling.CHECK_IDS) else [])
+    return (
+        ["baseline"]
+        + (["reference"] if ids & {"coverage", "matmul_dtypes"} else [])
+        + (["given"] if ids & set(profiling.CHECK_IDS) else [])
+    )
+
 
 def warm(exercise: Exercise, device: str, launcher) -> list[str]:
     """Makes sure the trusted runs a grading of `exercise` needs exist (in memory and in the store); returns

@@ -19,8 +19,9 @@ from grader.worker import workload
 _START_CACHE: dict[str, Start] = {}
 
 
-def spawn_worker(launcher, exercise: Exercise, code: str, filename: str, device: str, trace: bool,
-                 ranks: int | None = None) -> WorkerProcess:
+def spawn_worker(
+    launcher, exercise: Exercise, code: str, filename: str, device: str, trace: bool, ranks: int | None = None
+) -> WorkerProcess:
     """Starts the process (it imports torch while the grader does other work); `init_worker` waits for it."""
     kind = "cuda" if device.startswith("cuda") else "cpu"
     ranks = ranks or exercise.workload.ranks
@@ -31,6 +32,7 @@ def spawn_worker(launcher, exercise: Exercise, code: str, filename: str, device:
     worker.ranks = ranks
     worker.params_limit = params_reply_limit(starting_point(exercise, device).state, ranks)
     return worker
+
 
 def init_worker(launcher, worker: WorkerProcess) -> WorkerProcess:
     """Waits for the worker to load the code (and run the learner's prepare); what prepare did is kept as
@@ -43,9 +45,11 @@ def init_worker(launcher, worker: WorkerProcess) -> WorkerProcess:
     try:
         replies = rank_replies(worker, worker.request(worker.init_message(), timeout=launcher.limits.init_timeout_s))
         with malformed_is_protocol():
-            worker.prepare_traces = [prepare_trace(_traces([r["trace"]], code_of(worker))[0],
-                                                   i if len(replies) > 1 else None)
-                                     for i, r in enumerate(replies) if "trace" in r]
+            worker.prepare_traces = [
+                prepare_trace(_traces([r["trace"]], code_of(worker))[0], i if len(replies) > 1 else None)
+                for i, r in enumerate(replies)
+                if "trace" in r
+            ]
     except StepFailure as exc:
         exc.payload["output"] = worker.output()  # what the code printed before failing belongs in the result
         worker.close()
@@ -55,9 +59,13 @@ def init_worker(launcher, worker: WorkerProcess) -> WorkerProcess:
         raise
     return worker
 
+
 def lesson_setup_error(exercise: Exercise, message: str) -> ExerciseError:
-    return ExerciseError(f"lesson {exercise.id!r}: {message} (this is the lesson's fault, not the submission's; "
-                         "run `grader validate` on it)")
+    return ExerciseError(
+        f"lesson {exercise.id!r}: {message} (this is the lesson's fault, not the submission's; "
+        "run `grader validate` on it)"
+    )
+
 
 @dataclass
 class Start:
@@ -65,6 +73,7 @@ class Start:
 
     state: dict
     layers: dict
+
 
 def starting_point(exercise: Exercise, device: str) -> Start:
     """Built in the grading process; a lesson whose setup code fails stops the grading as the lesson's error
@@ -80,6 +89,7 @@ def starting_point(exercise: Exercise, device: str) -> Start:
             raise lesson_setup_error(exercise, unprovided)
         _START_CACHE[key] = Start(problem.state(), layers.describe(problem.root))
     return _START_CACHE[key]
+
 
 def workload_of(exercise: Exercise, device: str):
     return exercise.workload.for_device("cuda" if device.startswith("cuda") else "cpu")

@@ -12,16 +12,21 @@ from grader.lesson.base import IDENTIFIER, Strict, Text, require_english
 
 class Tolerance(Strict):
     loss_rtol: float = Field(gt=0, description="largest allowed |loss - loss_fp32| / |loss_fp32| at any step")
-    update_rtol: float = Field(gt=0, description="largest allowed ||(p - p0) - (p_fp32 - p0)|| / ||p_fp32 - p0|| "
-                               "for any parameter tensor: how far the submission's training moved each tensor "
-                               "away from where FP32 training moved it")
+    update_rtol: float = Field(
+        gt=0,
+        description="largest allowed ||(p - p0) - (p_fp32 - p0)|| / ||p_fp32 - p0|| "
+        "for any parameter tensor: how far the submission's training moved each tensor "
+        "away from where FP32 training moved it",
+    )
 
     @model_validator(mode="before")
     @classmethod
     def _renamed(cls, data):
         if isinstance(data, dict) and "param_rtol" in data:
-            raise ValueError("param_rtol was replaced by update_rtol, which is measured on what training changed "
-                             "(p - p0) rather than on the weights themselves; see docs/results.md")
+            raise ValueError(
+                "param_rtol was replaced by update_rtol, which is measured on what training changed "
+                "(p - p0) rather than on the weights themselves; see docs/results.md"
+            )
         return data
 
 
@@ -35,8 +40,11 @@ class CallOrderCheck(Strict):
 class ParityCheck(Strict):
     id: Literal["parity"]
     tolerances: dict[Literal["float16", "bfloat16"], Tolerance]
-    advice: Text | None = Field(None, description="what a parity failure usually means in this lesson; replaces "
-                                "the generic advice (zero_grad, loss division, double step, 16-bit weights)")
+    advice: Text | None = Field(
+        None,
+        description="what a parity failure usually means in this lesson; replaces "
+        "the generic advice (zero_grad, loss division, double step, 16-bit weights)",
+    )
     weight: float = Field(1.0, gt=0)
 
 
@@ -48,9 +56,13 @@ class CoverageCheck(Strict):
 
 class OverflowCheck(Strict):
     id: Literal["overflow"]
-    at_step: int | None = Field(None, ge=1, description="the graded step whose gradients the grader makes overflow "
-                                "(inf) in every run, the submission's and the trusted ones; the steps after it are "
-                                "graded as the recovery. Default: the middle of the window (steps // 2)")
+    at_step: int | None = Field(
+        None,
+        ge=1,
+        description="the graded step whose gradients the grader makes overflow "
+        "(inf) in every run, the submission's and the trusted ones; the steps after it are "
+        "graded as the recovery. Default: the middle of the window (steps // 2)",
+    )
     weight: float = Field(1.0, gt=0)
 
     def step(self, steps: int) -> int:
@@ -61,7 +73,8 @@ class OverflowCheck(Strict):
 class SpeedupCheck(Strict):
     id: Literal["speedup"]
     min_speedup: dict[Literal["cpu", "cuda"], float] = Field(
-        description="lower bound of baseline/submission step time that must be cleared, per device kind")
+        description="lower bound of baseline/submission step time that must be cleared, per device kind"
+    )
     budget_s: float = Field(30.0, gt=0, description="time spent on timing rounds at most")
     weight: float = Field(1.0, gt=0)
 
@@ -69,23 +82,33 @@ class SpeedupCheck(Strict):
 class MemoryCheck(Strict):
     id: Literal["memory"]
     max_ratio: dict[Literal["cpu", "cuda"], float] = Field(
-        description="submission peak / baseline peak must not exceed this, per device kind")
+        description="submission peak / baseline peak must not exceed this, per device kind"
+    )
     weight: float = Field(1.0, gt=0)
 
 
 class RanksCheck(Strict):
     id: Literal["ranks"]
-    update_rtol: float = Field(1e-5, gt=0, description="largest allowed ||p_rank - p_rank0|| / ||p_rank0 - p0|| for "
-                               "any parameter tensor: ranks that all-reduce their gradients end bit-identical")
+    update_rtol: float = Field(
+        1e-5,
+        gt=0,
+        description="largest allowed ||p_rank - p_rank0|| / ||p_rank0 - p0|| for "
+        "any parameter tensor: ranks that all-reduce their gradients end bit-identical",
+    )
     weight: float = Field(1.0, gt=0)
 
 
 # -- profiling a given step (grader/checks/profiling.py): the lesson's starter is the step to profile and fix --
 
+
 class BottleneckCheck(Strict):
     id: Literal["bottleneck"]
-    answer: str = Field("BOTTLENECKS", pattern=IDENTIFIER, description="the module-level name the learner assigns "
-                        "the symptoms their profile showed: a set of host_sync, float32_matmul, host_device_copy")
+    answer: str = Field(
+        "BOTTLENECKS",
+        pattern=IDENTIFIER,
+        description="the module-level name the learner assigns "
+        "the symptoms their profile showed: a set of host_sync, float32_matmul, host_device_copy",
+    )
     weight: float = Field(1.0, gt=0)
 
 
@@ -109,7 +132,8 @@ class TransfersCheck(Strict):
 class StepTimeCheck(Strict):
     id: Literal["step_time"]
     min_speedup: dict[Literal["cpu", "cuda"], float] = Field(
-        description="lower bound of given-step time / fixed-step time that must be cleared, per device kind")
+        description="lower bound of given-step time / fixed-step time that must be cleared, per device kind"
+    )
     budget_s: float = Field(30.0, gt=0, description="time spent on timing rounds at most")
     weight: float = Field(1.0, gt=0)
 
@@ -124,8 +148,10 @@ class LessonCheck(Strict):
 
     id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
     title: Text = Field(description="what the check makes sure of, shown with its result")
-    python: str = Field(description="defines check(ev): returns None when the submission is right, or "
-                        "finding(id, message, fix, line=...) (or a list of them) for each mistake")
+    python: str = Field(
+        description="defines check(ev): returns None when the submission is right, or "
+        "finding(id, message, fix, line=...) (or a list of them) for each mistake"
+    )
     weight: float = Field(1.0, gt=0)
 
     _en_title = field_validator("title")(require_english)
@@ -145,8 +171,24 @@ def _check_tag(value) -> str | None:
 
 
 CheckSpec = Annotated[
-    Annotated[CallOrderCheck, Tag("call_order")] | Annotated[ParityCheck, Tag("parity")] | Annotated[CoverageCheck, Tag("coverage")] | Annotated[OverflowCheck, Tag("overflow")] | Annotated[SpeedupCheck, Tag("speedup")] | Annotated[MemoryCheck, Tag("memory")] | Annotated[RanksCheck, Tag("ranks")] | Annotated[BottleneckCheck, Tag("bottleneck")] | Annotated[HostSyncsCheck, Tag("host_syncs")] | Annotated[MatmulDtypesCheck, Tag("matmul_dtypes")] | Annotated[TransfersCheck, Tag("transfers")] | Annotated[StepTimeCheck, Tag("step_time")] | Annotated[LessonCheck, Tag("lesson")],
-    Discriminator(_check_tag, custom_error_type="unknown_check",
-                  custom_error_message="unknown check id; expected one of " + ", ".join(BUILT_IN_CHECKS) +
-                  ", or a lesson check with `python:`"),
+    Annotated[CallOrderCheck, Tag("call_order")]
+    | Annotated[ParityCheck, Tag("parity")]
+    | Annotated[CoverageCheck, Tag("coverage")]
+    | Annotated[OverflowCheck, Tag("overflow")]
+    | Annotated[SpeedupCheck, Tag("speedup")]
+    | Annotated[MemoryCheck, Tag("memory")]
+    | Annotated[RanksCheck, Tag("ranks")]
+    | Annotated[BottleneckCheck, Tag("bottleneck")]
+    | Annotated[HostSyncsCheck, Tag("host_syncs")]
+    | Annotated[MatmulDtypesCheck, Tag("matmul_dtypes")]
+    | Annotated[TransfersCheck, Tag("transfers")]
+    | Annotated[StepTimeCheck, Tag("step_time")]
+    | Annotated[LessonCheck, Tag("lesson")],
+    Discriminator(
+        _check_tag,
+        custom_error_type="unknown_check",
+        custom_error_message="unknown check id; expected one of "
+        + ", ".join(BUILT_IN_CHECKS)
+        + ", or a lesson check with `python:`",
+    ),
 ]

@@ -78,8 +78,10 @@ def _describe(err: dict) -> str:
     if kind == "missing":
         return "required field is missing"
     if kind == "union_tag_invalid" and err["loc"] and err["loc"][-1] == "model":
-        return (f"unknown model kind {err['ctx'].get('tag')!r}; the built-in models are {', '.join(MODEL_KINDS)} "
-                "(or leave out model, optimizer and data and write workload.setup)")
+        return (
+            f"unknown model kind {err['ctx'].get('tag')!r}; the built-in models are {', '.join(MODEL_KINDS)} "
+            "(or leave out model, optimizer and data and write workload.setup)"
+        )
     if kind == "union_tag_invalid":
         return f"unknown value {err['ctx'].get('tag')!r}; expected one of {err['ctx']['expected_tags']}"
     if kind == "unknown_check":
@@ -91,8 +93,11 @@ def _other_model_kind(loc: tuple) -> str:
     """'in_channels' on an mlp is a field of the cnn model: say so."""
     if "model" not in loc[:-1]:
         return ""
-    kinds = [m.model_fields["kind"].annotation.__args__[0] for m in (MlpSpec, CnnSpec, TransformerSpec)
-             if loc[-1] in m.model_fields]
+    kinds = [
+        m.model_fields["kind"].annotation.__args__[0]
+        for m in (MlpSpec, CnnSpec, TransformerSpec)
+        if loc[-1] in m.model_fields
+    ]
     return f" ({loc[-1]!r} is a field of model kind {' or '.join(kinds)})" if kinds else ""
 
 
@@ -109,10 +114,15 @@ def allowed_fields(loc: tuple) -> list[str]:
     for key in loc[:-1]:
         if isinstance(key, int):
             continue
-        inner = [m for model in current if key in model.model_fields
-                 for m in _models_in(model.model_fields[key].annotation)]
-        tagged = [m for m in current for tag in ("id", "kind") if tag in m.model_fields
-                  and key in typing.get_args(m.model_fields[tag].annotation)]
+        inner = [
+            m for model in current if key in model.model_fields for m in _models_in(model.model_fields[key].annotation)
+        ]
+        tagged = [
+            m
+            for m in current
+            for tag in ("id", "kind")
+            if tag in m.model_fields and key in typing.get_args(m.model_fields[tag].annotation)
+        ]
         tagged += [m for m in current if key == "lesson" and m.__name__ == "LessonCheck"]
         current = inner or tagged
         if not current:
@@ -126,7 +136,8 @@ def _field_name(loc: tuple) -> str:
         if isinstance(key, int):
             parts.append(f"[{key}]")
         elif key in ("str", "function-after[_require_english(), dict[Literal['en', 'it', 'id'], str]]") or (
-                key in UNION_TAGS and i and (loc[i - 1] == "model" or isinstance(loc[i - 1], int))):
+            key in UNION_TAGS and i and (loc[i - 1] == "model" or isinstance(loc[i - 1], int))
+        ):
             continue
         elif "[" in str(key) and "]" in str(key) or str(key).startswith("function-"):
             continue

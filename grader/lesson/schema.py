@@ -28,8 +28,19 @@ class QuizQuestion(Strict):
 
 
 # The arguments a shorthand workload (model.kind) provides; a workload.setup provides the names it returns.
-ENTRYPOINT_PARAMS = ("model", "optimizer", "scaler", "inputs", "targets", "micro_batches", "device_type", "amp_dtype",
-                     "device", "rank", "world_size")
+ENTRYPOINT_PARAMS = (
+    "model",
+    "optimizer",
+    "scaler",
+    "inputs",
+    "targets",
+    "micro_batches",
+    "device_type",
+    "amp_dtype",
+    "device",
+    "rank",
+    "world_size",
+)
 
 
 class Prepare(Strict):
@@ -39,13 +50,17 @@ class Prepare(Strict):
 
     name: str = Field(pattern=IDENTIFIER)
     params: list[Annotated[str, Field(pattern=IDENTIFIER)]] = Field(
-        default_factory=list, description="positional parameters, in order: models, optimizers and constants the "
+        default_factory=list,
+        description="positional parameters, in order: models, optimizers and constants the "
         "workload provides, and the grader's scaler, device_type, amp_dtype, device, rank and world_size (no "
-        "per-step data)")
+        "per-step data)",
+    )
     returns: list[Annotated[str, Field(pattern=IDENTIFIER)]] = Field(
-        min_length=1, description="the names of what it returns, in order (a tuple, or one object for one name); "
+        min_length=1,
+        description="the names of what it returns, in order (a tuple, or one object for one name); "
         "each step's entrypoint may take them, and a name the workload also provides (model) is replaced by what "
-        "prepare returned")
+        "prepare returned",
+    )
 
     @model_validator(mode="after")
     def _distinct(self):
@@ -57,12 +72,17 @@ class Prepare(Strict):
 class Entrypoint(Strict):
     name: str = Field(pattern=IDENTIFIER)
     params: list[Annotated[str, Field(pattern=IDENTIFIER)]] = Field(
-        min_length=1, description="positional parameters, in order: names the workload provides (for a shorthand "
+        min_length=1,
+        description="positional parameters, in order: names the workload provides (for a shorthand "
         "model: " + ", ".join(ENTRYPOINT_PARAMS) + "; for a workload.setup: the names build() and batch() return, "
-        "plus scaler, device_type and amp_dtype)")
+        "plus scaler, device_type and amp_dtype)",
+    )
     returns: str = "the loss of the step (a tensor or float)"
-    prepare: Prepare | None = Field(None, description="a function of the learner's that runs once before the "
-                                    "first step; what it returns is passed to every step by name")
+    prepare: Prepare | None = Field(
+        None,
+        description="a function of the learner's that runs once before the "
+        "first step; what it returns is passed to every step by name",
+    )
 
     def provided_by_prepare(self) -> tuple[str, ...]:
         return tuple(self.prepare.returns) if self.prepare else ()
@@ -75,7 +95,8 @@ class MlpSpec(Strict):
     out_features: int = Field(gt=0)
     activation: Literal["relu", "gelu"] = "gelu"
     sequential_blocks: bool = Field(
-        True, description="build the model as nn.Sequential of blocks (needed for checkpoint_sequential)")
+        True, description="build the model as nn.Sequential of blocks (needed for checkpoint_sequential)"
+    )
 
 
 class CnnSpec(Strict):
@@ -119,7 +140,10 @@ def _model_kind(value) -> str:
     return value.get("kind", "mlp") if isinstance(value, dict) else getattr(value, "kind", "mlp")
 
 
-ModelSpec = Annotated[Annotated[MlpSpec, Tag("mlp")] | Annotated[CnnSpec, Tag("cnn")] | Annotated[TransformerSpec, Tag("transformer")], Discriminator(_model_kind)]
+ModelSpec = Annotated[
+    Annotated[MlpSpec, Tag("mlp")] | Annotated[CnnSpec, Tag("cnn")] | Annotated[TransformerSpec, Tag("transformer")],
+    Discriminator(_model_kind),
+]
 MODEL_KINDS = ("mlp", "cnn", "transformer")
 
 
@@ -133,8 +157,12 @@ class OptimizerSpec(Strict):
 class DataSpec(Strict):
     batch_size: int = Field(gt=0)
     micro_batches: int = Field(1, ge=1, description="micro-batches per step (gradient accumulation)")
-    separation: float = Field(1.0, gt=0, description="distance of the class centres against unit noise: "
-                              "larger learns faster, smaller makes each sample matter more")
+    separation: float = Field(
+        1.0,
+        gt=0,
+        description="distance of the class centres against unit noise: "
+        "larger learns faster, smaller makes each sample matter more",
+    )
 
     @model_validator(mode="after")
     def _divisible(self):
@@ -147,11 +175,16 @@ class AmpSpec(Strict):
     cuda_dtype: Literal["float16", "bfloat16"] = "float16"
     cpu_dtype: Literal["bfloat16", "float16"] = "bfloat16"
     scaler: bool = Field(False, description="the grader passes a torch.amp.GradScaler to the entrypoint")
-    init_scale: float = Field(65536.0, gt=0, le=2.0**24, description="the grader's GradScaler starts at this scale "
-                              "(PyTorch's default 2**16)")
-    growth_interval: int = Field(2000, ge=1, description="good steps after which the grader's GradScaler doubles "
-                                 "its scale (PyTorch's default 2000; a few steps make growth happen inside the "
-                                 "graded window)")
+    init_scale: float = Field(
+        65536.0, gt=0, le=2.0**24, description="the grader's GradScaler starts at this scale (PyTorch's default 2**16)"
+    )
+    growth_interval: int = Field(
+        2000,
+        ge=1,
+        description="good steps after which the grader's GradScaler doubles "
+        "its scale (PyTorch's default 2000; a few steps make growth happen inside the "
+        "graded window)",
+    )
 
 
 class WorkloadOverride(Strict):
@@ -168,36 +201,57 @@ class WorkloadOverride(Strict):
 class Workload(Strict):
     seed: int = 0
     steps: int = Field(8, ge=2, le=200, description="training steps compared with the FP32 baseline")
-    model: ModelSpec | None = Field(None, description="a built-in model (kind: mlp, cnn or transformer) with its "
-                                    "synthetic data; or leave it out and write `setup`")
+    model: ModelSpec | None = Field(
+        None,
+        description="a built-in model (kind: mlp, cnn or transformer) with its "
+        "synthetic data; or leave it out and write `setup`",
+    )
     optimizer: OptimizerSpec | None = None
     data: DataSpec | None = None
-    setup: str | None = Field(None, description="Python code, trusted like the reference, defining build(seed) -> "
-                              "dict of models, optimizers and constant arguments, and batch(step, seed) -> dict of "
-                              "this step's data arguments; everything on the CPU (the grader moves it)")
+    setup: str | None = Field(
+        None,
+        description="Python code, trusted like the reference, defining build(seed) -> "
+        "dict of models, optimizers and constant arguments, and batch(step, seed) -> dict of "
+        "this step's data arguments; everything on the CPU (the grader moves it)",
+    )
     amp: AmpSpec = AmpSpec()
-    ranks: int = Field(1, ge=1, le=8, description="processes the learner's code runs as (distributed data parallel "
-                       "ranks), all in one sandbox, with a process group the grader has initialised (gloo on CPU, "
-                       "nccl on CUDA where there is a GPU per rank); each rank gets 1/ranks of every per-step data "
-                       "argument, and the FP32 baseline runs once on the whole batch")
-    move_models: bool = Field(True, description="the grader moves the models to the grading device before the "
-                              "first step; false leaves them on the CPU for the learner's entrypoint.prepare to "
-                              "move (e.g. to `device`, then wrap)")
+    ranks: int = Field(
+        1,
+        ge=1,
+        le=8,
+        description="processes the learner's code runs as (distributed data parallel "
+        "ranks), all in one sandbox, with a process group the grader has initialised (gloo on CPU, "
+        "nccl on CUDA where there is a GPU per rank); each rank gets 1/ranks of every per-step data "
+        "argument, and the FP32 baseline runs once on the whole batch",
+    )
+    move_models: bool = Field(
+        True,
+        description="the grader moves the models to the grading device before the "
+        "first step; false leaves them on the CPU for the learner's entrypoint.prepare to "
+        "move (e.g. to `device`, then wrap)",
+    )
     libraries: list[Literal["accelerate"]] = Field(
-        default_factory=list, description="libraries the learner's code uses that the grader imports first and "
-        "traces (accelerate: Accelerator, prepare, accumulate, backward, clip_grad_norm_)")
+        default_factory=list,
+        description="libraries the learner's code uses that the grader imports first and "
+        "traces (accelerate: Accelerator, prepare, accumulate, backward, clip_grad_norm_)",
+    )
     grading_budget_s: float | None = Field(
-        None, gt=0, description="the longest a whole grading of a submission may take, in seconds, from loading "
+        None,
+        gt=0,
+        description="the longest a whole grading of a submission may take, in seconds, from loading "
         "its code to its last reply: a cap on the budget the grader derives from the trusted runs' own time "
-        "(docs/security.md); only ever tightens it")
+        "(docs/security.md); only ever tightens it",
+    )
     cuda: WorkloadOverride | None = Field(None, description="what changes when grading on CUDA")
 
     @model_validator(mode="after")
     def _one_source(self):
         shorthand = [k for k in ("model", "optimizer", "data") if getattr(self, k) is not None]
         if self.setup is not None and shorthand:
-            raise ValueError(f"a workload with setup code builds its own model, optimizer and data: remove "
-                             f"{', '.join(shorthand)} or the setup")
+            raise ValueError(
+                f"a workload with setup code builds its own model, optimizer and data: remove "
+                f"{', '.join(shorthand)} or the setup"
+            )
         if self.setup is None and len(shorthand) < 3:
             missing = [k for k in ("model", "optimizer", "data") if getattr(self, k) is None]
             raise ValueError(f"the workload needs {', '.join(missing)} (or setup code that builds them)")
@@ -215,7 +269,8 @@ class ExampleExpectation(Strict):
     status: Literal["pass", "fail", "error"]
     findings: list[str] = Field(default_factory=list, description="finding ids the verdict must include")
     checks: dict[str, Literal["pass", "fail", "error", "not_applicable"]] = Field(
-        default_factory=dict, description="check id -> the status that check must get")
+        default_factory=dict, description="check id -> the status that check must get"
+    )
     error: str | None = Field(None, description="the error kind (e.g. exception, timeout), when status is error")
 
 
@@ -230,8 +285,11 @@ class Example(Strict):
 
 
 class MutantSettings(Strict):
-    skip: dict[str, str] = Field(default_factory=dict, description="mutant name -> why it cannot be caught on "
-                                 "this lesson (an equivalent mutant); `grader validate` prints the reason")
+    skip: dict[str, str] = Field(
+        default_factory=dict,
+        description="mutant name -> why it cannot be caught on "
+        "this lesson (an equivalent mutant); `grader validate` prints the reason",
+    )
 
 
 class Exercise(Strict):
@@ -261,16 +319,20 @@ class Exercise(Strict):
             unknown = [(i, p) for i, p in enumerate(self.entrypoint.params) if p not in provided]
             if unknown:
                 i, name = unknown[0]
-                raise ValueError(f"entrypoint.params[{i}]: {name!r} is not an argument the "
-                                 f"{self.workload.model.kind} workload provides; it provides "
-                                 f"{', '.join(ENTRYPOINT_PARAMS)} (a workload.setup can provide any name)")
+                raise ValueError(
+                    f"entrypoint.params[{i}]: {name!r} is not an argument the "
+                    f"{self.workload.model.kind} workload provides; it provides "
+                    f"{', '.join(ENTRYPOINT_PARAMS)} (a workload.setup can provide any name)"
+                )
             prepare = self.entrypoint.prepare
             once = [n for n in ENTRYPOINT_PARAMS if n not in ("inputs", "targets", "micro_batches")]
             unknown = [(i, p) for i, p in enumerate(prepare.params if prepare else []) if p not in once]
             if unknown:
                 i, name = unknown[0]
-                raise ValueError(f"entrypoint.prepare.params[{i}]: {name!r} is not something prepare can take: it "
-                                 f"runs once, before any step's data exists; it can take {', '.join(once)}")
+                raise ValueError(
+                    f"entrypoint.prepare.params[{i}]: {name!r} is not something prepare can take: it "
+                    f"runs once, before any step's data exists; it can take {', '.join(once)}"
+                )
         return self
 
     @model_validator(mode="after")
@@ -284,8 +346,10 @@ class Exercise(Strict):
         if (over := self.check("overflow")) is not None and over.at_step is not None:
             steps = min(self.workload.for_device(kind).steps for kind in ("cpu", "cuda"))
             if over.at_step >= steps - 1:
-                raise ValueError(f"checks: overflow.at_step {over.at_step} leaves no step after it to grade the "
-                                 f"recovery: the window has {steps} steps (0 to {steps - 1}); use at most {steps - 2}")
+                raise ValueError(
+                    f"checks: overflow.at_step {over.at_step} leaves no step after it to grade the "
+                    f"recovery: the window has {steps} steps (0 to {steps - 1}); use at most {steps - 2}"
+                )
         if self.check("speedup") and self.check("step_time"):
             raise ValueError("speedup and step_time both time the submission's steps: keep one of them")
         return self
@@ -296,14 +360,20 @@ class Exercise(Strict):
         if ranks > 1:
             unsupported = [c.id for c in self.checks if c.id in ("speedup", "memory", *PROFILE_CHECKS)]
             if unsupported:
-                raise ValueError(f"checks: {', '.join(unsupported)} cannot grade a workload with ranks > 1 yet (it "
-                                 "would time or measure one process against several); remove it or set ranks: 1")
+                raise ValueError(
+                    f"checks: {', '.join(unsupported)} cannot grade a workload with ranks > 1 yet (it "
+                    "would time or measure one process against several); remove it or set ranks: 1"
+                )
         elif self.check("ranks"):
-            raise ValueError("workload.ranks: the ranks check compares the weights of several ranks: set ranks to 2 "
-                             "or more, or remove the check")
+            raise ValueError(
+                "workload.ranks: the ranks check compares the weights of several ranks: set ranks to 2 "
+                "or more, or remove the check"
+            )
         if not self.workload.move_models and self.entrypoint.prepare is None:
-            raise ValueError("workload.move_models: false leaves the models on the CPU for the learner to move, which "
-                             "needs a function that runs before the steps: add entrypoint.prepare")
+            raise ValueError(
+                "workload.move_models: false leaves the models on the CPU for the learner to move, which "
+                "needs a function that runs before the steps: add entrypoint.prepare"
+            )
         return self
 
     @model_validator(mode="after")

@@ -7,7 +7,7 @@ refuses it while any TODO is left, and accepts it once the text is written."""
 
 from __future__ import annotations
 
-SKELETON = '''\
+SKELETON = """\
 # A new AMP Dojo lesson. Fill in every TODO (in all three languages), adapt the code, then run
 #   grader validate {path}
 # The format is documented in docs/authoring.md.
@@ -138,7 +138,7 @@ checks:
     min_fraction: 0.9
 # Typical mistakes of this lesson and the verdict each must get (grader validate grades them).
 examples: []
-'''
+"""
 
 
 def skeleton(exercise_id: str, path: str) -> str:

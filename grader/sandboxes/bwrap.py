@@ -40,8 +40,12 @@ def unavailable_reason() -> str | None:
     if path is None:
         return "bwrap is not installed (apt-get install bubblewrap)"
     try:
-        probe = subprocess.run([path, "--unshare-all", "--ro-bind", "/", "/", "--uid", "65534", "true"],
-                               capture_output=True, text=True, timeout=30)
+        probe = subprocess.run(
+            [path, "--unshare-all", "--ro-bind", "/", "/", "--uid", "65534", "true"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bwrap could not be run: {exc}"
     if probe.returncode != 0:
@@ -85,21 +89,67 @@ def _gpu_binds(device: str) -> list[str]:
 def command(device: str, workdir: Path, limits: Limits) -> list[str]:
     env = worker_env("/tmp", 1, pythonpath=PACKAGE_ROOT)
     env.update(USER="sandbox", LOGNAME="sandbox")
-    args = [bwrap_path(), "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--disable-userns",
-            "--uid", "65534", "--gid", "65534", "--hostname", "sandbox", "--cap-drop", "ALL", "--clearenv"]
+    args = [
+        bwrap_path(),
+        "--unshare-all",
+        "--unshare-user",
+        "--die-with-parent",
+        "--new-session",
+        "--disable-userns",
+        "--uid",
+        "65534",
+        "--gid",
+        "65534",
+        "--hostname",
+        "sandbox",
+        "--cap-drop",
+        "ALL",
+        "--clearenv",
+    ]
     for name, value in env.items():
         args += ["--setenv", name, value]
     # /tmp first: the interpreter or the project may live under /tmp, and a later tmpfs would hide it.
     tmp, shm = scratch_sizes(limits)
-    args += ["--size", str(tmp), "--perms", "1777", "--tmpfs", "/tmp",
-             "--proc", "/proc", "--dev", "/dev", "--size", str(shm), "--perms", "1777", "--tmpfs", "/dev/shm"]
+    args += [
+        "--size",
+        str(tmp),
+        "--perms",
+        "1777",
+        "--tmpfs",
+        "/tmp",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--size",
+        str(shm),
+        "--perms",
+        "1777",
+        "--tmpfs",
+        "/dev/shm",
+    ]
     args += _system_binds() + _python_binds() + _gpu_binds(device)
     # bwrap's /dev is a tmpfs the sandbox's user owns, as large as half the host's memory: read-only once the
     # device nodes are in, so /tmp and /dev/shm are all it can write, `tmp_bytes` together.
     # The in-sandbox package alone: `grader` is a namespace package in there, and no judge code is within reach.
-    args += ["--ro-bind", str(WORKER_PACKAGE), f"{PACKAGE_ROOT}/grader/worker",
-             "--ro-bind", str(workdir), INSIDE, "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", INSIDE,
-             "--", sys.executable, "-m", "grader.worker"]
+    args += [
+        "--ro-bind",
+        str(WORKER_PACKAGE),
+        f"{PACKAGE_ROOT}/grader/worker",
+        "--ro-bind",
+        str(workdir),
+        INSIDE,
+        "--remount-ro",
+        "/dev",
+        "--remount-ro",
+        "/",
+        "--chdir",
+        INSIDE,
+        "--",
+        sys.executable,
+        "-m",
+        "grader.worker",
+    ]
     return args
 
 
@@ -181,7 +231,11 @@ class BwrapLauncher(Launcher):
 
         proc = subprocess.Popen(
             command(device, workdir, self.limits),
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env={"PATH": "/usr/bin:/bin"}, start_new_session=True, preexec_fn=prepare,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={"PATH": "/usr/bin:/bin"},
+            start_new_session=True,
+            preexec_fn=prepare,
         )
         return WorkerProcess(NamespaceHandle(proc, group), workdir, INSIDE, self.limits)

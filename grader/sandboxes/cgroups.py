@@ -15,8 +15,11 @@ from pathlib import Path
 ROOT = Path("/sys/fs/cgroup")
 PERIOD_US = 100_000
 # The file whose write makes a controller's limit hold (v2 name, v1 name); the others only refine it.
-DECISIVE = {"pids": ("pids.max",), "memory": ("memory.max", "memory.limit_in_bytes"),
-            "cpu": ("cpu.max", "cpu.cfs_quota_us")}
+DECISIVE = {
+    "pids": ("pids.max",),
+    "memory": ("memory.max", "memory.limit_in_bytes"),
+    "cpu": ("cpu.max", "cpu.cfs_quota_us"),
+}
 
 
 class Cgroup:
@@ -31,13 +34,19 @@ class Cgroup:
         name = f"amp-dojo-{secrets.token_hex(6)}"
         wanted = {"pids": [("pids.max", str(pids_max))]}
         if memory_bytes:
-            wanted["memory"] = [("memory.max", str(memory_bytes)), ("memory.swap.max", "0"),
-                                ("memory.limit_in_bytes", str(memory_bytes)),
-                                ("memory.memsw.limit_in_bytes", str(memory_bytes))]
+            wanted["memory"] = [
+                ("memory.max", str(memory_bytes)),
+                ("memory.swap.max", "0"),
+                ("memory.limit_in_bytes", str(memory_bytes)),
+                ("memory.memsw.limit_in_bytes", str(memory_bytes)),
+            ]
         if cpus:
             quota = max(1000, int(cpus * PERIOD_US))
-            wanted["cpu"] = [("cpu.max", f"{quota} {PERIOD_US}"), ("cpu.cfs_period_us", str(PERIOD_US)),
-                             ("cpu.cfs_quota_us", str(quota))]
+            wanted["cpu"] = [
+                ("cpu.max", f"{quota} {PERIOD_US}"),
+                ("cpu.cfs_period_us", str(PERIOD_US)),
+                ("cpu.cfs_quota_us", str(quota)),
+            ]
         if (ROOT / "cgroup.controllers").exists():
             made = _make_v2(name, wanted)
         else:

@@ -61,8 +61,10 @@ def unavailable_reason(image: str = IMAGE) -> str | None:
     except docker.errors.ImageNotFound:
         return f"the image {image!r} is missing: build it with scripts/build-image (or docker build -t {image} .)"
     if found.labels.get(HASH_LABEL) != code_hash():
-        return (f"the image {image!r} was built from other grader code ({found.labels.get(HASH_LABEL)} != "
-                f"{code_hash()}): rebuild it with scripts/build-image")
+        return (
+            f"the image {image!r} was built from other grader code ({found.labels.get(HASH_LABEL)} != "
+            f"{code_hash()}): rebuild it with scripts/build-image"
+        )
     return None
 
 
@@ -81,8 +83,13 @@ class ContainerHandle:
         try:
             container.start()
         except Exception:
-            for close in (self.sock.close, self.stderr.close, lambda: os.close(out_r), lambda: os.close(self._out_w),
-                          lambda: os.close(self._err_w)):
+            for close in (
+                self.sock.close,
+                self.stderr.close,
+                lambda: os.close(out_r),
+                lambda: os.close(self._out_w),
+                lambda: os.close(self._err_w),
+            ):
                 close()
             raise
         self._pump = threading.Thread(target=self._demultiplex, daemon=True)
@@ -246,17 +253,33 @@ class DockerLauncher(Launcher):
         limits = self.limits
         tmp, shm = scratch_sizes(limits)
         container = self.engine.containers.create(
-            self.image, ["python3", "-m", "grader.worker"],
-            stdin_open=True, detach=True, environment=env, working_dir=INSIDE, user="65534:65534",
-            network_mode="none", read_only=True, cap_drop=["ALL"], security_opt=["no-new-privileges"],
-            tmpfs={"/tmp": f"rw,nosuid,nodev,size={tmp}"}, shm_size=shm,  # tmp_bytes in all (scratch_sizes)
+            self.image,
+            ["python3", "-m", "grader.worker"],
+            stdin_open=True,
+            detach=True,
+            environment=env,
+            working_dir=INSIDE,
+            user="65534:65534",
+            network_mode="none",
+            read_only=True,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            tmpfs={"/tmp": f"rw,nosuid,nodev,size={tmp}"},
+            shm_size=shm,  # tmp_bytes in all (scratch_sizes)
             volumes={str(workdir): {"bind": INSIDE, "mode": "ro"}},
-            mem_limit=limits.memory_bytes, memswap_limit=limits.memory_bytes, pids_limit=limits.processes,
-            nano_cpus=int(limits.cpus * 1e9), ulimits=[docker.types.Ulimit(name="core", soft=0, hard=0),
-                                                      docker.types.Ulimit(name="fsize", soft=limits.file_bytes,
-                                                                          hard=limits.file_bytes)],
-            log_config=docker.types.LogConfig(type="none"), device_requests=device_requests,
-            labels={"org.amp-dojo.worker": "1", OWNER_LABEL: self.owner}, ipc_mode="private", hostname="sandbox",
+            mem_limit=limits.memory_bytes,
+            memswap_limit=limits.memory_bytes,
+            pids_limit=limits.processes,
+            nano_cpus=int(limits.cpus * 1e9),
+            ulimits=[
+                docker.types.Ulimit(name="core", soft=0, hard=0),
+                docker.types.Ulimit(name="fsize", soft=limits.file_bytes, hard=limits.file_bytes),
+            ],
+            log_config=docker.types.LogConfig(type="none"),
+            device_requests=device_requests,
+            labels={"org.amp-dojo.worker": "1", OWNER_LABEL: self.owner},
+            ipc_mode="private",
+            hostname="sandbox",
         )
         try:
             handle = ContainerHandle(container)

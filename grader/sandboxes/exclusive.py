@@ -40,8 +40,10 @@ def lock_dir() -> Path:
 
 
 def _refuse(path: Path, why: str) -> EnvironmentProblem:
-    return EnvironmentProblem(f"the device lock {path} {why}: remove it, or set AMP_DOJO_LOCK_DIR to a folder of "
-                              f"the grader's user that no other user may write in")
+    return EnvironmentProblem(
+        f"the device lock {path} {why}: remove it, or set AMP_DOJO_LOCK_DIR to a folder of "
+        f"the grader's user that no other user may write in"
+    )
 
 
 def _check_dir(path: Path, st: os.stat_result):

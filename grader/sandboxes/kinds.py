@@ -7,8 +7,10 @@ from grader.sandboxes.launcher import LocalLauncher
 from grader.sandboxes.limits import Limits
 
 SANDBOXES = ("auto", "docker", "bwrap", "local")
-LOCAL_REFUSED = ("the local backend runs learner code unisolated, and it is not allowed here "
-                 "(allow it only for grading your own code)")
+LOCAL_REFUSED = (
+    "the local backend runs learner code unisolated, and it is not allowed here "
+    "(allow it only for grading your own code)"
+)
 
 
 def unavailable_reason(name: str) -> str | None:
@@ -39,8 +41,11 @@ def make_launcher(name: str = "auto", limits: Limits | None = None, *, allow_loc
     if name != "auto":
         raise EnvironmentProblem(f"the {name} sandbox cannot run: {reasons[name]}")
     if not allow_local:
-        raise EnvironmentProblem("no isolating sandbox is available: " + "; ".join(
-            f"{n}: {why}" for n, why in reasons.items()) + f"; and {LOCAL_REFUSED}")
+        raise EnvironmentProblem(
+            "no isolating sandbox is available: "
+            + "; ".join(f"{n}: {why}" for n, why in reasons.items())
+            + f"; and {LOCAL_REFUSED}"
+        )
     return _local(limits, allow_local)
 
 

@@ -19,6 +19,7 @@ GRADER_ROOT = Path(__file__).resolve().parents[2]  # the folder that holds the g
 
 WORKER_PACKAGE = GRADER_ROOT / "grader" / "worker"  # all a sandbox gets of the grader (grader/worker/__init__.py)
 
+
 def tree_hash(folder: Path) -> str:
     """Hash of the Python files under `folder`, with their paths."""
     import hashlib
@@ -27,6 +28,7 @@ def tree_hash(folder: Path) -> str:
     for path in sorted(folder.rglob("*.py")):
         h.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:16]
+
 
 def worker_env(home: str, threads: int, pythonpath: str = str(GRADER_ROOT)) -> dict:
     """A fresh environment: the grader's own variables (secrets included) never reach the code."""
@@ -49,23 +51,31 @@ def worker_env(home: str, threads: int, pythonpath: str = str(GRADER_ROOT)) -> d
             env[name] = os.environ[name]
     return env
 
+
 # The sandbox has no network: libraries that would look for one are told so (Hugging Face's hub, which Accelerate
 # imports), and a process group of ranks talks over loopback only.
 OFFLINE_AND_LOOPBACK = {
-    "HF_HUB_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HUB_DISABLE_IMPLICIT_TOKEN": "1",
-    "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "DO_NOT_TRACK": "1",
-    "GLOO_SOCKET_IFNAME": "lo", "NCCL_SOCKET_IFNAME": "lo",
+    "HF_HUB_OFFLINE": "1",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+    "HF_HUB_DISABLE_IMPLICIT_TOKEN": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "DO_NOT_TRACK": "1",
+    "GLOO_SOCKET_IFNAME": "lo",
+    "NCCL_SOCKET_IFNAME": "lo",
 }
 
 # Device selection, and oneDNN's instruction-set cap: `ONEDNN_MAX_CPU_ISA=AVX2` makes a CPU with native
 # bfloat16 emulate it like an AVX2-only one, which the test suite uses to hold every lesson to the slow kind.
 PASSED_TO_WORKERS = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "ONEDNN_MAX_CPU_ISA")
 
+
 def make_workdir() -> Path:
     """A fresh, empty host folder for one worker; the sandbox user may list and read it, nothing more."""
     workdir = Path(tempfile.mkdtemp(prefix="amp-dojo-"))
     workdir.chmod(0o755)
     return workdir
+
 
 class Launcher:
     """Starts blank workers (`prepare`); `start` is prepare + assign, the cold path. A pool of warm blanks
@@ -90,6 +100,7 @@ class Launcher:
         trusted-run cache): the PyTorch they run."""
         return self.name
 
+
 def rlimits(limits: Limits, device: str, processes: bool = False):
     """Applied in the child before exec; the same for local and bwrap."""
 
@@ -102,6 +113,7 @@ def rlimits(limits: Limits, device: str, processes: bool = False):
             resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
 
     return apply
+
 
 class LocalLauncher(Launcher):
     """A plain child process: separate memory, but not isolated from the machine.
@@ -118,8 +130,12 @@ class LocalLauncher(Launcher):
         try:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "grader.worker"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                cwd=workdir, env=worker_env(str(workdir), 1), start_new_session=True,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=workdir,
+                env=worker_env(str(workdir), 1),
+                start_new_session=True,
                 preexec_fn=rlimits(self.limits, device),
             )
         except Exception:

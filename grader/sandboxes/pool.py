@@ -27,8 +27,9 @@ class WarmPool(Launcher):
 
     REFILL_RETRY_S = 5.0
 
-    def __init__(self, launcher: Launcher, size: int = 2, devices: tuple[str, ...] = (), quiet=None,
-                 refill: bool = True):
+    def __init__(
+        self, launcher: Launcher, size: int = 2, devices: tuple[str, ...] = (), quiet=None, refill: bool = True
+    ):
         """`refill=False`: the blanks for `devices` are started once and not replaced (one `grader check`)."""
         self.launcher, self.size, self.refills = launcher, max(0, int(size)), refill
         self.name, self.isolated, self.limits = launcher.name, launcher.isolated, launcher.limits
@@ -66,7 +67,7 @@ class WarmPool(Launcher):
                     else:  # died while it waited (e.g. killed by the machine): never handed out
                         candidate.close()
                 # wait only for a blank whose process already runs: one still waiting to be started may wait
-                    # for a timing grading, which may wait for this one
+                # for a timing grading, which may wait for this one
                 if worker is not None or self._closed or not self._importing.get(device, 0):
                     break
                 if not self._lock.wait(max(0.0, deadline - time.monotonic())):
@@ -117,8 +118,9 @@ class WarmPool(Launcher):
                 log.warning("a warm %s sandbox for %s could not be started: %s", self.name, device, exc)
                 self._arrived(device, None)
                 continue
-            threading.Thread(target=self._await_ready, args=(device, worker), daemon=True,
-                             name=f"pool-ready-{self.name}").start()
+            threading.Thread(
+                target=self._await_ready, args=(device, worker), daemon=True, name=f"pool-ready-{self.name}"
+            ).start()
 
     def _await_ready(self, device: str, worker: WorkerProcess) -> None:
         try:

@@ -20,13 +20,16 @@ from grader.sandboxes.limits import Limits, WorkerSpec
 from grader.worker import wire
 from grader.worker.wire import parse_reply
 
-MAX_REPLY_BYTES = 4 * 1024**2          # a step's losses, trace and counts: a few KB in practice
+MAX_REPLY_BYTES = 4 * 1024**2  # a step's losses, trace and counts: a few KB in practice
 
 MAX_PARAMS_REPLY_BYTES = 512 * 1024**2  # the model's parameters, base64-encoded, where no model size is known
 
 # faulthandler's dump: "Thread 0x… (most recent call first):", "Current thread …", and its indented frames
-FAULTHANDLER_LINE = re.compile(r'^(?:(?:Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):'
-                               r'|  File ".*", line \d+ in \S+|  <no Python frame>)\s*$')
+FAULTHANDLER_LINE = re.compile(
+    r"^(?:(?:Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):"
+    r'|  File ".*", line \d+ in \S+|  <no Python frame>)\s*$'
+)
+
 
 class WorkerFailure(Exception):
     """The worker died or stopped answering; `payload` is shaped like a worker error."""
@@ -35,15 +38,18 @@ class WorkerFailure(Exception):
         super().__init__(payload["message"])
         self.payload = payload
 
+
 def failure(kind: str, key: str, at_line: int | None = None, **params) -> dict:
     """A worker error the grader words itself (grader/wording/catalog.py); `at_line` is the learner's line."""
     return worded(wire.failure(kind, key, at_line, **params))
+
 
 def worded(error: dict) -> dict:
     """An error of the worker's protocol with its message in English words (the worker sends only keys)."""
     from grader.wording.catalog import Said
 
     return {**error, "message": str(Said.of(error["said"]))}
+
 
 def params_reply_limit(state: dict, ranks: int = 1) -> int:
     """The most bytes a `save` reply may take for a model whose state the grader built itself (`state`, tensors):
@@ -53,9 +59,11 @@ def params_reply_limit(state: dict, ranks: int = 1) -> int:
     floats = sum(t.numel() * 4 for t in state.values())
     return ranks * (4 * (2 * floats + 1024**2) // 3 + 1024)
 
+
 def death_failure(code: int | None, oom: bool) -> dict:
     """How a worker process ended, as its error: `code` is its exit status, or minus the signal that killed it."""
     return worded(wire.death_failure(code, oom))
+
 
 class OutputBuffer(threading.Thread):
     """Drains a pipe so the child never blocks on it, keeping a bounded head."""
@@ -79,6 +87,7 @@ class OutputBuffer(threading.Thread):
         if self.total > len(self.kept):
             text += f"\n[output truncated: {self.total} bytes in all, first {len(self.kept)} shown]"
         return text
+
 
 class ProcessHandle:
     """A worker started with subprocess (local, bwrap): pipes, signals to its group."""
@@ -138,9 +147,11 @@ class ProcessHandle:
             except OSError:
                 pass
 
+
 class SandboxDidNotStart(Exception):
     """A worker never said it was ready: the sandbox's fault (or the machine's), never the learner's, since
     no learner code exists in it yet."""
+
 
 class WorkerProcess:
     """The grader's side of one worker, whatever started it. It starts blank: the process imports what a
@@ -194,8 +205,9 @@ class WorkerProcess:
         except WorkerFailure as exc:
             if exc.payload["kind"] == "cancelled":
                 raise
-            raise SandboxDidNotStart(f"the worker did not start: {exc.payload['message']}\n"
-                                     f"{self.stderr.text()[-2000:]}") from None
+            raise SandboxDidNotStart(
+                f"the worker did not start: {exc.payload['message']}\n{self.stderr.text()[-2000:]}"
+            ) from None
         if reply.get("ready") is not True:
             raise SandboxDidNotStart(f"the worker did not start: it said {str(reply)[:200]}")
         self.ready = True
@@ -214,12 +226,25 @@ class WorkerProcess:
 
     def init_message(self) -> dict:
         s = self.spec
-        return {"cmd": "init", "spec": {"code_path": self.code_path, "exercise": s.exercise,
-                                        "device": self.device_inside or s.device, "trace": s.trace,
-                                        "threads": s.threads, "ranks": s.ranks}}
+        return {
+            "cmd": "init",
+            "spec": {
+                "code_path": self.code_path,
+                "exercise": s.exercise,
+                "device": self.device_inside or s.device,
+                "trace": s.trace,
+                "threads": s.threads,
+                "ranks": s.ranks,
+            },
+        }
 
-    def request(self, message: dict, timeout: float | None = None, max_bytes: int = MAX_REPLY_BYTES,
-                oversized: str = "error.oversized") -> dict:
+    def request(
+        self,
+        message: dict,
+        timeout: float | None = None,
+        max_bytes: int = MAX_REPLY_BYTES,
+        oversized: str = "error.oversized",
+    ) -> dict:
         """One reply line, parsed; anything else the worker sends is its failure, never the grader's. A reply over
         `max_bytes` kills the worker and is worded by the message `oversized` (its {limit} in MiB)."""
         timeout = timeout or self.limits.step_timeout_s
@@ -271,7 +296,7 @@ class WorkerProcess:
             del line[end:]
         else:
             line = self._buffer[:end]
-            del self._buffer[:end + 1]
+            del self._buffer[: end + 1]
         try:
             return line.decode("utf-8")
         except UnicodeDecodeError:
@@ -293,8 +318,11 @@ class WorkerProcess:
         if cmd == "init":
             during = say("budget.during_init")
         elif cmd == "steps" and isinstance(start, int):
-            during = say("budget.during_step_at", step=start + 1, line=line) if line else say(
-                "budget.during_step", step=start + 1)
+            during = (
+                say("budget.during_step_at", step=start + 1, line=line)
+                if line
+                else say("budget.during_step", step=start + 1)
+            )
         else:
             during = say("budget.during_other")
         payload = failure("timeout", "error.budget", line, seconds=self.budget_s or 0.0, during=during)

@@ -36,34 +36,32 @@ EN: dict[str, str] = {
     "error.oom": "out of memory: the code tried to use more memory than the grader allows ({detail})",
     "error.exit_import": "the code called sys.exit() while being imported",
     "error.exit_step": "the code called sys.exit() during the training step",
-    "error.exit_prepare": "the code called sys.exit() in {name}, which the grader calls once before the training "
-                          "steps",
+    "error.exit_prepare": "the code called sys.exit() in {name}, which the grader calls once before the training steps",
     "error.tampering": "the code replaced functions the grader uses to watch the training ({names}): that is not "
-                       "allowed",
+    "allowed",
     "error.timeout": "the code did not finish within {seconds:.0f} s: look for an endless loop or a wait that never "
-                     "ends",
+    "ends",
     "error.timeout_at": "the code did not finish within {seconds:.0f} s (it was running line {line}): look for an "
-                        "endless loop or a wait that never ends",
+    "endless loop or a wait that never ends",
     "error.budget": "the whole grading may take at most {seconds:.0f} s for this lesson here (measured from how long "
-                    "the lesson's own solution took), and your code was still running {during}: look for a wait, a "
-                    "sleep or a loop that makes it much slower than it needs to be",
+    "the lesson's own solution took), and your code was still running {during}: look for a wait, a "
+    "sleep or a loop that makes it much slower than it needs to be",
     "budget.during_init": "while it was being loaded, before the first training step",
     "budget.during_step": "in training step {step}",
     "budget.during_step_at": "in training step {step}, at line {line}",
     "budget.during_other": "after the training steps (while the grader timed it or checked the overflow step)",
     "error.killed_oom": "the process running the code ended unexpectedly: it was killed (signal 9), most likely for "
-                        "using too much memory",
+    "using too much memory",
     "error.killed_signal": "the process running the code ended unexpectedly: it was killed by signal {signal}",
     "error.exited": "the process running the code ended unexpectedly: it exited with status {status} before "
-                    "answering (sys.exit or os._exit?)",
+    "answering (sys.exit or os._exit?)",
     "error.protocol": "the worker's reply was malformed (did the code write to the grader's channel?)",
     "error.protocol_detail": "the worker's reply was malformed (did the code write to the grader's channel?) "
-                             "({detail})",
-    "error.not_a_reply": "the worker sent something that is not a reply (did the code write to the grader's "
-                         "channel?)",
+    "({detail})",
+    "error.not_a_reply": "the worker sent something that is not a reply (did the code write to the grader's channel?)",
     "error.oversized": "the worker sent an oversized reply (over {limit} MiB)",
     "error.oversized_params": "the worker's saved parameters were over {limit} MiB, far more than this lesson's model "
-                              "holds: did the code add tensors to the model?",
+    "holds: did the code add tensors to the model?",
     "error.params_unreadable": "the saved parameters could not be read",
     "error.params_not_tensors": "the saved parameters are not a dict of float tensors",
     "error.cancelled": "the grading was cancelled before it finished",
@@ -103,8 +101,16 @@ EN: dict[str, str] = {
     "shape.channels": "{a}->{b} channels",
     "shape.embedding": "{a}x{b}",
     "shape.attention": "attention",
-    "ordinal.1": "first", "ordinal.2": "second", "ordinal.3": "third", "ordinal.4": "fourth", "ordinal.5": "fifth",
-    "ordinal.6": "sixth", "ordinal.7": "seventh", "ordinal.8": "eighth", "ordinal.9": "ninth", "ordinal.10": "tenth",
+    "ordinal.1": "first",
+    "ordinal.2": "second",
+    "ordinal.3": "third",
+    "ordinal.4": "fourth",
+    "ordinal.5": "fifth",
+    "ordinal.6": "sixth",
+    "ordinal.7": "seventh",
+    "ordinal.8": "eighth",
+    "ordinal.9": "ninth",
+    "ordinal.10": "tenth",
     "ordinal.n": "#{n}",
     "text": "{text}",  # a lesson's own words ({"en": ..., "it": ..., "id": ...}), e.g. its parity advice
     # -- the terminal report, grader hint/quiz/check --watch and the notebook's own words (grader/wording/report.py,

@@ -22,15 +22,24 @@ def prairielearn(result: GradingResult) -> dict:
     tests = []
     for c in result.checks:
         applicable = c.status != NOT_APPLICABLE
-        tests.append({
-            "name": c.id, "description": c.id.replace("_", " "),
-            "points": c.weight if c.status == PASS else 0, "max_points": c.weight if applicable else 0,
-            "message": _check_text(c) if applicable else f"not applicable: {c.message}",
-            "output": "",
-        })
+        tests.append(
+            {
+                "name": c.id,
+                "description": c.id.replace("_", " "),
+                "points": c.weight if c.status == PASS else 0,
+                "max_points": c.weight if applicable else 0,
+                "message": _check_text(c) if applicable else f"not applicable: {c.message}",
+                "output": "",
+            }
+        )
     message = result.error.message if result.error else f"{result.status}: score {result.score:.0%}"
-    return {"gradable": True, "score": result.score, "message": message, "output": result.output[-10000:],
-            "tests": tests}
+    return {
+        "gradable": True,
+        "score": result.score,
+        "message": message,
+        "output": result.output[-10000:],
+        "tests": tests,
+    }
 
 
 def exercism(result: GradingResult) -> dict:
@@ -40,9 +49,14 @@ def exercism(result: GradingResult) -> dict:
     for c in result.checks:
         if c.status == NOT_APPLICABLE:
             continue
-        doc["tests"].append({"name": c.id, "status": c.status if c.status in ("pass", "fail") else "error",
-                             "message": None if c.status == PASS else _check_text(c),
-                             "output": None})
+        doc["tests"].append(
+            {
+                "name": c.id,
+                "status": c.status if c.status in ("pass", "fail") else "error",
+                "message": None if c.status == PASS else _check_text(c),
+                "output": None,
+            }
+        )
     return doc
 
 

@@ -25,20 +25,35 @@ def size(n: float) -> str:
 def _parity(m: dict, t: dict, say) -> list[tuple]:
     rows = []
     if "max_loss_rel_diff" in m:
-        rows.append((say("measure.loss"), say("measure.at_step", value=pct(m["max_loss_rel_diff"]), step=m.get("at_step")),
-                     say("measure.at_most", x=pct(t["loss_rtol"])) if "loss_rtol" in t else None))
+        rows.append(
+            (
+                say("measure.loss"),
+                say("measure.at_step", value=pct(m["max_loss_rel_diff"]), step=m.get("at_step")),
+                say("measure.at_most", x=pct(t["loss_rtol"])) if "loss_rtol" in t else None,
+            )
+        )
     if m.get("max_update_rel_diff") is not None:
         name = say("measure.update_worst", name=m["worst_param"]) if m.get("worst_param") else say("measure.update")
-        rows.append((name, pct(m["max_update_rel_diff"]),
-                     say("measure.at_most", x=pct(t["update_rtol"])) if "update_rtol" in t else None))
+        rows.append(
+            (
+                name,
+                pct(m["max_update_rel_diff"]),
+                say("measure.at_most", x=pct(t["update_rtol"])) if "update_rtol" in t else None,
+            )
+        )
     return rows
 
 
 def _coverage(m: dict, t: dict, say) -> list[tuple]:
     if "fraction_16bit" not in m:
         return []
-    rows = [(say("measure.fraction_16bit"), pct(m["fraction_16bit"]),
-             say("measure.at_least", x=pct(t["min_fraction"])) if "min_fraction" in t else None)]
+    rows = [
+        (
+            say("measure.fraction_16bit"),
+            pct(m["fraction_16bit"]),
+            say("measure.at_least", x=pct(t["min_fraction"])) if "min_fraction" in t else None,
+        )
+    ]
     if "distance_toward_amp" in m and m.get("distance_to_fp32", 1) <= m.get("distance_near", 0):
         rows.append((say("measure.toward_amp"), pct(m["distance_toward_amp"]), say("measure.toward_amp_needs")))
     return rows
@@ -47,46 +62,81 @@ def _coverage(m: dict, t: dict, say) -> list[tuple]:
 def _memory(m: dict, t: dict, say) -> list[tuple]:
     if "ratio" not in m:
         return []
-    rows = [(say("measure.peak"), say("measure.peak_value", size=size(m["peak_bytes"]), ratio=pct(m["ratio"])),
-             say("measure.at_most", x=pct(t["max_ratio"])) if "max_ratio" in t else None)]
+    rows = [
+        (
+            say("measure.peak"),
+            say("measure.peak_value", size=size(m["peak_bytes"]), ratio=pct(m["ratio"])),
+            say("measure.at_most", x=pct(t["max_ratio"])) if "max_ratio" in t else None,
+        )
+    ]
     if m.get("retained_bytes_per_step"):
         most = max(max(m["retained_bytes_per_step"]), 0)
-        rows.append((say("measure.kept"), size(most), say("measure.at_most", x=size(t["max_retained_bytes_per_step"]))
-                     if "max_retained_bytes_per_step" in t else None))
+        rows.append(
+            (
+                say("measure.kept"),
+                size(most),
+                say("measure.at_most", x=size(t["max_retained_bytes_per_step"]))
+                if "max_retained_bytes_per_step" in t
+                else None,
+            )
+        )
     return rows
 
 
 def _overflow(m: dict, t: dict, say) -> list[tuple]:
     if "params_changed" not in m:
         return []
-    scales = "?" if m.get("scale_before") is None or m.get("scale_after") is None else (
-        f"{m['scale_before']:g} → {m['scale_after']:g}")
-    return [(say("measure.overflow_changed", step=m["step"]), str(m["params_changed"]), say("measure.none")),
-            (say("measure.scale"), scales, say("measure.lower_after"))]
+    scales = (
+        "?"
+        if m.get("scale_before") is None or m.get("scale_after") is None
+        else (f"{m['scale_before']:g} → {m['scale_after']:g}")
+    )
+    return [
+        (say("measure.overflow_changed", step=m["step"]), str(m["params_changed"]), say("measure.none")),
+        (say("measure.scale"), scales, say("measure.lower_after")),
+    ]
 
 
 def _speedup(m: dict, t: dict, say) -> list[tuple]:
     if "speedup" not in m:
         return []
-    return [(say("measure.speedup"),
-             say("measure.speedup_value", ratio=f"{m['speedup']:.2f}", low=f"{m['ci95_low']:.2f}",
-                 high=f"{m['ci95_high']:.2f}", rounds=m["rounds"]),
-             say("measure.lower_bound", x=f"{t['min_speedup']:.2f}") if "min_speedup" in t else None)]
+    return [
+        (
+            say("measure.speedup"),
+            say(
+                "measure.speedup_value",
+                ratio=f"{m['speedup']:.2f}",
+                low=f"{m['ci95_low']:.2f}",
+                high=f"{m['ci95_high']:.2f}",
+                rounds=m["rounds"],
+            ),
+            say("measure.lower_bound", x=f"{t['min_speedup']:.2f}") if "min_speedup" in t else None,
+        )
+    ]
 
 
 def _ranks(m: dict, t: dict, say) -> list[tuple]:
     if m.get("max_rank_update_rel_diff") is None:
         return []
-    return [(say("measure.rank_update", name=m.get("worst_param") or "-", rank=m.get("worst_rank")),
-             f"{m['max_rank_update_rel_diff']:.2g}",
-             say("measure.at_most", x=f"{t['update_rtol']:g}") if "update_rtol" in t else None)]
+    return [
+        (
+            say("measure.rank_update", name=m.get("worst_param") or "-", rank=m.get("worst_rank")),
+            f"{m['max_rank_update_rel_diff']:.2g}",
+            say("measure.at_most", x=f"{t['update_rtol']:g}") if "update_rtol" in t else None,
+        )
+    ]
 
 
 def _bottleneck(m: dict, t: dict, say) -> list[tuple]:
     if m.get("names") is None:
         return []
-    return [(say("measure.named", answer="BOTTLENECKS"), ", ".join(m["names"]) or say("measure.none"),
-             ", ".join(t.get("names", [])) or say("measure.none"))]
+    return [
+        (
+            say("measure.named", answer="BOTTLENECKS"),
+            ", ".join(m["names"]) or say("measure.none"),
+            ", ".join(t.get("names", [])) or say("measure.none"),
+        )
+    ]
 
 
 def _counted(key: str, mine: str, given: str):
@@ -94,11 +144,17 @@ def _counted(key: str, mine: str, given: str):
         if mine not in m:
             return []
         limit = t.get("max_per_step", t.get("max_float32_per_step"))
-        out = [(say(key), say("measure.with_given", n=m[mine], given=m.get(given, "?")),
-                say("measure.at_most", x=limit) if limit is not None else None)]
+        out = [
+            (
+                say(key),
+                say("measure.with_given", n=m[mine], given=m.get(given, "?")),
+                say("measure.at_most", x=limit) if limit is not None else None,
+            )
+        ]
         if "toward_reference" in m:
             out.append((say("measure.toward_reference"), pct(m["toward_reference"]), say("measure.toward_amp_needs")))
         return out
+
     return rows
 
 
@@ -106,11 +162,19 @@ def _step_time(m: dict, t: dict, say) -> list[tuple]:
     return [(say("measure.step_time"), value, needs) for _, value, needs in _speedup(m, t, say)]
 
 
-ROWS = {"parity": _parity, "coverage": _coverage, "memory": _memory, "overflow": _overflow, "speedup": _speedup,
-        "ranks": _ranks,
-        "bottleneck": _bottleneck, "host_syncs": _counted("measure.syncs", "per_step", "given_per_step"),
-        "matmul_dtypes": _counted("measure.float32_matmuls", "float32_per_step", "given_float32_per_step"),
-        "transfers": _counted("measure.copies", "per_step", "given_per_step"), "step_time": _step_time}
+ROWS = {
+    "parity": _parity,
+    "coverage": _coverage,
+    "memory": _memory,
+    "overflow": _overflow,
+    "speedup": _speedup,
+    "ranks": _ranks,
+    "bottleneck": _bottleneck,
+    "host_syncs": _counted("measure.syncs", "per_step", "given_per_step"),
+    "matmul_dtypes": _counted("measure.float32_matmuls", "float32_per_step", "given_float32_per_step"),
+    "transfers": _counted("measure.copies", "per_step", "given_per_step"),
+    "step_time": _step_time,
+}
 
 
 def measured_rows(check: CheckResult | dict, lang: str = "en") -> list[tuple[str, str, str | None]]:
@@ -121,8 +185,9 @@ def measured_rows(check: CheckResult | dict, lang: str = "en") -> list[tuple[str
     if fn is None:
         return []
     rows = fn(c.get("measured") or {}, c.get("threshold") or {}, lambda key, **p: render(key, p, lang))
-    return [(name, value, render("measure.needs", {"x": needs}, lang) if needs else None)
-            for name, value, needs in rows]
+    return [
+        (name, value, render("measure.needs", {"x": needs}, lang) if needs else None) for name, value, needs in rows
+    ]
 
 
 def measured_in_words(check: CheckResult | dict, lang: str = "en") -> list[str]:
@@ -149,8 +214,15 @@ def localized(result: dict, lang: str) -> dict:
     figures as rows (`measured_words`: [what, measured, needed]); ids, numbers and the learner's output stay as
     they are."""
     doc = dict(result)
-    doc["checks"] = [{**c, "message": _parts(c, lang), "findings": [_finding(f, lang) for f in c.get("findings", [])],
-                      "measured_words": [list(r) for r in measured_rows(c, lang)]} for c in result.get("checks", [])]
+    doc["checks"] = [
+        {
+            **c,
+            "message": _parts(c, lang),
+            "findings": [_finding(f, lang) for f in c.get("findings", [])],
+            "measured_words": [list(r) for r in measured_rows(c, lang)],
+        }
+        for c in result.get("checks", [])
+    ]
     doc["notes"] = [_finding(f, lang) for f in result.get("notes", [])]
     if result.get("error"):
         doc["error"] = {**result["error"], "message": _parts(result["error"], lang)}
@@ -159,6 +231,7 @@ def localized(result: dict, lang: str) -> dict:
 
 
 # -- the report's own phrases (the terminal report, grader hint/quiz, the notebook), from the same catalog ------
+
 
 def phrase(key: str, lang: str = "en", **params) -> str:
     return render(key, params, lang)
@@ -184,7 +257,7 @@ def error_in_words(error: dict, lang: str = "en") -> str:
         return " ".join(str(value_in(p, lang)) for p in parts)
     message, line = error.get("message", ""), error.get("line")
     prefix = f"line {line}: "
-    return message[len(prefix):] if line and message.startswith(prefix) else message
+    return message[len(prefix) :] if line and message.startswith(prefix) else message
 
 
 def stage_in_words(stage: str, info: dict, lang: str = "en") -> str:
@@ -198,14 +271,15 @@ def stage_in_words(stage: str, info: dict, lang: str = "en") -> str:
         speed = info.get("speedup")
         return text + (", " + phrase("stage.so_far", lang, x=f"{speed:.2f}") if isinstance(speed, float) else "")
     if stage == "check":
-        return phrase("stage.check", lang, check=info.get("check", "?"), verdict=verdict(info.get("status", "error"),
-                                                                                           lang))
+        return phrase(
+            "stage.check", lang, check=info.get("check", "?"), verdict=verdict(info.get("status", "error"), lang)
+        )
     key = f"stage.{stage}"
     return phrase(key, lang) if key in EN else stage
 
 
 def counts_in_words(doc: dict, lang: str = "en") -> str:
-    """"2 failed, 1 passed, 1 not applicable": the checks of a result document, in the order a learner acts on
+    """ "2 failed, 1 passed, 1 not applicable": the checks of a result document, in the order a learner acts on
     them."""
     order = (FAIL, ERROR, PASS, NOT_APPLICABLE)
     counts = {s: sum(c["status"] == s for c in doc.get("checks", [])) for s in order}

@@ -69,9 +69,17 @@ def console_for(stream: IO | None = None, colour: str = "auto") -> Console:
     """A terminal wraps at its width; anything else gets whole lines (grep, CI logs)."""
     stream = stream or sys.stdout
     tty, coloured = _isatty(stream), wants_colour(colour, stream)
-    return Console(file=stream, force_terminal=tty or coloured, color_system="auto" if coloured else None,
-                   width=None if tty else 10_000, highlight=False, markup=False, emoji=False,
-                   soft_wrap=not tty, force_jupyter=False)
+    return Console(
+        file=stream,
+        force_terminal=tty or coloured,
+        color_system="auto" if coloured else None,
+        width=None if tty else 10_000,
+        highlight=False,
+        markup=False,
+        emoji=False,
+        soft_wrap=not tty,
+        force_jupyter=False,
+    )
 
 
 def _plain_rule(title: str, style: str) -> Text:
@@ -104,9 +112,12 @@ def _finding(f: dict, check_message: str, src: Source, lang: str) -> list[Text]:
     """file:line, what kind, the id, the message (unless the check's line said it already), the source
     line and the fix."""
     info = f.get("severity") == "info"
-    head = Text.assemble((src.where(f.get("line")), "bold"), (phrase("report.note" if info else "report.mistake",
-                                                                     lang), "cyan" if info else "red"), " ",
-                         (printable(f["id"]), "bold"))
+    head = Text.assemble(
+        (src.where(f.get("line")), "bold"),
+        (phrase("report.note" if info else "report.mistake", lang), "cyan" if info else "red"),
+        " ",
+        (printable(f["id"]), "bold"),
+    )
     if f["message"] != check_message:
         head.append(": " + printable(f["message"]))
     out = [head]
@@ -121,15 +132,18 @@ def _rows(doc: dict, src: Source, lang: str) -> list[tuple[Text, list[Text]]]:
     id_width = max([10, *(len(c["id"]) for c in doc["checks"])]) + 1
     rows: list[tuple[Text, list[Text]]] = []
     if err := doc.get("error"):
-        body = [Text(error_heading(err["kind"], lang), "bold"),
-                Text.assemble((src.where(err.get("line")), "bold"), printable(error_in_words(err, lang)))]
+        body = [
+            Text(error_heading(err["kind"], lang), "bold"),
+            Text.assemble((src.where(err.get("line")), "bold"), printable(error_in_words(err, lang))),
+        ]
         if (code := src.code(err.get("line"), err.get("source_line"))) is not None:
             body.append(code)
         rows.append((Text(verdict(ERROR, lang), style=STYLE[ERROR]), body))
     for c in doc["checks"]:
         body = [Text.assemble((c["id"].ljust(id_width), "bold"), " ", printable(c["message"]))]
-        body += [Text(printable(line), style="dim" if c["status"] == PASS else "")
-                 for line in measured_in_words(c, lang)]
+        body += [
+            Text(printable(line), style="dim" if c["status"] == PASS else "") for line in measured_in_words(c, lang)
+        ]
         for f in c["findings"]:
             body += _finding(f, c["message"], src, lang)
         rows.append((Text(verdict(c["status"], lang), style=STYLE.get(c["status"], "bold")), body))
@@ -157,9 +171,20 @@ def report(result: GradingResult, src: Source, lang: str = "en", *, tty: bool = 
     or as whole lines with pytest's '====' closing line."""
     doc = localized(result.to_dict(), lang)
     badge_width = max(len(verdict(s, lang)) for s in (PASS, FAIL, ERROR, NOT_APPLICABLE)) + 1
-    parts: list = [Text.assemble((f"{printable(src.name)}: ", "bold"), phrase(
-        "report.header", lang, lesson=doc["exercise"], device=doc["device"], dtype=doc["amp_dtype"],
-        sandbox=doc["sandbox"])), Text("")]
+    parts: list = [
+        Text.assemble(
+            (f"{printable(src.name)}: ", "bold"),
+            phrase(
+                "report.header",
+                lang,
+                lesson=doc["exercise"],
+                device=doc["device"],
+                dtype=doc["amp_dtype"],
+                sandbox=doc["sandbox"],
+            ),
+        ),
+        Text(""),
+    ]
     parts += _layout(_rows(doc, src, lang), badge_width, tty)
     if printed := doc["output"].strip():
         out_lines = printed.splitlines()
@@ -213,8 +238,14 @@ class StageProgress:
 
     def __enter__(self):
         if self.live:
-            self._progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), _StepsBar(),
-                                      TimeElapsedColumn(), console=self.console, transient=True)
+            self._progress = Progress(
+                SpinnerColumn(),
+                TextColumn("{task.description}"),
+                _StepsBar(),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=True,
+            )
             self._progress.start()
             self._task = self._progress.add_task("", total=None)
         return self
@@ -228,9 +259,13 @@ class StageProgress:
         text = stage_in_words(stage, info, self.lang)
         if self._progress is not None:
             counted = stage in ("steps", "step")  # "step" n of total has started: n - 1 are done
-            self._progress.update(self._task, description=text, total=None,
-                                  done=info.get("n", 1) - 1 if counted else None,
-                                  total_steps=info.get("total") if counted else None)
+            self._progress.update(
+                self._task,
+                description=text,
+                total=None,
+                done=info.get("n", 1) - 1 if counted else None,
+                total_steps=info.get("total") if counted else None,
+            )
             return
         if stage == "step":
             return  # one line for the training stage, not one per step

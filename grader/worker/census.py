@@ -30,12 +30,35 @@ from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatc
 # What the learner answers with, and what a profile can show: each name is a symptom a profile makes visible.
 CATEGORIES = ("host_sync", "float32_matmul", "host_device_copy")
 # The ops autocast runs in 16-bit (its lower-precision list), as they reach the dispatcher below autocast.
-MATMULS = {"mm", "addmm", "bmm", "baddbmm", "addbmm", "mv", "addmv", "addr", "convolution", "_convolution",
-           "cudnn_convolution", "_scaled_dot_product_flash_attention", "_scaled_dot_product_flash_attention_for_cpu",
-           "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention", "_prelu_kernel"}
+MATMULS = {
+    "mm",
+    "addmm",
+    "bmm",
+    "baddbmm",
+    "addbmm",
+    "mv",
+    "addmv",
+    "addr",
+    "convolution",
+    "_convolution",
+    "cudnn_convolution",
+    "_scaled_dot_product_flash_attention",
+    "_scaled_dot_product_flash_attention_for_cpu",
+    "_scaled_dot_product_efficient_attention",
+    "_scaled_dot_product_cudnn_attention",
+    "_prelu_kernel",
+}
 # Ops whose output size depends on the values: on a GPU the host must wait for them.
-DATA_DEPENDENT = {"nonzero", "masked_select", "_unique", "_unique2", "unique_dim", "unique_consecutive", "argwhere",
-                  "repeat_interleave"}
+DATA_DEPENDENT = {
+    "nonzero",
+    "masked_select",
+    "_unique",
+    "_unique2",
+    "unique_dim",
+    "unique_consecutive",
+    "argwhere",
+    "repeat_interleave",
+}
 COPIES = {"_to_copy", "copy_", "_copy_from", "_copy_from_and_resize"}
 LOW = ("float16", "bfloat16")
 # The grader's own value reads inside a step (the recorder notes the loss it saw): not the learner's syncs.
@@ -110,8 +133,15 @@ class Census:
             # torch.tensor(data, device=...): the data are Python's, on the host, copied over inside the call
             self.note(("copy", "h2d", "torch.tensor"), out.numel() * out.element_size())
         elif name in MATMULS and torch._C._current_autograd_node() is None and first is not None:
-            self.note(("matmul", f"aten::{name}", _dtype(first), self._stack[-1] if self._stack else "",
-                       self._autocast_state()))
+            self.note(
+                (
+                    "matmul",
+                    f"aten::{name}",
+                    _dtype(first),
+                    self._stack[-1] if self._stack else "",
+                    self._autocast_state(),
+                )
+            )
 
     def _copy(self, name, args, kwargs, out):
         if name == "_to_copy":
@@ -177,6 +207,7 @@ class Census:
                     return original(self_, *args, **kwargs)
                 finally:
                     census._quiet -= 1
+
             return read
 
         def explicit(original, op):
@@ -185,6 +216,7 @@ class Census:
                 if census.active:
                     census.note(("sync", "explicit", op))
                 return original(*args, **kwargs)
+
             return synchronize
 
         def guarded(original, label):
@@ -193,16 +225,19 @@ class Census:
                 if census.active and sys._getframe(1).f_code.co_filename == census.path:
                     census.evaded.append(label)
                 return original(*args, **kwargs)
+
             return call
 
         def to_host(original):
             """On a CPU `.cpu()` returns the tensor itself and dispatches nothing; on a GPU it is a blocking copy
             to the host (which _copy sees there). Counted on a CPU as the sync it would be."""
+
             @functools.wraps(original)
             def cpu(self_, *args, **kwargs):
                 if census.active and not census._quiet and census.device_type == "cpu":
                     census.note(("sync", "to_host", "tensor.cpu"))
                 return original(self_, *args, **kwargs)
+
             return cpu
 
         torch.Tensor.cpu = to_host(torch.Tensor.cpu)
@@ -218,16 +253,30 @@ class Census:
     def _watched(self) -> list[tuple[object, str]]:
         import torch._tensor_str as tensor_str
 
-        return [(torch.Tensor, "cpu"), (torch.Tensor, "tolist"), (torch.Tensor, "numpy"), (tensor_str, "_str"),
-                *[(owner, attr) for owner, attr, _ in _synchronizers()], *_mode_switches(),
-                (Census, "observe"), (Census, "note"), (Census, "where"), (Census, "_copy"), (Census, "_on_device"),
-                (Census, "_autocast_state"), (CensusMode, "__torch_dispatch__")]
+        return [
+            (torch.Tensor, "cpu"),
+            (torch.Tensor, "tolist"),
+            (torch.Tensor, "numpy"),
+            (tensor_str, "_str"),
+            *[(owner, attr) for owner, attr, _ in _synchronizers()],
+            *_mode_switches(),
+            (Census, "observe"),
+            (Census, "note"),
+            (Census, "where"),
+            (Census, "_copy"),
+            (Census, "_on_device"),
+            (Census, "_autocast_state"),
+            (CensusMode, "__torch_dispatch__"),
+        ]
 
     def tampered(self) -> list[str]:
         """What learner code replaced among the census's functions, or a census mode it took off the stack.
         As with the recorder, code in the same process can always do better; this catches the plain patch."""
-        changed = [f"{getattr(owner, '__name__', owner)}.{attr}" for (owner, attr), value in self._snapshot.items()
-                   if getattr(owner, attr, None) is not value]
+        changed = [
+            f"{getattr(owner, '__name__', owner)}.{attr}"
+            for (owner, attr), value in self._snapshot.items()
+            if getattr(owner, attr, None) is not value
+        ]
         changed += [f"census.{name}" for name in ("observe", "note", "where") if name in vars(self)]
         if self.mode is not None and self.mode.lost:
             changed.append("the census dispatch mode")
@@ -236,9 +285,11 @@ class Census:
 
 
 def _synchronizers() -> list[tuple[object, str, str]]:
-    out = [(torch.cuda, "synchronize", "torch.cuda.synchronize"),
-           (torch.cuda.Stream, "synchronize", "Stream.synchronize"),
-           (torch.cuda.Event, "synchronize", "Event.synchronize")]
+    out = [
+        (torch.cuda, "synchronize", "torch.cuda.synchronize"),
+        (torch.cuda.Stream, "synchronize", "Stream.synchronize"),
+        (torch.cuda.Event, "synchronize", "Event.synchronize"),
+    ]
     if hasattr(torch, "accelerator") and hasattr(torch.accelerator, "synchronize"):
         out.append((torch.accelerator, "synchronize", "torch.accelerator.synchronize"))
     return out
@@ -248,8 +299,13 @@ def _mode_switches() -> list[tuple[object, str]]:
     """What turns dispatch modes off: PyTorch's own code uses them (printing a tensor does), a step must not."""
     import torch.utils._python_dispatch as python_dispatch
 
-    return [(python_dispatch, "_disable_current_modes"), (python_dispatch, "_pop_mode_temporarily"),
-            (python_dispatch, "_pop_mode"), (torch._C, "_unset_dispatch_mode"), (torch._C, "_DisableTorchDispatch")]
+    return [
+        (python_dispatch, "_disable_current_modes"),
+        (python_dispatch, "_pop_mode_temporarily"),
+        (python_dispatch, "_pop_mode"),
+        (torch._C, "_unset_dispatch_mode"),
+        (torch._C, "_DisableTorchDispatch"),
+    ]
 
 
 def _bool_index(args) -> bool:
@@ -300,8 +356,18 @@ class CensusMode(TorchDispatchMode):
 TOP_OPS = 12
 # Rows shown whatever their time: what a profile shows a sync or a copy by (on a CPU they cost nothing, on a GPU
 # the time they cost is the device's idling, not their own).
-TELLING = ("aten::item", "aten::_local_scalar_dense", "aten::nonzero", "aten::masked_select", "aten::lift_fresh",
-           "cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "Memcpy HtoD", "Memcpy DtoH")
+TELLING = (
+    "aten::item",
+    "aten::_local_scalar_dense",
+    "aten::nonzero",
+    "aten::masked_select",
+    "aten::lift_fresh",
+    "cudaStreamSynchronize",
+    "cudaDeviceSynchronize",
+    "cudaEventSynchronize",
+    "Memcpy HtoD",
+    "Memcpy DtoH",
+)
 
 
 @contextmanager
@@ -324,9 +390,16 @@ def top_ops(events, device_type: str) -> list[dict]:
         if e.name.startswith("ProfilerStep"):
             continue
         dtype = next((d for d in (getattr(e, "input_dtypes", None) or []) if d), "")
-        row = rows.setdefault((e.name, dtype), {"op": e.name, "calls": 0, "self_cpu_us": 0.0,
-                                                "self_device_us": 0.0 if cuda else None,
-                                                "dtypes": [dtype] if dtype else []})
+        row = rows.setdefault(
+            (e.name, dtype),
+            {
+                "op": e.name,
+                "calls": 0,
+                "self_cpu_us": 0.0,
+                "self_device_us": 0.0 if cuda else None,
+                "dtypes": [dtype] if dtype else [],
+            },
+        )
         row["calls"] += 1
         row["self_cpu_us"] += float(e.self_cpu_time_total)
         if cuda:
@@ -342,6 +415,7 @@ def top_ops(events, device_type: str) -> list[dict]:
 
 
 # -- summaries, in the grading process -------------------------------------------------------------------------
+
 
 def steady(steps: list[dict]) -> list[dict]:
     """The steps a verdict is made on: all but the first, which may build what later steps reuse (a constant
@@ -387,9 +461,11 @@ def float32_matmuls(steps: list[dict]) -> list[dict]:
 def symptoms(steps: list[dict], device_type: str) -> dict[str, int | None]:
     """Per category, the most events in one steady step; None where this device cannot show it (no device to
     copy to on a CPU)."""
-    return {"host_sync": per_step(steps, "sync"),
-            "float32_matmul": per_step(steps, "matmul", _float32),
-            "host_device_copy": per_step(steps, "copy") if device_type == "cuda" else None}
+    return {
+        "host_sync": per_step(steps, "sync"),
+        "float32_matmul": per_step(steps, "matmul", _float32),
+        "host_device_copy": per_step(steps, "copy") if device_type == "cuda" else None,
+    }
 
 
 def summary(steps: list[dict], device_type: str) -> dict:
@@ -398,5 +474,7 @@ def summary(steps: list[dict], device_type: str) -> dict:
     by_dtype: Counter = Counter()
     for e in of_kind(steps, "matmul"):
         by_dtype[e["dtype"]] += e["n"]
-    return {"per_step": symptoms(steps, device_type),
-            "matmuls_by_dtype": {k: round(v / n, 2) for k, v in sorted(by_dtype.items())}}
+    return {
+        "per_step": symptoms(steps, device_type),
+        "matmuls_by_dtype": {k: round(v / n, 2) for k, v in sorted(by_dtype.items())},
+    }

@@ -10,15 +10,31 @@ from grader.worker.wire import failure
 
 
 class StepError(Exception):
-    def __init__(self, kind: str, message: str, line: int | None = None, source: str | None = None, tb: str = "",
-                 step: int | None = None, said=None):
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        line: int | None = None,
+        source: str | None = None,
+        tb: str = "",
+        step: int | None = None,
+        said=None,
+    ):
         super().__init__(message)
-        self.payload = {"kind": kind, "message": message, "line": line, "source_line": source, "traceback": tb,
-                        "step": step, "said": said}
+        self.payload = {
+            "kind": kind,
+            "message": message,
+            "line": line,
+            "source_line": source,
+            "traceback": tb,
+            "step": step,
+            "said": said,
+        }
 
     @classmethod
-    def worded(cls, kind: str, key: str, line: int | None = None, source: str | None = None, tb: str = "",
-               **params) -> StepError:
+    def worded(
+        cls, kind: str, key: str, line: int | None = None, source: str | None = None, tb: str = "", **params
+    ) -> StepError:
         """An error the grader words (grader/wording/catalog.py), so the learner reads it in their language: the
         worker sends the key and its parameters, never words of its own."""
         error = failure(kind, key, **params)

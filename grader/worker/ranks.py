@@ -59,8 +59,9 @@ def join(rank: int, world_size: int, device: str, backend: str):
         rendezvous = os.path.join(tempfile.mkdtemp(prefix="amp-dojo-group-"), "rendezvous")
     if device.startswith("cuda"):
         torch.cuda.set_device(torch.device(device))
-    dist.init_process_group(backend, init_method=f"file://{rendezvous}", rank=rank, world_size=world_size,
-                            timeout=timedelta(seconds=300))
+    dist.init_process_group(
+        backend, init_method=f"file://{rendezvous}", rank=rank, world_size=world_size, timeout=timedelta(seconds=300)
+    )
 
 
 class Rank:
@@ -76,7 +77,7 @@ class Rank:
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(self.stdin, view):]
+                view = view[os.write(self.stdin, view) :]
             return True
         except OSError:
             return False
@@ -98,7 +99,7 @@ class Rank:
         if end < 0:
             return None
         line = bytes(self.buffer[:end])
-        del self.buffer[:end + 1]
+        del self.buffer[: end + 1]
         reply = parse_reply(line)
         return reply if reply is not None else {"ok": False, "error": failure("protocol", "error.not_a_reply")}
 
@@ -166,8 +167,15 @@ def _fork_rank(index: int, world_size: int, rendezvous: str, supervisor_fds: lis
             _DUMP_FILE = os.fdopen(dump_w, "w")
             faulthandler.register(signal.SIGUSR1, file=_DUMP_FILE, all_threads=True)
             _die_with_parent()
-            os.environ.update({"RANK": str(index), "LOCAL_RANK": str(index), "WORLD_SIZE": str(world_size),
-                               "LOCAL_WORLD_SIZE": str(world_size), RENDEZVOUS_ENV: rendezvous})
+            os.environ.update(
+                {
+                    "RANK": str(index),
+                    "LOCAL_RANK": str(index),
+                    "WORLD_SIZE": str(world_size),
+                    "LOCAL_WORLD_SIZE": str(world_size),
+                    RENDEZVOUS_ENV: rendezvous,
+                }
+            )
             from grader.worker.channel import Channel
 
             serve(Channel(), index, world_size)
@@ -246,8 +254,10 @@ def combined(replies: dict[int, dict], world_size: int) -> dict:
     replies of the ranks that did answer (their traces can name the cause). A rank that died comes first: the
     others' errors are then the collective library noticing (gloo: "Connection closed by peer"); otherwise the
     lowest failing rank."""
-    failed = sorted((i for i, reply in replies.items() if reply.get("ok") is not True),
-                    key=lambda i: (_kind(replies[i]) not in DEATHS, i))
+    failed = sorted(
+        (i for i, reply in replies.items() if reply.get("ok") is not True),
+        key=lambda i: (_kind(replies[i]) not in DEATHS, i),
+    )
     if not failed:
         return {"ok": True, "ranks": [replies[i] for i in range(world_size)]}
     error = replies[failed[0]].get("error")

@@ -74,8 +74,9 @@ class Worker:
 
                 ranks.join(self.rank, self.world_size, str(self.device), self.backend)
         except Exception as exc:  # noqa: BLE001 - the grader's own fault, not the learner's: reported as internal
-            raise StepError("internal", f"the grader could not prepare the worker: {exc!r}",
-                            tb=traceback.format_exc()) from None
+            raise StepError(
+                "internal", f"the grader could not prepare the worker: {exc!r}", tb=traceback.format_exc()
+            ) from None
         # The lesson's problem is built before any learner code exists in this process: a failure here is
         # the lesson's, and the learner cannot have touched what it built.
         try:
@@ -86,24 +87,32 @@ class Worker:
             raise StepError("setup", problem)
         if self.spec.get("trace"):
             try:
-                self.recorder = tracing.Recorder(self.path, self.device_type,
-                                                 self.spec["exercise"]["workload"].get("libraries", []))
+                self.recorder = tracing.Recorder(
+                    self.path, self.device_type, self.spec["exercise"]["workload"].get("libraries", [])
+                )
                 self.recorder.install()
                 from grader.worker import census
 
                 self.census = census.Census(self.recorder, self.device_type)
                 self.census.install()
             except Exception as exc:  # noqa: BLE001
-                raise StepError("internal", f"the grader could not prepare the worker: {exc!r}",
-                                tb=traceback.format_exc()) from None
+                raise StepError(
+                    "internal", f"the grader could not prepare the worker: {exc!r}", tb=traceback.format_exc()
+                ) from None
         module = self._load()
         ep = self.spec["exercise"]["entrypoint"]
         self.fn = self._entrypoint(module, ep)
         prepare = self._entrypoint(module, ep["prepare"]) if ep.get("prepare") else None
         amp = self.spec["exercise"]["workload"]["amp"]
-        self.scaler = torch.amp.GradScaler(self.device_type, init_scale=amp.get("init_scale", 2.0**16),
-                                           growth_interval=amp.get("growth_interval", 2000)) \
-            if amp["scaler"] else None
+        self.scaler = (
+            torch.amp.GradScaler(
+                self.device_type,
+                init_scale=amp.get("init_scale", 2.0**16),
+                growth_interval=amp.get("growth_interval", 2000),
+            )
+            if amp["scaler"]
+            else None
+        )
         root = self.problem.root
         self.module_names = {id(m): (name or "model") for name, m in root.named_modules()}
         if self.recorder:
@@ -120,8 +129,14 @@ class Worker:
 
     def grader_arguments(self) -> dict:
         """What the grader itself passes, by name, to prepare and to each step."""
-        return {"scaler": self.scaler, "device_type": self.device_type, "amp_dtype": self.amp_dtype,
-                "device": self.device, "rank": self.rank, "world_size": self.world_size}
+        return {
+            "scaler": self.scaler,
+            "device_type": self.device_type,
+            "amp_dtype": self.amp_dtype,
+            "device": self.device,
+            "rank": self.rank,
+            "world_size": self.world_size,
+        }
 
     def _prepare(self, fn, spec: dict) -> dict | None:
         """Runs the learner's prepare once, traced as its own phase; keeps what it returns by name."""
@@ -143,8 +158,15 @@ class Worker:
         values = [out] if len(names) == 1 else out
         if len(names) > 1 and (not isinstance(out, (tuple, list)) or len(out) != len(names)):
             line = getattr(getattr(fn, "__code__", None), "co_firstlineno", None)
-            raise StepError.worded("return", "error.prepare_return", line, name=spec["name"], n=len(names),
-                                   names=", ".join(names), got=type(out).__name__)
+            raise StepError.worded(
+                "return",
+                "error.prepare_return",
+                line,
+                name=spec["name"],
+                n=len(names),
+                names=", ".join(names),
+                got=type(out).__name__,
+            )
         self.prepared = dict(zip(names, values))
         if rec and (changed := rec.tampered()):
             raise StepError.worded("tampering", "error.tampering", names=", ".join(changed[:4]))
@@ -155,8 +177,9 @@ class Worker:
             source = open(self.path, encoding="utf-8").read()
             compile(source, self.path, "exec")
         except SyntaxError as exc:
-            raise StepError("syntax", f"SyntaxError: {exc.msg}", exc.lineno,
-                            (exc.text or "").rstrip() or None) from None
+            raise StepError(
+                "syntax", f"SyntaxError: {exc.msg}", exc.lineno, (exc.text or "").rstrip() or None
+            ) from None
         spec = importlib.util.spec_from_file_location("submission", self.path)
         module = importlib.util.module_from_spec(spec)
         try:
@@ -176,8 +199,9 @@ class Worker:
             inspect.signature(fn).bind(*ep["params"])
         except TypeError:
             line = getattr(getattr(fn, "__code__", None), "co_firstlineno", None)
-            raise StepError.worded("signature", "error.signature", line, name=ep["name"], n=len(ep["params"]),
-                                   expected=expected) from None
+            raise StepError.worded(
+                "signature", "error.signature", line, name=ep["name"], n=len(ep["params"]), expected=expected
+            ) from None
         except ValueError:
             pass
         return fn
@@ -190,8 +214,9 @@ class Worker:
         rec = self.recorder
         for step in range(msg["start"], msg["start"] + msg["count"]):
             try:
-                args = self.problem.arguments(self.spec["exercise"]["entrypoint"]["params"], step,
-                                              **self.grader_arguments(), **self.prepared)
+                args = self.problem.arguments(
+                    self.spec["exercise"]["entrypoint"]["params"], step, **self.grader_arguments(), **self.prepared
+                )
             except workload.SetupError as exc:
                 raise StepError("setup", exc.message, exc.line, step=step) from None
             precision = None
@@ -204,15 +229,23 @@ class Worker:
             mem: dict = {}
             hooks = self._overflow_hooks() if msg.get("overflow") else []
             kept = self._skippable() if msg.get("skip") else None
-            counting = self.census.start(self.problem.models.values(), self.module_names) \
-                if msg.get("profile") and self.census else None
+            counting = (
+                self.census.start(self.problem.models.values(), self.module_names)
+                if msg.get("profile") and self.census
+                else None
+            )
             profiled: dict = {}
             try:
-                with (memory.measure(mem, self.device, self.problem.parameters(),
-                                              list(self.problem.optimizers.values()))
-                      if msg.get("memory") else _null()):
-                    with precision if precision is not None else _null(), counting if counting is not None else _null(), \
-                            self._torch_profile(msg, profiled):
+                with (
+                    memory.measure(mem, self.device, self.problem.parameters(), list(self.problem.optimizers.values()))
+                    if msg.get("memory")
+                    else _null()
+                ):
+                    with (
+                        precision if precision is not None else _null(),
+                        counting if counting is not None else _null(),
+                        self._torch_profile(msg, profiled),
+                    ):
                         loss = self.fn(*args)
             except BaseException as exc:  # noqa: BLE001
                 err = call_failure(exc, self.path)
@@ -399,4 +432,3 @@ def serve(channel: Channel, rank: int = 0, world_size: int = 1):
             channel.write({"ok": False, "error": describe_exception(exc, code_path).payload})
     channel.out.flush()
     os._exit(0)
-

@@ -18,8 +18,15 @@ from torch.utils.flop_counter import flop_registry, sdpa_backward_flop_count, sd
 
 OUTSIDE_MODEL = "(backward or outside the model)"  # where FLOPs that no module's forward ran are counted
 LOSS_OPS = {
-    "nll_loss_forward", "nll_loss2d_forward", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
-    "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy_loss",
+    "nll_loss_forward",
+    "nll_loss2d_forward",
+    "mse_loss",
+    "l1_loss",
+    "smooth_l1_loss",
+    "huber_loss",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "cross_entropy_loss",
 }
 
 
@@ -53,7 +60,8 @@ class Recorder:
         # is_autocast_enabled() reads False below the autocast dispatch key (in a
         # dispatch mode), so the recorder also keeps its own stack of regions.
         return torch.is_autocast_enabled(self.device_type) or any(
-            enabled and device == self.device_type for device, enabled in self._autocast_stack)
+            enabled and device == self.device_type for device, enabled in self._autocast_stack
+        )
 
     def emit(self, kind: str, **fields):
         if self.active:
@@ -82,17 +90,36 @@ class Recorder:
 
     def _watched(self) -> list[tuple[object, str]]:
         scaler, module = torch.amp.GradScaler, torch.nn.Module
-        return [(torch.amp.autocast_mode.autocast, "__enter__"), (torch.amp.autocast_mode.autocast, "__exit__"),
-                (torch.Tensor, "backward"), (torch.autograd, "backward"), (torch.autograd, "grad"), (scaler, "scale"), (scaler, "unscale_"),
-                (scaler, "step"), (scaler, "update"), (torch.optim.Optimizer, "zero_grad"), (module, "zero_grad"),
-                (module, "half"), (module, "bfloat16"), (module, "to"), (Recorder, "emit"), (Recorder, "line"),
-                (Recorder, "autocast_on"), (Recorder, "tampered"), (PrecisionMode, "__torch_dispatch__")]
+        return [
+            (torch.amp.autocast_mode.autocast, "__enter__"),
+            (torch.amp.autocast_mode.autocast, "__exit__"),
+            (torch.Tensor, "backward"),
+            (torch.autograd, "backward"),
+            (torch.autograd, "grad"),
+            (scaler, "scale"),
+            (scaler, "unscale_"),
+            (scaler, "step"),
+            (scaler, "update"),
+            (torch.optim.Optimizer, "zero_grad"),
+            (module, "zero_grad"),
+            (module, "half"),
+            (module, "bfloat16"),
+            (module, "to"),
+            (Recorder, "emit"),
+            (Recorder, "line"),
+            (Recorder, "autocast_on"),
+            (Recorder, "tampered"),
+            (PrecisionMode, "__torch_dispatch__"),
+        ]
 
     def tampered(self) -> list[str]:
         """What learner code replaced among the functions that record evidence. Code in the same process can
         always defeat this; it catches the plain monkeypatch, and the parent checks the numbers regardless."""
-        changed = [f"{getattr(owner, '__name__', owner)}.{attr}" for (owner, attr), value in self._snapshot.items()
-                   if getattr(owner, attr, None) is not value]
+        changed = [
+            f"{getattr(owner, '__name__', owner)}.{attr}"
+            for (owner, attr), value in self._snapshot.items()
+            if getattr(owner, attr, None) is not value
+        ]
         changed += [f"recorder.{name}" for name in ("emit", "line", "autocast_on") if name in vars(self)]
         return changed
 
@@ -123,8 +150,13 @@ class Recorder:
     def owners(self, params) -> tuple[list[int], list[str], int]:
         """Which optimizers own the parameters (with a gradient) a clip got: their indices, their names where
         the grader knows them, and how many of the parameters no known optimizer owns."""
-        owner_of = {id(p): _inner(opt) for opt in (ref() for ref in self._known_optimizers) if opt is not None
-                    for group in opt.param_groups for p in group["params"]}
+        owner_of = {
+            id(p): _inner(opt)
+            for opt in (ref() for ref in self._known_optimizers)
+            if opt is not None
+            for group in opt.param_groups
+            for p in group["params"]
+        }
         found, unowned = {}, 0
         for p in params:
             if isinstance(p, torch.Tensor) and p.grad is not None:
@@ -146,9 +178,14 @@ class Recorder:
         def __enter__(self_):
             result = enter(self_)
             rec._autocast_stack.append((self_.device, bool(self_._enabled)))
-            rec.emit("autocast_enter", device_type=self_.device, dtype=str(self_.fast_dtype).replace("torch.", ""),
-                     enabled=bool(self_._enabled), deprecated=type(self_).__module__.startswith("torch.cuda")
-                     or type(self_).__module__.startswith("torch.cpu"))
+            rec.emit(
+                "autocast_enter",
+                device_type=self_.device,
+                dtype=str(self_.fast_dtype).replace("torch.", ""),
+                enabled=bool(self_._enabled),
+                deprecated=type(self_).__module__.startswith("torch.cuda")
+                or type(self_).__module__.startswith("torch.cpu"),
+            )
             return result
 
         @functools.wraps(exit_)
@@ -207,8 +244,12 @@ class Recorder:
         def grad(outputs, inputs, *args, **kwargs):
             first = outputs[0] if isinstance(outputs, (list, tuple)) else outputs
             if isinstance(first, torch.Tensor) and not rec._in_backward:
-                rec.emit("autograd_grad", scaled=first in rec._scaled, autocast=rec.autocast_on(),
-                         create_graph=bool(kwargs.get("create_graph", args[2] if len(args) > 2 else False)))
+                rec.emit(
+                    "autograd_grad",
+                    scaled=first in rec._scaled,
+                    autocast=rec.autocast_on(),
+                    create_graph=bool(kwargs.get("create_graph", args[2] if len(args) > 2 else False)),
+                )
             return original(outputs, inputs, *args, **kwargs)
 
         torch.autograd.grad = grad
@@ -224,8 +265,11 @@ class Recorder:
             if isinstance(outputs, torch.Tensor):
                 enabled = bool(self_.is_enabled())  # a disabled scaler returns the loss itself: not scaled
                 if rec.active:  # reading the value waits for the GPU: only in traced steps, never timed ones
-                    rec.emit("scale", value=float(outputs.detach().float().sum()) if outputs.numel() else None,
-                             enabled=enabled)
+                    rec.emit(
+                        "scale",
+                        value=float(outputs.detach().float().sum()) if outputs.numel() else None,
+                        enabled=enabled,
+                    )
                 if enabled:
                     rec._scaled.add(result)
             return result
@@ -275,6 +319,7 @@ class Recorder:
                 def zero_grad(self_, set_to_none: bool = True):
                     rec.emit("zero_grad", owner=owner, set_to_none=bool(set_to_none))
                     return original(self_, set_to_none)
+
                 return zero_grad
 
             cls.zero_grad = make(original, cls.__name__)
@@ -293,6 +338,7 @@ class Recorder:
                     if name != "to" or any(v in low for v in values if isinstance(v, torch.dtype)):
                         rec.emit("cast_model", to=name)
                     return original(self_, *args, **kwargs)
+
                 return cast
 
             setattr(torch.nn.Module, name, make(original, name))
@@ -312,8 +358,13 @@ class Recorder:
         def apply(cls, *args, **kwargs):
             out = original(cls, *args, **kwargs)
             if rec.active and sys._getframe(1).f_code.co_filename == rec.path:
-                rec.emit("function", name=cls.__name__, in_dtypes=dtypes(args), out_dtypes=dtypes(out),
-                         autocast=rec.autocast_on())
+                rec.emit(
+                    "function",
+                    name=cls.__name__,
+                    in_dtypes=dtypes(args),
+                    out_dtypes=dtypes(out),
+                    autocast=rec.autocast_on(),
+                )
             return out
 
         function.apply = classmethod(apply)
@@ -321,6 +372,7 @@ class Recorder:
     def _wrap_clipping(self):
         import torch.nn.utils as utils
         import torch.nn.utils.clip_grad as clip_grad
+
         rec = self
         for name in ("clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"):
             original = getattr(clip_grad, name, None)
@@ -336,9 +388,16 @@ class Recorder:
                     if rec.active:  # whose parameters: only in traced steps, never timed ones
                         args, kwargs, params = _parameters_listed(args, kwargs)
                         optimizers, names, unowned = rec.owners(params)
-                        rec.emit("clip", fn=name, value=float(value) if number else None, optimizers=optimizers,
-                                 optimizer_names=names, unowned=unowned)
+                        rec.emit(
+                            "clip",
+                            fn=name,
+                            value=float(value) if number else None,
+                            optimizers=optimizers,
+                            optimizer_names=names,
+                            unowned=unowned,
+                        )
                     return original(*args, **kwargs)
+
                 return clip
 
             wrapped = make(original, name)
@@ -378,8 +437,10 @@ def _cpu_sdpa_backward(grad_out, query, key, value, *args, out_val=None, **kwarg
 # The fused CPU attention kernels are not in torch's FLOP registry; without them a transformer's attention
 # matmuls would be invisible to the coverage check.
 EXTRA_FLOPS = {}
-for _name, _count in (("_scaled_dot_product_flash_attention_for_cpu", _cpu_sdpa),
-                      ("_scaled_dot_product_flash_attention_for_cpu_backward", _cpu_sdpa_backward)):
+for _name, _count in (
+    ("_scaled_dot_product_flash_attention_for_cpu", _cpu_sdpa),
+    ("_scaled_dot_product_flash_attention_for_cpu_backward", _cpu_sdpa_backward),
+):
     if hasattr(torch.ops.aten, _name):
         EXTRA_FLOPS[getattr(torch.ops.aten, _name)] = _count
 
@@ -433,6 +494,7 @@ class PrecisionMode(TorchDispatchMode):
         if name in LOSS_OPS:
             value = out[0] if isinstance(out, tuple) else out
             if isinstance(value, torch.Tensor) and value.numel() == 1:
-                self.recorder.emit("loss_op", op=name, autocast=self.recorder.autocast_on(),
-                                   value=float(value.detach().float()))
+                self.recorder.emit(
+                    "loss_op", op=name, autocast=self.recorder.autocast_on(), value=float(value.detach().float())
+                )
         return out

@@ -49,14 +49,20 @@ def install(rec) -> list[tuple[object, str]]:
     from accelerate import Accelerator
 
     init, backward = Accelerator.__init__, Accelerator.backward
-    clip_norm, clip_value, accumulate = Accelerator.clip_grad_norm_, Accelerator.clip_grad_value_, \
-        Accelerator.accumulate
+    clip_norm, clip_value, accumulate = (
+        Accelerator.clip_grad_norm_,
+        Accelerator.clip_grad_value_,
+        Accelerator.accumulate,
+    )
 
     @functools.wraps(init)
     def init_w(self_, *args, **kwargs):
         result = init(self_, *args, **kwargs)
-        rec.emit("accelerator_init", mixed_precision=str(self_.mixed_precision),
-                 accumulation_steps=int(self_.gradient_accumulation_steps))
+        rec.emit(
+            "accelerator_init",
+            mixed_precision=str(self_.mixed_precision),
+            accumulation_steps=int(self_.gradient_accumulation_steps),
+        )
         return result
 
     inside = []  # prepare() calls prepare_model() and friends: one event for the learner's call
@@ -72,10 +78,14 @@ def install(rec) -> list[tuple[object, str]]:
             finally:
                 inside.pop()
             got = [*args, *kwargs.values()]
-            rec.emit("accelerator_prepare", models=sum(isinstance(a, nn.Module) for a in got),
-                     lesson_models=sum(holds_lesson_model(rec, a) for a in got),
-                     optimizers=sum(isinstance(a, torch.optim.Optimizer) for a in got))
+            rec.emit(
+                "accelerator_prepare",
+                models=sum(isinstance(a, nn.Module) for a in got),
+                lesson_models=sum(holds_lesson_model(rec, a) for a in got),
+                optimizers=sum(isinstance(a, torch.optim.Optimizer) for a in got),
+            )
             return result
+
         return prepare_w
 
     @functools.wraps(backward)
@@ -89,12 +99,14 @@ def install(rec) -> list[tuple[object, str]]:
             value = args[0] if args else kwargs.get(key)
             rec.emit("accelerator_clip", fn=fn, value=_number(value), sync_gradients=bool(self_.sync_gradients))
             return original(self_, parameters, *args, **kwargs)
+
         return clip
 
     @functools.wraps(accumulate)
     def accumulate_w(self_, *models):
-        return _Entered(accumulate(self_, *models),
-                        lambda: rec.emit("accumulate", sync_gradients=bool(self_.sync_gradients)))
+        return _Entered(
+            accumulate(self_, *models), lambda: rec.emit("accumulate", sync_gradients=bool(self_.sync_gradients))
+        )
 
     Accelerator.__init__, Accelerator.backward = init_w, backward_w
     for name in PREPARES:
@@ -102,5 +114,7 @@ def install(rec) -> list[tuple[object, str]]:
     Accelerator.clip_grad_norm_ = clipping(clip_norm, "clip_grad_norm_", "max_norm")
     Accelerator.clip_grad_value_ = clipping(clip_value, "clip_grad_value_", "clip_value")
     Accelerator.accumulate = accumulate_w
-    return [(Accelerator, name) for name in ("__init__", *PREPARES, "backward", "clip_grad_norm_",
-                                             "clip_grad_value_", "accumulate")]
+    return [
+        (Accelerator, name)
+        for name in ("__init__", *PREPARES, "backward", "clip_grad_norm_", "clip_grad_value_", "accumulate")
+    ]

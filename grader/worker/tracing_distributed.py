@@ -22,8 +22,10 @@ def holds_lesson_model(rec, module) -> bool:
     if not isinstance(module, nn.Module):
         return False
     held = {id(p) for p in module.parameters()}
-    return any(module is model or (ids and ids <= held)
-               for model, ids in ((m, {id(p) for p in m.parameters()}) for m in rec.models))
+    return any(
+        module is model or (ids and ids <= held)
+        for model, ids in ((m, {id(p) for p in m.parameters()}) for m in rec.models)
+    )
 
 
 def install(rec) -> list[tuple[object, str]]:
@@ -38,8 +40,11 @@ def install(rec) -> list[tuple[object, str]]:
     @functools.wraps(init)
     def ddp_init(self_, module, *args, **kwargs):
         param = next(module.parameters(), None) if isinstance(module, nn.Module) else None
-        rec.emit("ddp_wrap", param_device=str(param.device) if param is not None else None,
-                 lesson=holds_lesson_model(rec, module))
+        rec.emit(
+            "ddp_wrap",
+            param_device=str(param.device) if param is not None else None,
+            lesson=holds_lesson_model(rec, module),
+        )
         result = init(self_, module, *args, **kwargs)
         wrapped.add(self_)
         if isinstance(module, nn.Module):
@@ -49,8 +54,11 @@ def install(rec) -> list[tuple[object, str]]:
     @functools.wraps(forward)
     def ddp_forward(self_, *args, **kwargs):
         if rec.active:  # whose module: only in traced steps, never timed ones
-            rec.emit("ddp_forward", sync=bool(self_.require_backward_grad_sync) and torch.is_grad_enabled(),
-                     lesson=holds_lesson_model(rec, self_.module))
+            rec.emit(
+                "ddp_forward",
+                sync=bool(self_.require_backward_grad_sync) and torch.is_grad_enabled(),
+                lesson=holds_lesson_model(rec, self_.module),
+            )
         return forward(self_, *args, **kwargs)
 
     @functools.wraps(no_sync)
@@ -70,6 +78,7 @@ def install(rec) -> list[tuple[object, str]]:
                 if self_ in wrapped:
                     rec.emit("moved_after_wrap", to=name)
                 return original(self_, *args, **kwargs)
+
             return move
 
         setattr(nn.Module, name, make(original, name))

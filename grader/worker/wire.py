@@ -12,8 +12,12 @@ import signal
 def failure(kind: str, key: str, at_line: int | None = None, **params) -> dict:
     """An error the grader words from `key` and `params`; `at_line` is the learner's line. Its "message" is the
     key with its parameters, for logs: the judge replaces it with the worded text."""
-    return {"kind": kind, "message": key + (f" {json.dumps(params, default=str)}" if params else ""),
-            "said": {"key": key, "params": params}, "line": at_line}
+    return {
+        "kind": kind,
+        "message": key + (f" {json.dumps(params, default=str)}" if params else ""),
+        "said": {"key": key, "params": params},
+        "line": at_line,
+    }
 
 
 def parse_reply(line: bytes | str) -> dict | None:

@@ -37,6 +37,7 @@ class SetupError(Exception):
 
 # -- shorthand models ---------------------------------------------------------------------------------------
 
+
 def build_mlp(spec: dict) -> nn.Module:
     """Hidden layers get He initialisation (zero biases) so a deep stack passes signal and gradient through
     from the first step; PyTorch's default init shrinks both with depth and a deep MLP barely trains in 8 steps."""
@@ -57,8 +58,14 @@ def build_cnn(spec: dict) -> nn.Module:
     blocks, prev, size = [], spec["in_channels"], spec["image_size"]
     for channels in spec["channels"]:
         # no conv bias: BatchNorm subtracts the mean, so a bias before it gets no gradient (only rounding noise)
-        blocks.append(nn.Sequential(nn.Conv2d(prev, channels, 3, padding=1, bias=False), nn.BatchNorm2d(channels), nn.ReLU(),
-                                    nn.MaxPool2d(2)))
+        blocks.append(
+            nn.Sequential(
+                nn.Conv2d(prev, channels, 3, padding=1, bias=False),
+                nn.BatchNorm2d(channels),
+                nn.ReLU(),
+                nn.MaxPool2d(2),
+            )
+        )
         prev, size = channels, size // 2
     blocks.append(nn.Sequential(nn.Flatten(), nn.Linear(prev * size * size, spec["out_features"])))
     return nn.Sequential(*blocks)
@@ -87,8 +94,9 @@ class Block(nn.Module):
         super().__init__()
         self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
         self.attn = SelfAttention(d_model, heads)
-        self.mlp = nn.Sequential(nn.Linear(d_model, mlp_ratio * d_model), nn.GELU(),
-                                 nn.Linear(mlp_ratio * d_model, d_model))
+        self.mlp = nn.Sequential(
+            nn.Linear(d_model, mlp_ratio * d_model), nn.GELU(), nn.Linear(mlp_ratio * d_model, d_model)
+        )
 
     def forward(self, x):
         x = x + self.attn(self.ln1(x))
@@ -129,6 +137,7 @@ def build_optimizer(spec: dict, params) -> torch.optim.Optimizer:
 
 # -- shorthand data -----------------------------------------------------------------------------------------
 
+
 class Batches:
     """Deterministic synthetic data for the shorthand models. Classification (mlp, cnn): a Gaussian mixture
     with one centre (for a CNN, one image) per class; `separation` scales the centres against unit noise:
@@ -145,8 +154,11 @@ class Batches:
         if kind == "transformer":
             self.permutation = torch.randperm(model["vocab"], generator=gen)
             return
-        shape = ((model["in_features"],) if kind == "mlp"
-                 else (model["in_channels"], model["image_size"], model["image_size"]))
+        shape = (
+            (model["in_features"],)
+            if kind == "mlp"
+            else (model["in_channels"], model["image_size"], model["image_size"])
+        )
         self.centres = self.data.get("separation", 1.0) * torch.randn(model["out_features"], *shape, generator=gen)
 
     def batch(self, step: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -166,6 +178,7 @@ class Batches:
 
 
 # -- lesson setup code ----------------------------------------------------------------------------------------
+
 
 def lesson_code_error(exc: BaseException, filename: str) -> tuple[int | None, str]:
     """The line (in the lesson's own code compiled as `filename`) where `exc` arose, and what it says: shared by
@@ -221,9 +234,11 @@ def shard(value, name: str, rank: int, world_size: int):
         return value
     if isinstance(value, torch.Tensor):
         if value.dim() == 0 or value.shape[0] % world_size:
-            raise SetupError(f"batch(step, seed) returned {name!r} with {value.shape[0] if value.dim() else 0} rows, "
-                             f"which {world_size} ranks cannot share equally: with workload.ranks {world_size}, "
-                             f"every per-step tensor's first dimension must be a multiple of {world_size}")
+            raise SetupError(
+                f"batch(step, seed) returned {name!r} with {value.shape[0] if value.dim() else 0} rows, "
+                f"which {world_size} ranks cannot share equally: with workload.ranks {world_size}, "
+                f"every per-step tensor's first dimension must be a multiple of {world_size}"
+            )
         return value.chunk(world_size)[rank]
     if isinstance(value, (list, tuple)):
         return type(value)(shard(v, name, rank, world_size) for v in value)
@@ -259,8 +274,10 @@ class Problem:
         missing = [p for p in params if p not in self.names()]
         if not missing:
             return None
-        return (f"entrypoint.params: {', '.join(missing)} is not provided by workload.setup (it provides "
-                f"{', '.join(sorted(self.names()))})")
+        return (
+            f"entrypoint.params: {', '.join(missing)} is not provided by workload.setup (it provides "
+            f"{', '.join(sorted(self.names()))})"
+        )
 
     def unprovided_by(self, entrypoint: dict) -> str | None:
         """Like `unprovided`, for a whole entrypoint: the step may also take what `prepare` returns, and prepare
@@ -273,8 +290,10 @@ class Problem:
         once = {*self.models, *self.optimizers, *self.constants, *GRADER_PARAMS}
         missing = [p for p in (prepare["params"] if prepare else []) if p not in once]
         if missing:
-            return (f"entrypoint.prepare.params: {', '.join(missing)} is not something prepare can take (it runs "
-                    f"once, before any step's data; it can take {', '.join(sorted(once))})")
+            return (
+                f"entrypoint.prepare.params: {', '.join(missing)} is not something prepare can take (it runs "
+                f"once, before any step's data; it can take {', '.join(sorted(once))})"
+            )
         return None
 
     @property
@@ -314,19 +333,25 @@ def _from_setup(workload: dict, device: torch.device) -> Problem:
     torch.manual_seed(seed)
     built = _call_setup(namespace["build"], "in build(seed)", seed)
     if not isinstance(built, dict) or not all(isinstance(k, str) and k.isidentifier() for k in built):
-        raise SetupError("build(seed) in workload.setup must return a dict of argument name -> object, e.g. "
-                         "{'model': model, 'optimizer': optimizer}")
+        raise SetupError(
+            "build(seed) in workload.setup must return a dict of argument name -> object, e.g. "
+            "{'model': model, 'optimizer': optimizer}"
+        )
     models = {k: v.to(_placed(workload, device)) for k, v in built.items() if isinstance(v, nn.Module)}
     optimizers = {k: v for k, v in built.items() if isinstance(v, torch.optim.Optimizer)}
     constants = {k: v for k, v in built.items() if k not in models and k not in optimizers}
     if not models:
-        raise SetupError("build(seed) in workload.setup returned no nn.Module: the grader compares the models' "
-                         "parameters with the FP32 run, so at least one model is needed")
+        raise SetupError(
+            "build(seed) in workload.setup returned no nn.Module: the grader compares the models' "
+            "parameters with the FP32 run, so at least one model is needed"
+        )
     owned = {id(p) for m in models.values() for p in m.parameters()}
     for name, opt in optimizers.items():
         if any(id(p) not in owned for g in opt.param_groups for p in g["params"]):
-            raise SetupError(f"the optimizer {name!r} from build(seed) holds tensors that are not parameters of "
-                             "the returned models; build it from model.parameters()")
+            raise SetupError(
+                f"the optimizer {name!r} from build(seed) holds tensors that are not parameters of "
+                "the returned models; build it from model.parameters()"
+            )
 
     def data(step: int) -> dict:
         torch.manual_seed(seed * 1_000_003 + step)
@@ -359,6 +384,10 @@ def describe_setup(workload: dict) -> dict[str, str]:
     """name -> what the argument is (model, optimizer, constant or per-step data), for the lesson's docs,
     `grader validate` and the mutants."""
     problem = build_problem(workload)
-    kinds = {**{k: "model" for k in problem.models}, **{k: "optimizer" for k in problem.optimizers},
-             **{k: "constant" for k in problem.constants}, **{k: "data" for k in problem.data_names}}
+    kinds = {
+        **{k: "model" for k in problem.models},
+        **{k: "optimizer" for k in problem.optimizers},
+        **{k: "constant" for k in problem.constants},
+        **{k: "data" for k in problem.data_names},
+    }
     return {**kinds, **{k: "grader" for k in GRADER_PARAMS}}

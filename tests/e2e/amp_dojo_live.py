@@ -52,8 +52,15 @@ class AppDidNotStart(RuntimeError):
 class LiveApp:
     """The web server and `workers` grading workers, each in its own process group."""
 
-    def __init__(self, workdir: Path | str, *, settings: dict | None = None, workers: int = 1,
-                 sandbox: str | None = None, threads: int = 16):
+    def __init__(
+        self,
+        workdir: Path | str,
+        *,
+        settings: dict | None = None,
+        workers: int = 1,
+        sandbox: str | None = None,
+        threads: int = 16,
+    ):
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
@@ -90,16 +97,23 @@ class LiveApp:
     def _spawn(self, name: str, args: list[str]) -> None:
         log = self.workdir / f"{name}.log"
         with open(log, "wb") as out:
-            proc = subprocess.Popen([sys.executable, "-m", "webapp.cli", *args], cwd=ROOT, env=self.env(),
-                                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "webapp.cli", *args],
+                cwd=ROOT,
+                env=self.env(),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         self.procs.append((name, proc, log))
         self.log_paths[name] = log
 
     def start(self, timeout: float = 60.0) -> LiveApp:
         try:
-            self._spawn("serve", ["serve", "--host", "127.0.0.1", "--port", str(self.port),
-                                  "--threads", str(self.threads)])
+            self._spawn(
+                "serve", ["serve", "--host", "127.0.0.1", "--port", str(self.port), "--threads", str(self.threads)]
+            )
             for i in range(self.workers):
                 self._spawn(f"worker{i}", ["worker"])
             self._wait_ready(timeout)
@@ -122,8 +136,9 @@ class LiveApp:
                         server_up = response.status == 200
                 except (urllib.error.URLError, OSError):
                     pass
-            workers_up = all(b"amp-dojo worker" in log.read_bytes()
-                             for name, _proc, log in self.procs if name.startswith("worker"))
+            workers_up = all(
+                b"amp-dojo worker" in log.read_bytes() for name, _proc, log in self.procs if name.startswith("worker")
+            )
             if server_up and workers_up:
                 return
             time.sleep(0.2)

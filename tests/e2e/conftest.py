@@ -14,8 +14,15 @@ import pytest
 
 from .amp_dojo_live import CHROMIUM, REQUIRE_BROWSER, ROOT, LiveApp
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
 DESKTOP = {"width": 1366, "height": 768}  # a common laptop screen
 PHONE = {"width": 390, "height": 844}
@@ -33,8 +40,9 @@ def viewport_page(request, browser, live_app, js_errors):
         contexts.append(context)
         pg = context.new_page()
         pg.on("pageerror", lambda exc: js_errors.append(f"pageerror: {exc}"))
-        pg.on("console", lambda msg: js_errors.append(f"console.{msg.type}: {msg.text}") if msg.type == "error"
-              else None)
+        pg.on(
+            "console", lambda msg: js_errors.append(f"console.{msg.type}: {msg.text}") if msg.type == "error" else None
+        )
         return pg
 
     try:
@@ -101,8 +109,12 @@ def page(request, browser, live_app, js_errors):
     context = browser.new_context(base_url=live_app.url, viewport=DESKTOP)
     context.set_default_timeout(15_000)
     pg = context.new_page()
-    pg.on("console", lambda msg: js_errors.append(f"console.{msg.type}: {msg.text} @ {msg.location}")
-          if msg.type == "error" else None)
+    pg.on(
+        "console",
+        lambda msg: (
+            js_errors.append(f"console.{msg.type}: {msg.text} @ {msg.location}") if msg.type == "error" else None
+        ),
+    )
     pg.on("pageerror", lambda exc: js_errors.append(f"pageerror: {exc}"))
     try:
         yield pg

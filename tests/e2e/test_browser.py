@@ -19,8 +19,9 @@ from grader.lesson.loader import load_all
 from .amp_dojo_live import CHROMIUM, REQUIRE_BROWSER
 
 if not Path(CHROMIUM).exists() and not REQUIRE_BROWSER:
-    pytest.skip(f"no Chromium at {CHROMIUM} (set AMP_DOJO_REQUIRE_BROWSER=1 to make this a failure)",
-                allow_module_level=True)
+    pytest.skip(
+        f"no Chromium at {CHROMIUM} (set AMP_DOJO_REQUIRE_BROWSER=1 to make this a failure)", allow_module_level=True
+    )
 
 from playwright.sync_api import expect
 
@@ -57,6 +58,7 @@ def submit(page, how: str) -> dict:
     """Runs the editor's code (Ctrl+Enter in the editor, or the Run button) and
     returns the accepted submission (the API's 202 body)."""
     record_status_texts(page)
+
     def is_submit(response):
         return response.request.method == "POST" and response.url.endswith(f"/api/lessons/{LESSON}/submissions")
 
@@ -98,8 +100,10 @@ def wait_for_result(page, expected: str) -> None:
 
 def check_statuses(page) -> dict:
     rows = page.get_by_test_id("check-row")
-    return {rows.nth(i).get_attribute("data-check-id"): rows.nth(i).get_attribute("data-status")
-            for i in range(rows.count())}
+    return {
+        rows.nth(i).get_attribute("data-check-id"): rows.nth(i).get_attribute("data-status")
+        for i in range(rows.count())
+    }
 
 
 def lesson_card(page):
@@ -244,8 +248,9 @@ def test_grading_shows_the_elapsed_seconds_while_it_runs(page, exercise, js_erro
 
 
 def test_the_phone_layout_has_no_sideways_scroll_and_puts_the_editor_first(browser, live_app, exercise, screenshot):
-    context = browser.new_context(base_url=live_app.url, viewport={"width": 390, "height": 844}, is_mobile=True,
-                                  has_touch=True)
+    context = browser.new_context(
+        base_url=live_app.url, viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True
+    )
     context.set_default_timeout(15_000)
     page = context.new_page()
     try:
@@ -255,8 +260,9 @@ def test_the_phone_layout_has_no_sideways_scroll_and_puts_the_editor_first(brows
         assert editor_top < 844, f"the editor starts {editor_top:.0f} px down the page"
         replace_editor_text(page, WRONG_SOLUTION.read_text())
         submit(page, "button")
-        expect(page.get_by_test_id("result-status")).to_have_attribute("data-status", "fail",
-                                                                       timeout=GRADING_TIMEOUT_MS)
+        expect(page.get_by_test_id("result-status")).to_have_attribute(
+            "data-status", "fail", timeout=GRADING_TIMEOUT_MS
+        )
         overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
         assert overflow <= 0, f"the page scrolls sideways by {overflow} px"
         table = page.locator(".checks").bounding_box()
@@ -290,8 +296,9 @@ def english_left(text: str, lang: str) -> list[str]:
 
 @pytest.mark.parametrize("viewport", ["desktop", "phone"])
 @pytest.mark.parametrize("lang", ["it", "id"])
-def test_the_results_page_shows_no_english_in_another_language(viewport_page, exercise, js_errors, screenshot,
-                                                               lang, viewport):
+def test_the_results_page_shows_no_english_in_another_language(
+    viewport_page, exercise, js_errors, screenshot, lang, viewport
+):
     """The interface and every grader message, fix and figure in the learner's language."""
     import json as jsonlib
 
@@ -331,8 +338,9 @@ def train_step(model, optimizer, inputs, targets, device_type, amp_dtype):
 
 
 @pytest.mark.parametrize("viewport", ["desktop", "phone"])
-def test_an_endless_loop_shows_its_time_and_limit_and_can_be_cancelled(viewport_page, exercise, js_errors,
-                                                                       screenshot, viewport):
+def test_an_endless_loop_shows_its_time_and_limit_and_can_be_cancelled(
+    viewport_page, exercise, js_errors, screenshot, viewport
+):
     """The status counts the seconds of the running step against its limit, Cancel stops the grading, and the
     (only) worker is free again at once: the next submission is graded without waiting for the limit."""
     import re
@@ -382,8 +390,9 @@ def axe_serious_violations(page) -> list[str]:
 @pytest.mark.parametrize("viewport", [(1366, 768), (390, 844)], ids=["desktop", "phone"])
 def test_lesson_and_results_pages_have_no_serious_accessibility_violations(browser, live_app, exercise, viewport):
     # bypass_csp: the page's CSP (rightly) refuses the injected axe script; the audit is about accessibility
-    context = browser.new_context(base_url=live_app.url, viewport={"width": viewport[0], "height": viewport[1]},
-                                  bypass_csp=True)
+    context = browser.new_context(
+        base_url=live_app.url, viewport={"width": viewport[0], "height": viewport[1]}, bypass_csp=True
+    )
     context.set_default_timeout(15_000)
     page = context.new_page()
     try:
@@ -393,8 +402,9 @@ def test_lesson_and_results_pages_have_no_serious_accessibility_violations(brows
         expect(page.get_by_test_id("editor")).to_be_visible()
         replace_editor_text(page, WRONG_SOLUTION.read_text())
         page.get_by_test_id("run-button").click()
-        expect(page.get_by_test_id("result-status")).to_have_attribute("data-status", "fail",
-                                                                       timeout=GRADING_TIMEOUT_MS)
+        expect(page.get_by_test_id("result-status")).to_have_attribute(
+            "data-status", "fail", timeout=GRADING_TIMEOUT_MS
+        )
         assert axe_serious_violations(page) == []
     finally:
         context.close()
@@ -455,8 +465,9 @@ def test_the_ddp_lesson_is_solved_on_two_ranks_after_a_wrong_try(page, js_errors
     expect(badge).to_have_attribute("data-status", "fail", timeout=GRADING_TIMEOUT_MS)
     checks = check_statuses(page)
     assert checks["call_order"] == "fail" and checks["parity"] == "pass" and checks["ranks"] == "pass", checks
-    finding = page.locator('[data-testid="check-row"][data-check-id="call_order"] '
-                           '[data-finding-id="allreduce_every_micro_batch"]')
+    finding = page.locator(
+        '[data-testid="check-row"][data-check-id="call_order"] [data-finding-id="allreduce_every_micro_batch"]'
+    )
     expect(finding).to_be_visible()
     expect(finding).to_contain_text("line 23")
     expect(finding).to_contain_text("model.no_sync()")
@@ -514,8 +525,12 @@ def test_a_refused_run_says_why_in_the_pages_language_and_keeps_the_last_result(
     submit(page, "button")
     wait_for_result(page, "pass")
     token = page.evaluate("document.querySelector('meta[name=csrf-token]').content")
-    other_tab = [page.request.post(f"/api/lessons/{LESSON}/submissions", data={"code": ENDLESS_LOOP},
-                                   headers={"X-CSRF-Token": token}) for _ in range(2)]
+    other_tab = [
+        page.request.post(
+            f"/api/lessons/{LESSON}/submissions", data={"code": ENDLESS_LOOP}, headers={"X-CSRF-Token": token}
+        )
+        for _ in range(2)
+    ]
     assert [r.status for r in other_tab] == [202, 202]
     try:
         with page.expect_response(lambda r: r.request.method == "POST" and r.url.endswith("/submissions")) as info:

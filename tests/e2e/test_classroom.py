@@ -28,9 +28,15 @@ CLIP_WITHOUT_UNSCALE = ROOT / "tests" / "submissions" / LESSON / "clip_without_u
 
 
 def create_instructor(live_app, name: str) -> None:
-    done = subprocess.run([sys.executable, "-m", "webapp.cli", "create-instructor", name, "--password-stdin"],
-                          cwd=ROOT, env=live_app.env(), input=PASSWORD + "\n", capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "webapp.cli", "create-instructor", name, "--password-stdin"],
+        cwd=ROOT,
+        env=live_app.env(),
+        input=PASSWORD + "\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -95,8 +101,9 @@ def test_a_class_in_a_course_and_its_mistakes_on_the_instructors_dashboard(brows
         sign_up_and_join(bob, "bob", code)
         submit_from_the_course(bob, CLIP_WITHOUT_UNSCALE.read_text())
         for page, verdict in ((ada, "pass"), (bob, "fail")):
-            expect(page.get_by_test_id("result-status")).to_have_attribute("data-status", verdict,
-                                                                           timeout=GRADING_TIMEOUT_MS)
+            expect(page.get_by_test_id("result-status")).to_have_attribute(
+                "data-status", verdict, timeout=GRADING_TIMEOUT_MS
+            )
         bob_finding = bob.locator('[data-finding-id="clip_without_unscale"]')
         expect(bob_finding).to_be_visible()
 
@@ -113,7 +120,9 @@ def test_a_class_in_a_course_and_its_mistakes_on_the_instructors_dashboard(brows
         expect(row.get_by_test_id("not-started")).to_have_text("0")
         first = teacher.get_by_test_id("mistake-row").first
         expect(first).to_have_attribute("data-finding-id", "clip_without_unscale")
-        expect(teacher.locator('[data-testid="mistake-chart"] g[data-finding-id="clip_without_unscale"] rect')).to_be_visible()
+        expect(
+            teacher.locator('[data-testid="mistake-chart"] g[data-finding-id="clip_without_unscale"] rect')
+        ).to_be_visible()
         example = first.get_by_test_id("mistake-example")
         expect(example).to_contain_text("bob")
         screenshot(teacher, "20-dashboard", full_page=True)
@@ -135,8 +144,11 @@ def test_a_class_in_a_course_and_its_mistakes_on_the_instructors_dashboard(brows
         expect(teacher.locator("html")).to_have_attribute("lang", "it")
         catalog = json.loads((ROOT / "webapp" / "translations" / "it.json").read_text(encoding="utf-8"))
         text = " ".join(teacher.locator("body").inner_text().split()).lower()  # table heads are in capitals
-        left = [e for e, it in catalog.items()
-                if " " in e and e != it and not re.search(r"\{\w+\}", e) and e.lower() in text]
+        left = [
+            e
+            for e, it in catalog.items()
+            if " " in e and e != it and not re.search(r"\{\w+\}", e) and e.lower() in text
+        ]
         assert not left, left
         assert catalog["The class's mistakes"].lower() in text and catalog["Median time to pass"].lower() in text
         screenshot(teacher, "21-dashboard-italian", full_page=True)

@@ -39,8 +39,9 @@ def test_signing_up_keeps_the_browsers_anonymous_submissions_and_an_old_cookie_l
     elsewhere = app.test_client()  # the same account on another computer
     signin(elsewhere, "Ada")  # usernames are not case-sensitive
     assert elsewhere.get(f"/api/submissions/{sid}").status_code == 200
-    assert {c["id"]: c["progress"] for c in elsewhere.get("/api/lessons").get_json()["lessons"]}["autocast"] == \
-        "attempted"
+    assert {c["id"]: c["progress"] for c in elsewhere.get("/api/lessons").get_json()["lessons"]}[
+        "autocast"
+    ] == "attempted"
 
 
 def test_a_taken_or_malformed_username_is_refused_with_the_reason(app):
@@ -169,8 +170,15 @@ def at_once(app, n: int, request) -> list[int]:
 def test_sixteen_wrong_guesses_sent_at_once_are_counted_as_sixteen_against_a_limit_of_five(make_app):
     app = make_app(LOGIN_FAILURES_PER_ACCOUNT=5)
     signup(app.test_client(), "liskov")
-    codes = at_once(app, 16, lambda client, token: client.post(
-        "/signin", data={"csrf_token": token, "username": "liskov", "password": "a-wrong-guess"}).status_code)
+    codes = at_once(
+        app,
+        16,
+        lambda client, token: (
+            client.post(
+                "/signin", data={"csrf_token": token, "username": "liskov", "password": "a-wrong-guess"}
+            ).status_code
+        ),
+    )
     assert set(codes) <= {401, 429} and codes.count(401) <= 5 and codes.count(429) >= 11, codes
     assert signin(app.test_client(), "liskov").status_code == 429  # the right password waits too
 
@@ -178,9 +186,16 @@ def test_sixteen_wrong_guesses_sent_at_once_are_counted_as_sixteen_against_a_lim
 def test_sixteen_sign_ups_sent_at_once_from_one_address_make_at_most_the_limit_of_accounts(make_app):
     app = make_app(SIGNUPS_PER_IP=5)
     names = iter(f"newcomer{n:02d}" for n in range(16))
-    codes = at_once(app, 16, lambda client, token: client.post(
-        "/signup", data={"csrf_token": token, "username": next(names), "password": PASSWORD,
-                         "password2": PASSWORD}).status_code)
+    codes = at_once(
+        app,
+        16,
+        lambda client, token: (
+            client.post(
+                "/signup",
+                data={"csrf_token": token, "username": next(names), "password": PASSWORD, "password2": PASSWORD},
+            ).status_code
+        ),
+    )
     assert codes.count(303) <= 5 and codes.count(429) >= 11, codes
 
 
@@ -194,8 +209,9 @@ def test_a_sign_up_for_a_taken_name_costs_no_password_hash_and_counts_toward_the
     monkeypatch.setattr(accounts, "generate_password_hash", lambda *a, **k: hashed.append(1) or real(*a, **k))
     client = app.test_client()
     for name in ("hoare", "HOARE", "h0are"):
-        assert form(client, "/signup", {"username": name, "password": PASSWORD, "password2": PASSWORD}).status_code \
-            == 400
+        assert (
+            form(client, "/signup", {"username": name, "password": PASSWORD, "password2": PASSWORD}).status_code == 400
+        )
     assert hashed == []
     limited = form(client, "/signup", {"username": "dahl", "password": PASSWORD, "password2": PASSWORD})
     assert limited.status_code == 429 and int(limited.headers["Retry-After"]) > 0 and hashed == []
@@ -209,8 +225,7 @@ def test_a_right_password_does_not_count_as_a_failure_from_its_address(make_app)
     assert signin(app.test_client(), "milner", "wrong-one").status_code == 401
 
 
-@pytest.mark.parametrize("name", ["Knuth", "kNUTH", "knuth.", "k.nuth", "kn-uth", "k_n_u_t_h", "knu7h",
-                                  "KNU-TH."])
+@pytest.mark.parametrize("name", ["Knuth", "kNUTH", "knuth.", "k.nuth", "kn-uth", "k_n_u_t_h", "knu7h", "KNU-TH."])
 def test_a_username_that_looks_like_a_taken_one_is_refused(app, name):
     signup(app.test_client(), "knuth")
     response = form(app.test_client(), "/signup", {"username": name, "password": PASSWORD, "password2": PASSWORD})
@@ -236,8 +251,20 @@ def test_the_username_skeleton_folds_look_alikes_and_separators():
     assert username_skeleton("ada") != username_skeleton("eda")
 
 
-MALFORMED_TOKENS = ["é", "ünïcödé-" * 8, "", " ", "a" * 100_000, ".", "x.y.z", "IjAi.Zm9v.YmFy", "\u2603", "%00",
-                    "null", "0" * 64]
+MALFORMED_TOKENS = [
+    "é",
+    "ünïcödé-" * 8,
+    "",
+    " ",
+    "a" * 100_000,
+    ".",
+    "x.y.z",
+    "IjAi.Zm9v.YmFy",
+    "\u2603",
+    "%00",
+    "null",
+    "0" * 64,
+]
 
 
 def _post(client, rule: str, token: str, where: str):

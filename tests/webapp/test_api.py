@@ -26,11 +26,17 @@ def test_lesson_list_reports_progress_per_learner(app, client):
         learner = _learner(client)
         db = get_db()
         for lesson, status in (("autocast", "pass"), ("grad_scaler", "fail")):
-            db.execute("INSERT INTO submissions (id, learner, lesson, code, status, created_at, queued_at, "
-                       "result_status) VALUES (?, ?, ?, '', 'done', 0, 0, ?)", (lesson, learner, lesson, status))
+            db.execute(
+                "INSERT INTO submissions (id, learner, lesson, code, status, created_at, queued_at, "
+                "result_status) VALUES (?, ?, ?, '', 'done', 0, 0, ?)",
+                (lesson, learner, lesson, status),
+            )
     progress = {item["id"]: item["progress"] for item in client.get("/api/lessons").get_json()["lessons"]}
-    assert progress == {**{item["id"]: "not_started" for item in lessons}, "autocast": "passed",
-                        "grad_scaler": "attempted"}
+    assert progress == {
+        **{item["id"]: "not_started" for item in lessons},
+        "autocast": "passed",
+        "grad_scaler": "attempted",
+    }
     other = app.test_client()
     assert {item["progress"] for item in other.get("/api/lessons").get_json()["lessons"]} == {"not_started"}
 
@@ -73,8 +79,7 @@ def _count(app, table="submissions") -> int:
 def test_post_without_csrf_token_is_rejected_and_stores_nothing(app, client, csrf):
     client.get("/")
     assert client.post("/api/lessons/autocast/submissions", json={"code": STARTER}).status_code == 403
-    wrong = client.post("/api/lessons/autocast/submissions", json={"code": STARTER},
-                        headers={"X-CSRF-Token": "forged"})
+    wrong = client.post("/api/lessons/autocast/submissions", json={"code": STARTER}, headers={"X-CSRF-Token": "forged"})
     assert wrong.status_code == 403
     other_session_token = csrf(app.test_client())
     assert client.post("/api/quiz/autocast/0", json={"choice": 2}, headers=other_session_token).status_code == 403
@@ -104,8 +109,12 @@ def test_oversized_code_is_413(make_app, submit):
 def test_body_far_over_the_limit_is_413_before_parsing(make_app, csrf):
     app = make_app(MAX_CODE_BYTES=1000)
     client = app.test_client()
-    response = client.post("/api/lessons/autocast/submissions", data=b"{" + b" " * 200_000 + b"}",
-                           content_type="application/json", headers=csrf(client))
+    response = client.post(
+        "/api/lessons/autocast/submissions",
+        data=b"{" + b" " * 200_000 + b"}",
+        content_type="application/json",
+        headers=csrf(client),
+    )
     assert response.status_code == 413
 
 
@@ -200,7 +209,9 @@ def test_quiz_answers_one_question_at_a_time(client, csrf):
     assert right["correct"] is True and "Softmax" in right["explanation"]
     assert first == {"correct": False, "retry": True}  # a first wrong answer does not give the answer away
     assert wrong["correct"] is False and "Softmax" in wrong["explanation"] and wrong["answer"] == 2
-    assert client.post("/api/quiz/autocast/0", json={"choice": 0, "attempt": 0}, headers=csrf(client)).status_code == 400
+    assert (
+        client.post("/api/quiz/autocast/0", json={"choice": 0, "attempt": 0}, headers=csrf(client)).status_code == 400
+    )
     assert client.post("/api/quiz/autocast/9", json={"choice": 0}, headers=csrf(client)).status_code == 400
     assert client.post("/api/quiz/autocast/0", json={"choice": 7}, headers=csrf(client)).status_code == 400
 
@@ -302,8 +313,10 @@ def test_malformed_body_is_a_json_400_never_a_500(client, csrf, method, url, bod
 @pytest.mark.parametrize("value", ["%C2%B2", "-1", "1e3"])
 def test_malformed_event_ids_are_a_json_400(client, csrf, submit, value):
     sid = submit(client, STARTER).get_json()["id"]
-    for response in (client.get(f"/api/submissions/{sid}?after={value}"),
-                     client.get(f"/api/submissions/{sid}/stream?last_event_id={value}")):
+    for response in (
+        client.get(f"/api/submissions/{sid}?after={value}"),
+        client.get(f"/api/submissions/{sid}/stream?last_event_id={value}"),
+    ):
         assert response.status_code == 400 and "error" in response.get_json()
 
 
@@ -325,10 +338,12 @@ def test_api_answers_and_pages_are_never_cached(client):
 
 
 def test_language_switch_never_puts_a_newline_in_a_header(client, csrf):
-    response = client.post("/lang", data={"lang": "en", "next": "/\r\nX-Injected: 1",
-                                          "csrf_token": csrf(client)["X-CSRF-Token"]})
+    response = client.post(
+        "/lang", data={"lang": "en", "next": "/\r\nX-Injected: 1", "csrf_token": csrf(client)["X-CSRF-Token"]}
+    )
     assert response.status_code == 303 and response.headers["Location"].endswith("/")
     assert "X-Injected" not in response.headers
+
 
 def test_fresh_cookies_from_one_address_cannot_hold_every_stream(make_app, submit):
     app = make_app(MAX_STREAMS=8, MAX_STREAMS_PER_LEARNER=2, MAX_STREAMS_PER_IP=2)

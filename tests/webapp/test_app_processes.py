@@ -15,9 +15,16 @@ PASSWORD = "correct-horse-battery"
 
 @pytest.fixture
 def two_apps(tmp_path, postgres_database):
-    shared = {"DATABASE": postgres_database, "QUEUE_URL": f"sqlite:///{tmp_path / 'queue.sqlite3'}",
-              "SECRET_KEY": "shared-by-both-processes", "MAX_STREAMS_PER_LEARNER": 1, "STREAM_SECONDS": 30,
-              "LOGIN_FAILURES_PER_ACCOUNT": 2, "SANDBOX": "local", "ALLOW_LOCAL_SANDBOX": True}
+    shared = {
+        "DATABASE": postgres_database,
+        "QUEUE_URL": f"sqlite:///{tmp_path / 'queue.sqlite3'}",
+        "SECRET_KEY": "shared-by-both-processes",
+        "MAX_STREAMS_PER_LEARNER": 1,
+        "STREAM_SECONDS": 30,
+        "LOGIN_FAILURES_PER_ACCOUNT": 2,
+        "SANDBOX": "local",
+        "ALLOW_LOCAL_SANDBOX": True,
+    }
     apps = [LiveApp(tmp_path / name, settings=shared, workers=0, sandbox="local") for name in ("a", "b")]
     try:
         for app in apps:
@@ -33,8 +40,9 @@ def token(session: requests.Session, base: str) -> str:
 
 
 def post_form(session, base, path, data):
-    return session.post(base + path, data={"csrf_token": token(session, base), **data}, allow_redirects=False,
-                        timeout=30)
+    return session.post(
+        base + path, data={"csrf_token": token(session, base), **data}, allow_redirects=False, timeout=30
+    )
 
 
 def test_two_app_processes_on_one_postgresql_serve_the_same_learners(two_apps):
@@ -42,15 +50,20 @@ def test_two_app_processes_on_one_postgresql_serve_the_same_learners(two_apps):
     browser = requests.Session()
     signed_up = post_form(browser, a, "/signup", {"username": "ada", "password": PASSWORD, "password2": PASSWORD})
     assert signed_up.status_code == 303, signed_up.text[:300]
-    sid = browser.post(a + "/api/lessons/autocast/submissions", json={"code": "x = 1"},
-                       headers={"X-CSRF-Token": token(browser, a)}, timeout=30).json()["id"]
+    sid = browser.post(
+        a + "/api/lessons/autocast/submissions",
+        json={"code": "x = 1"},
+        headers={"X-CSRF-Token": token(browser, a)},
+        timeout=30,
+    ).json()["id"]
     # The same cookie on the other process: the same account, the same submission.
     assert 'data-testid="signed-in-as">ada<' in browser.get(b + "/", timeout=10).text
     assert browser.get(f"{b}/api/submissions/{sid}", timeout=10).json()["code"] == "x = 1"
     other = requests.Session()
     assert post_form(other, b, "/signin", {"username": "ada", "password": PASSWORD}).status_code == 303
-    assert [s["id"] for s in other.get(b + "/api/lessons/autocast/submissions", timeout=10).json()["submissions"]] \
-        == [sid]
+    assert [s["id"] for s in other.get(b + "/api/lessons/autocast/submissions", timeout=10).json()["submissions"]] == [
+        sid
+    ]
 
     # One open stream per learner, whichever process holds it.
     held = browser.get(f"{a}/api/submissions/{sid}/stream", stream=True, timeout=30)

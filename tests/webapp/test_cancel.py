@@ -7,11 +7,11 @@ import time
 
 from webapp_testing import csrf_headers
 
-ENDLESS = '''
+ENDLESS = """
 def train_step(model, optimizer, inputs, targets, device_type, amp_dtype):
     while True:
         pass
-'''
+"""
 
 
 def cancel(client, sid, headers=None):

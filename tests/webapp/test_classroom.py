@@ -98,8 +98,15 @@ def test_median_attempts_and_time_to_pass_are_over_the_learners_who_passed(app, 
     monkeypatch.setattr(store, "time", SimpleNamespace(time=lambda: clock[0]))  # when each submission is stored
     ada, bob = course["learners"]["ada"], course["learners"]["bob"]
     # ada passes 10 minutes after her first try, at her 2nd; bob after 30, at his 4th
-    plan = [(ada, 0, "fail"), (ada, 10, "pass"), (bob, 0, "fail"), (bob, 5, "fail"), (bob, 6, "fail"),
-            (bob, 30, "pass"), (bob, 40, "fail")]
+    plan = [
+        (ada, 0, "fail"),
+        (ada, 10, "pass"),
+        (bob, 0, "fail"),
+        (bob, 5, "fail"),
+        (bob, 6, "fail"),
+        (bob, 30, "pass"),
+        (bob, 40, "fail"),
+    ]
     for client, minutes, status in plan:
         clock[0] = 1_000_000.0 + 60 * minutes
         grade_as(app, submit(client), status)
@@ -123,14 +130,20 @@ def test_the_gradebook_has_one_row_per_learner_with_best_score_and_pass_time(app
     assert rows[0]["grad_scaler best score"] == "1.0000" and rows[0]["grad_scaler passed at"].endswith("+00:00")
     assert rows[1]["autocast best score"] == "0.5000" and rows[1]["autocast passed at"] == ""
     assert rows[2]["grad_scaler best score"] == "" and list(rows[0]) == [
-        "username", "grad_scaler best score", "grad_scaler passed at", "autocast best score", "autocast passed at"]
+        "username",
+        "grad_scaler best score",
+        "grad_scaler passed at",
+        "autocast best score",
+        "autocast passed at",
+    ]
 
 
 def test_learners_get_403_and_other_instructors_404_on_a_courses_instructor_pages(app, course):
     url = course["url"]
     ada = course["learners"]["ada"]
-    learner_page = re.search(r'href="(/teach/courses/\d+/learners/\d+)"',
-                             course["teacher"].get(url).get_data(as_text=True)).group(1)
+    learner_page = re.search(
+        r'href="(/teach/courses/\d+/learners/\d+)"', course["teacher"].get(url).get_data(as_text=True)
+    ).group(1)
     pages = [url, url + "/gradebook.csv", learner_page, "/teach/courses/new", "/teach/settings"]
     for page in pages:
         assert ada.get(page).status_code == 403, page
@@ -170,7 +183,9 @@ def test_the_learner_page_shows_every_submission_with_its_code_escaped_and_highl
     second = submit(ada)
     teacher = course["teacher"]
     html = teacher.get(course["url"]).get_data(as_text=True)
-    page = teacher.get(re.search(r'href="(/teach/courses/\d+/learners/\d+)">ada<', html).group(1)).get_data(as_text=True)
+    page = teacher.get(re.search(r'href="(/teach/courses/\d+/learners/\d+)">ada<', html).group(1)).get_data(
+        as_text=True
+    )
     assert re.findall(r'data-testid="learner-submission" data-submission-id="(\w+)"', page) == [second, first]
     assert "<script>alert(1)</script>" not in page and "<img src=x" not in page
     assert "&lt;/pre&gt;&lt;script&gt;" in page or "&lt;/pre&gt;" in page
@@ -184,7 +199,7 @@ def test_an_instructor_gets_the_course_form_back_with_the_reason_when_it_is_inco
     assert form(teacher, "/teach/courses/new", {"name": "Empty"}).status_code == 400
     bad_date = form(teacher, "/teach/courses/new", {"name": "X", "lesson-autocast": "on", "deadline-autocast": "soon"})
     assert bad_date.status_code == 400 and "YYYY-MM-DD" in bad_date.get_data(as_text=True)
-    assert 'checked' in bad_date.get_data(as_text=True)  # what was picked stays picked
+    assert "checked" in bad_date.get_data(as_text=True)  # what was picked stays picked
 
 
 @pytest.mark.parametrize("lang", ["it", "id"])
@@ -199,9 +214,17 @@ def test_the_classroom_pages_in_another_language_show_no_english_interface_strin
     learner_page = re.search(r'href="(/teach/courses/\d+/learners/\d+)"', html).group(1)
     catalog = i18n.catalog(lang)
     english = [e for e in ui_strings() if " " in e and not PLACEHOLDER.search(e) and catalog.get(e) != e]
-    pages = [(teacher, course["url"]), (teacher, learner_page), (teacher, "/teach/courses/new"),
-             (teacher, "/teach/settings"), (teacher, "/courses"), (ada, "/courses"),
-             (ada, course["url"].replace("/teach", "")), (app.test_client(), "/signin"), (app.test_client(), "/signup")]
+    pages = [
+        (teacher, course["url"]),
+        (teacher, learner_page),
+        (teacher, "/teach/courses/new"),
+        (teacher, "/teach/settings"),
+        (teacher, "/courses"),
+        (ada, "/courses"),
+        (ada, course["url"].replace("/teach", "")),
+        (app.test_client(), "/signin"),
+        (app.test_client(), "/signup"),
+    ]
     for client, path in pages:
         client.set_cookie("lang", lang)
         page = client.get(path).get_data(as_text=True)
@@ -240,7 +263,7 @@ def test_an_instructor_reads_the_class_mistakes_in_the_interface_language(app, c
 def dense_code(size: int = 65536) -> str:
     """The largest submission, of the kind that highlights into the most HTML (a span per token)."""
     line = "a=b+c*d-e/f%g|h&i^j\n"
-    return ("def train_step(*args):\n    return 0.0\n" + line * (size // len(line)))[:size - 1] + "\n"
+    return ("def train_step(*args):\n    return 0.0\n" + line * (size // len(line)))[: size - 1] + "\n"
 
 
 def test_the_learner_page_is_paged_and_stays_small_with_30_submissions_of_64_kib(app, course):

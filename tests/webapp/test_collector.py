@@ -35,8 +35,12 @@ class FakeWorker:
 
     def finish(self, status="pass"):
         result = {"status": status, "score": 1.0 if status == "pass" else 0.0, "checks": [], "output": ""}
-        self.queue.put("result", self.sid, self.attempt,
-                       {"status": "done", "result": result, "worker": self.name, "attempt": self.attempt})
+        self.queue.put(
+            "result",
+            self.sid,
+            self.attempt,
+            {"status": "done", "result": result, "worker": self.name, "attempt": self.attempt},
+        )
 
 
 @pytest.fixture
@@ -55,8 +59,10 @@ def row(app, sid):
 def event_types(app, sid):
     db = connect(app.config["DATABASE"])
     try:
-        return [(r["type"], r["attempt"]) for r in db.execute(
-            "SELECT type, attempt FROM events WHERE submission_id = ? ORDER BY id", (sid,))]
+        return [
+            (r["type"], r["attempt"])
+            for r in db.execute("SELECT type, attempt FROM events WHERE submission_id = ? ORDER BY id", (sid,))
+        ]
     finally:
         db.close()
 
@@ -240,12 +246,24 @@ def test_worker_event_log_sends_each_verdict_once_json_safe_and_leaves_done_to_t
 
 # ---------- whatever a worker reports, the submission ends and stays small ----------
 
+
 def forged_result(**extra):
     """A worker's result document as a learner's code could bend it (values the grader copied from the run)."""
-    result = {"status": "fail", "score": 0.5, "output": "", "plots": {}, "error": None,
-              "checks": [{"id": "call_order", "status": "fail", "message": "clipped before unscale_",
-                          "findings": [{"id": "clip_without_unscale", "message": "clipped", "line": 3,
-                                        "severity": "error"}]}]}
+    result = {
+        "status": "fail",
+        "score": 0.5,
+        "output": "",
+        "plots": {},
+        "error": None,
+        "checks": [
+            {
+                "id": "call_order",
+                "status": "fail",
+                "message": "clipped before unscale_",
+                "findings": [{"id": "clip_without_unscale", "message": "clipped", "line": 3, "severity": "error"}],
+            }
+        ],
+    }
     result.update(extra)
     return result
 
@@ -260,17 +278,38 @@ def _deep(depth):
 BIG = 10**30  # 31 digits: a trace event's line number rewritten by the learner's code
 HUGE = "x" * (10 * 1024 * 1024)
 FORGED = {
-    "31_digit_line": forged_result(checks=[{"id": "call_order", "status": "fail", "message": "m", "findings": [
-        {"id": "clip_without_unscale", "message": "clipped", "line": BIG, "severity": "error"}]}]),
-    "31_digit_score_and_measure": forged_result(score=BIG, checks=[
-        {"id": "parity", "status": "fail", "message": "m", "measured": {"steps": BIG, "n": -BIG}, "findings": []}]),
-    "10_mb_message_twice": forged_result(status="error", error={"type": "ValueError", "message": HUGE},
-                                         output=HUGE),
-    "nan": forged_result(score=float("nan"), checks=[
-        {"id": "parity", "status": "fail", "message": "m", "measured": {"ratio": float("nan"),
-                                                                          "max": float("inf")}, "findings": []}]),
-    "deep_nesting": forged_result(checks=[{"id": "parity", "status": "fail", "message": "m",
-                                           "measured": {"x": _deep(3000)}, "findings": []}]),
+    "31_digit_line": forged_result(
+        checks=[
+            {
+                "id": "call_order",
+                "status": "fail",
+                "message": "m",
+                "findings": [{"id": "clip_without_unscale", "message": "clipped", "line": BIG, "severity": "error"}],
+            }
+        ]
+    ),
+    "31_digit_score_and_measure": forged_result(
+        score=BIG,
+        checks=[
+            {"id": "parity", "status": "fail", "message": "m", "measured": {"steps": BIG, "n": -BIG}, "findings": []}
+        ],
+    ),
+    "10_mb_message_twice": forged_result(status="error", error={"type": "ValueError", "message": HUGE}, output=HUGE),
+    "nan": forged_result(
+        score=float("nan"),
+        checks=[
+            {
+                "id": "parity",
+                "status": "fail",
+                "message": "m",
+                "measured": {"ratio": float("nan"), "max": float("inf")},
+                "findings": [],
+            }
+        ],
+    ),
+    "deep_nesting": forged_result(
+        checks=[{"id": "parity", "status": "fail", "message": "m", "measured": {"x": _deep(3000)}, "findings": []}]
+    ),
 }
 
 
@@ -321,8 +360,13 @@ def test_a_huge_result_is_kept_cut_with_its_verdict_and_served_as_strict_json(ma
     client = app.test_client()
     sid = submit(client, CODE).get_json()["id"]
     FakeWorker(queue, sid, 1).heartbeat()
-    result = forged_result(status="error", error={"type": "ValueError", "message": HUGE}, output=HUGE,
-                           score=float("nan"), plots={"loss": {"submission": [0.5] * 200000, "baseline": [1.0] * 8}})
+    result = forged_result(
+        status="error",
+        error={"type": "ValueError", "message": HUGE},
+        output=HUGE,
+        score=float("nan"),
+        plots={"loss": {"submission": [0.5] * 200000, "baseline": [1.0] * 8}},
+    )
     put_outcome(queue, sid, {"status": "done", "result": result, "worker": "fake:1", "attempt": 1})
     run_collector(app, sid)
     response = client.get(f"/api/submissions/{sid}")
@@ -331,7 +375,8 @@ def test_a_huge_result_is_kept_cut_with_its_verdict_and_served_as_strict_json(ma
     kept = body["result"]
     assert (body["status"], kept["status"], kept["score"]) == ("done", "error", None)
     assert [(c["id"], c["status"], c["message"]) for c in kept["checks"]] == [
-        ("call_order", "fail", "clipped before unscale_")]
+        ("call_order", "fail", "clipped before unscale_")
+    ]
     assert f"[truncated: {len(HUGE)} bytes]" in kept["output"] and kept["output"].startswith("xxxx")
     assert f"[truncated: {len(HUGE)} bytes]" in kept["error"]["message"]
     assert kept["truncated"]["limit"] == 65536 and kept["truncated"]["plots"] in ("thinned", "dropped")
@@ -339,7 +384,8 @@ def test_a_huge_result_is_kept_cut_with_its_verdict_and_served_as_strict_json(ma
 
 
 def test_a_result_the_database_refuses_ends_as_an_error_after_three_passes_logged_once(
-        app, submit, monkeypatch, caplog):
+    app, submit, monkeypatch, caplog
+):
     from webapp import learner_lessons
 
     lease_app = app
@@ -361,7 +407,8 @@ def test_a_result_the_database_refuses_ends_as_an_error_after_three_passes_logge
         run_collector(lease_app, sid)
     r = row(lease_app, sid)
     assert r["status"] == "error" and r["error"] == (
-        "the grading result could not be stored: OverflowError: Python int too large to convert to SQLite INTEGER")
+        "the grading result could not be stored: OverflowError: Python int too large to convert to SQLite INTEGER"
+    )
     assert [t for t, _ in event_types(lease_app, sid)].count("done") == 1
     assert queue.peek("result", sid, 1) is None
     noisy = [rec for rec in caplog.records if rec.levelno >= logging.WARNING]
@@ -378,9 +425,18 @@ def test_storing_a_huge_forged_result_does_not_block_another_writer(tmp_path, su
     queue = app.extensions["amp_dojo_queue"]
     sid = new_submission(app, submit)
     FakeWorker(queue, sid, 1).heartbeat()
-    big = forged_result(output=HUGE, error={"message": HUGE}, checks=[
-        {"id": "call_order", "status": "fail", "message": HUGE, "findings": [
-            {"id": "clip_without_unscale", "message": "x", "line": BIG, "severity": "error"}]}])
+    big = forged_result(
+        output=HUGE,
+        error={"message": HUGE},
+        checks=[
+            {
+                "id": "call_order",
+                "status": "fail",
+                "message": HUGE,
+                "findings": [{"id": "clip_without_unscale", "message": "x", "line": BIG, "severity": "error"}],
+            }
+        ],
+    )
     put_outcome(queue, sid, {"status": "done", "result": big, "worker": "fake:1", "attempt": 1})
     stop, waits = threading.Event(), []
 
@@ -390,8 +446,10 @@ def test_storing_a_huge_forged_result_does_not_block_another_writer(tmp_path, su
             while not stop.is_set():
                 started = time.monotonic()
                 with transaction(db):
-                    db.execute("INSERT INTO site_settings (key, value) VALUES ('probe', '1') "
-                               "ON CONFLICT (key) DO UPDATE SET value = 'x'")
+                    db.execute(
+                        "INSERT INTO site_settings (key, value) VALUES ('probe', '1') "
+                        "ON CONFLICT (key) DO UPDATE SET value = 'x'"
+                    )
                 waits.append(time.monotonic() - started)
                 time.sleep(0.01)
         finally:
@@ -415,17 +473,20 @@ def test_worker_events_are_bounded_in_size_number_and_type(make_app, submit):
     sid = new_submission(app, submit)
     worker = FakeWorker(queue, sid, 1)
     worker.heartbeat()
-    forged = [{"type": "done\nevent: x", "data": {"stage": "static", "note": "y" * 100000, "line": BIG}},
-              {"type": "check", "data": {"check": "parity", "status": "pass", "ratio": float("nan")}},
-              {"type": "progress", "data": "not an object"}, "not an event"]
-    queue.put("events", sid, 1, forged + [{"type": "progress", "data": {"stage": "timing", "n": n}}
-                                           for n in range(50)])
+    forged = [
+        {"type": "done\nevent: x", "data": {"stage": "static", "note": "y" * 100000, "line": BIG}},
+        {"type": "check", "data": {"check": "parity", "status": "pass", "ratio": float("nan")}},
+        {"type": "progress", "data": "not an object"},
+        "not an event",
+    ]
+    queue.put("events", sid, 1, forged + [{"type": "progress", "data": {"stage": "timing", "n": n}} for n in range(50)])
     for _ in range(3):
         run_collector(app, sid)
     db = connect(app.config["DATABASE"])
     try:
-        stored = db.execute("SELECT type, data FROM events WHERE submission_id = ? AND source LIKE 'w:%' "
-                            "ORDER BY id", (sid,)).fetchall()
+        stored = db.execute(
+            "SELECT type, data FROM events WHERE submission_id = ? AND source LIKE 'w:%' ORDER BY id", (sid,)
+        ).fetchall()
     finally:
         db.close()
     assert len(stored) == 10
@@ -453,8 +514,10 @@ def test_a_result_stored_unbounded_before_is_served_cut(app, submit):
     sid = submit(client, CODE).get_json()["id"]
     db = connect(app.config["DATABASE"])
     try:  # as a version without bounds stored it
-        db.execute("UPDATE submissions SET status = 'done', result = ?, result_status = 'error' WHERE id = ?",
-                   (json.dumps(forged_result(status="error", output="y" * 3_000_000)), sid))
+        db.execute(
+            "UPDATE submissions SET status = 'done', result = ?, result_status = 'error' WHERE id = ?",
+            (json.dumps(forged_result(status="error", output="y" * 3_000_000)), sid),
+        )
     finally:
         db.close()
     response = client.get(f"/api/submissions/{sid}")

@@ -12,7 +12,8 @@ from webapp import create_app
 
 AUTOCAST = load_exercise("autocast")
 PRINTS_SCRIPT = AUTOCAST.reference.replace(
-    "    return loss", "    print(\"<script>alert('out')</script><img src=x onerror=alert(1)>\")\n    return loss")
+    "    return loss", "    print(\"<script>alert('out')</script><img src=x onerror=alert(1)>\")\n    return loss"
+)
 
 
 @pytest.fixture(scope="module")
@@ -21,10 +22,8 @@ def graded(tmp_path_factory):
     app = create_app(base_config(tmp_path_factory.mktemp("graded")))
     client = app.test_client()
     ids = {}
-    for name, code in (("reference", AUTOCAST.reference), ("starter", AUTOCAST.starter),
-                       ("prints", PRINTS_SCRIPT)):
-        response = client.post("/api/lessons/autocast/submissions", json={"code": code},
-                               headers=csrf_headers(client))
+    for name, code in (("reference", AUTOCAST.reference), ("starter", AUTOCAST.starter), ("prints", PRINTS_SCRIPT)):
+        response = client.post("/api/lessons/autocast/submissions", json={"code": code}, headers=csrf_headers(client))
         assert response.status_code == 202
         ids[name] = response.get_json()["id"]
     queue, graded_now = app.extensions["amp_dojo_queue"], 0
@@ -79,8 +78,13 @@ def parse_sse(text: str) -> list[dict]:
     for block in text.strip().split("\n\n"):
         fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line and not line.startswith(":"))
         if "event" in fields:
-            events.append({"id": int(fields["id"]) if "id" in fields else None, "event": fields["event"],
-                           "data": json.loads(fields["data"])})
+            events.append(
+                {
+                    "id": int(fields["id"]) if "id" in fields else None,
+                    "event": fields["event"],
+                    "data": json.loads(fields["data"]),
+                }
+            )
     return events
 
 
@@ -133,15 +137,18 @@ def test_history_lists_the_learners_submissions_newest_first(graded):
 def test_worker_applies_its_configured_sandbox_limits(make_app, submit, grade_queued):
     app = make_app(SANDBOX_LIMITS={"step_timeout_s": 2})
     client = app.test_client()
-    hangs = "def train_step(model, optimizer, inputs, targets, device_type, amp_dtype):\n    while True:\n        pass\n"
+    hangs = (
+        "def train_step(model, optimizer, inputs, targets, device_type, amp_dtype):\n    while True:\n        pass\n"
+    )
     sid = submit(client, hangs).get_json()["id"]
     assert grade_queued(app) == 1
     error = detail(client, sid)["result"]["error"]
     assert error["kind"] == "timeout" and "within 2 s" in error["message"] and error["line"] in (2, 3)
 
 
-def test_a_yaml_only_lesson_with_setup_code_is_graded_by_the_web_app(make_app, submit, grade_queued, tmp_path,
-                                                                    monkeypatch):
+def test_a_yaml_only_lesson_with_setup_code_is_graded_by_the_web_app(
+    make_app, submit, grade_queued, tmp_path, monkeypatch
+):
     """Adding a lesson is adding a file: no Python of the platform changes."""
     from pathlib import Path
 

@@ -14,27 +14,56 @@ from webapp import create_app
 from webapp.db import connect, current_revision, head_revision, init_db
 
 OLD_SCHEMA = (Path(__file__).resolve().parents[1] / "fixtures" / "schema_before_migrations.sql").read_text()
-RESULT = {"status": "fail", "score": 0.5, "checks": [
-    {"id": "call_order", "status": "fail", "findings": [
-        {"id": "clip_without_unscale", "message": "clipped before unscale_", "fix": "unscale first", "line": 14,
-         "severity": "error"},
-        {"id": "deprecated_api", "message": "old spelling", "fix": "new spelling", "line": 3, "severity": "info"}]},
-    {"id": "parity", "status": "pass", "findings": []}]}
+RESULT = {
+    "status": "fail",
+    "score": 0.5,
+    "checks": [
+        {
+            "id": "call_order",
+            "status": "fail",
+            "findings": [
+                {
+                    "id": "clip_without_unscale",
+                    "message": "clipped before unscale_",
+                    "fix": "unscale first",
+                    "line": 14,
+                    "severity": "error",
+                },
+                {
+                    "id": "deprecated_api",
+                    "message": "old spelling",
+                    "fix": "new spelling",
+                    "line": 3,
+                    "severity": "info",
+                },
+            ],
+        },
+        {"id": "parity", "status": "pass", "findings": []},
+    ],
+}
 
 
 def old_database(path: Path) -> None:
     """What the previous version left in instance/: a graded submission with its events, and a queued one."""
     db = sqlite3.connect(path)
     db.executescript(OLD_SCHEMA)
-    db.execute("INSERT INTO submissions (id, learner, client_ip, lesson, code, lang, status, attempt, created_at, "
-               "queued_at, enqueued_at, started_at, finished_at, result, result_status, score, graded_by) VALUES "
-               "('aa11', 'anon-1', '10.0.0.7', 'grad_scaler', 'print(1)', 'it', 'done', 1, 100.5, 100.5, 100.6, "
-               "101.0, 130.25, ?, 'fail', 0.5, 'host:1')", (json.dumps(RESULT),))
-    db.execute("INSERT INTO submissions (id, learner, lesson, code, status, created_at, queued_at) VALUES "
-               "('bb22', 'anon-1', 'autocast', 'x = 1', 'queued', 200.0, 200.0)")
+    db.execute(
+        "INSERT INTO submissions (id, learner, client_ip, lesson, code, lang, status, attempt, created_at, "
+        "queued_at, enqueued_at, started_at, finished_at, result, result_status, score, graded_by) VALUES "
+        "('aa11', 'anon-1', '10.0.0.7', 'grad_scaler', 'print(1)', 'it', 'done', 1, 100.5, 100.5, 100.6, "
+        "101.0, 130.25, ?, 'fail', 0.5, 'host:1')",
+        (json.dumps(RESULT),),
+    )
+    db.execute(
+        "INSERT INTO submissions (id, learner, lesson, code, status, created_at, queued_at) VALUES "
+        "('bb22', 'anon-1', 'autocast', 'x = 1', 'queued', 200.0, 200.0)"
+    )
     for n, (source, kind) in enumerate([("queued", "progress"), ("w:0", "progress"), ("done", "done")]):
-        db.execute("INSERT INTO events (submission_id, attempt, source, type, data, created_at) VALUES "
-                   "('aa11', 1, ?, ?, ?, ?)", (source, kind, json.dumps({"n": n}), 100.0 + n))
+        db.execute(
+            "INSERT INTO events (submission_id, attempt, source, type, data, created_at) VALUES "
+            "('aa11', 1, ?, ?, ?, ?)",
+            (source, kind, json.dumps({"n": n}), 100.0 + n),
+        )
     db.commit()
     db.close()
 
@@ -42,7 +71,9 @@ def old_database(path: Path) -> None:
 def dump(path: Path) -> dict:
     db = sqlite3.connect(path)
     try:
-        return {table: db.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall() for table in ("submissions", "events")}
+        return {
+            table: db.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall() for table in ("submissions", "events")
+        }
     finally:
         db.close()
 
@@ -59,8 +90,10 @@ def test_a_database_of_the_version_before_migrations_is_upgraded_in_place_with_n
         assert current_revision(db) == head_revision()
         found = db.execute("SELECT submission_id, check_id, finding_id, line FROM findings").fetchall()
         assert [tuple(r) for r in found] == [("aa11", "call_order", "clip_without_unscale", 14)]  # not the info one
-        records = db.execute("SELECT lesson, attempts, best_score, passed_at FROM learner_lessons "
-                             "WHERE learner = 'anon-1' ORDER BY lesson").fetchall()
+        records = db.execute(
+            "SELECT lesson, attempts, best_score, passed_at FROM learner_lessons "
+            "WHERE learner = 'anon-1' ORDER BY lesson"
+        ).fetchall()
         assert [tuple(r) for r in records] == [("autocast", 1, None, None), ("grad_scaler", 1, 0.5, None)]
     finally:
         db.close()
@@ -72,7 +105,9 @@ def test_a_database_of_the_version_before_migrations_is_upgraded_in_place_with_n
     assert (result["status"], result["score"]) == ("fail", 0.5)
     assert [f["id"] for f in result["checks"][0]["findings"]] == ["clip_without_unscale", "deprecated_api"]
     assert [e["data"]["n"] for e in detail["events"]] == [0, 1, 2]
-    assert {c["id"]: c["progress"] for c in client.get("/api/lessons").get_json()["lessons"]}["grad_scaler"] == "attempted"
+    assert {c["id"]: c["progress"] for c in client.get("/api/lessons").get_json()["lessons"]}[
+        "grad_scaler"
+    ] == "attempted"
     create_app(base_config(tmp_path, DATABASE=str(path)))  # a second start changes nothing
     assert dump(path) == before
 
@@ -120,9 +155,11 @@ def test_accounts_made_before_look_alike_names_were_refused_keep_signing_in_and_
             command.upgrade(config, "0002")
         password_hash = generate_password_hash(PASSWORD)
         for n, name in enumerate(["admin", "adm1n", "Grace.H"]):
-            db.execute("INSERT INTO users (username, username_key, password_hash, role, learner, session_token, "
-                       "created_at) VALUES (?, ?, ?, 'learner', ?, ?, 0)",
-                       (name, name.casefold(), password_hash, f"l{n}", f"t{n}"))
+            db.execute(
+                "INSERT INTO users (username, username_key, password_hash, role, learner, session_token, "
+                "created_at) VALUES (?, ?, ?, 'learner', ?, ?, 0)",
+                (name, name.casefold(), password_hash, f"l{n}", f"t{n}"),
+            )
     finally:
         db.close()
     app = create_app(base_config(tmp_path, DATABASE=str(path)))

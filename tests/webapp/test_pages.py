@@ -34,7 +34,7 @@ def test_lesson_page_never_contains_the_reference(client, lesson_id):
     ex = EXERCISES[lesson_id]
     html = client.get(f"/lessons/{lesson_id}").get_data(as_text=True)
     lines = ex.reference.splitlines()
-    windows = ["\n".join(lines[i:i + 3]) for i in range(len(lines) - 2)]
+    windows = ["\n".join(lines[i : i + 3]) for i in range(len(lines) - 2)]
     secret = [w for w in windows if w not in ex.starter and w not in ex.baseline and w.strip()]
     assert secret, "the reference should differ from the starter"
     for text in [ex.reference] + secret:
@@ -91,8 +91,10 @@ def test_unknown_pages_are_404(client):
 def hostile_exercises(tmp_path):
     """The autocast lesson with script, event-handler and javascript: URL injections in its Markdown."""
     data = yaml.safe_load((ROOT / "exercises" / "autocast.yaml").read_text())
-    data["lesson"]["en"] = ("Intro <script>alert('lesson')</script>\n\n<img src=x onerror=alert(1)>\n\n"
-                            "[click](javascript:alert(2)) and `code` <b onmouseover=alert(3)>bold</b>\n")
+    data["lesson"]["en"] = (
+        "Intro <script>alert('lesson')</script>\n\n<img src=x onerror=alert(1)>\n\n"
+        "[click](javascript:alert(2)) and `code` <b onmouseover=alert(3)>bold</b>\n"
+    )
     data["hints"][0] = {"en": "hint <script>alert('hint')</script>"}
     folder = tmp_path / "exercises"
     folder.mkdir()

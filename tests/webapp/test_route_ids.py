@@ -8,9 +8,14 @@ import pytest
 from webapp_testing import csrf_headers, make_instructor, signin
 
 OUT_OF_RANGE = [str(2**63), str(2**64), "9" * 20, "9" * 5000, "-1", "-9223372036854775809", "1e3", "0x10", "１"]
-ROUTES = [("GET", "/courses/{id}"), ("GET", "/teach/courses/{id}"), ("GET", "/teach/courses/{id}/gradebook.csv"),
-          ("GET", "/teach/courses/{id}/learners/1"), ("GET", "/teach/courses/1/learners/{id}"),
-          ("POST", "/api/quiz/autocast/{id}")]
+ROUTES = [
+    ("GET", "/courses/{id}"),
+    ("GET", "/teach/courses/{id}"),
+    ("GET", "/teach/courses/{id}/gradebook.csv"),
+    ("GET", "/teach/courses/{id}/learners/1"),
+    ("GET", "/teach/courses/1/learners/{id}"),
+    ("POST", "/api/quiz/autocast/{id}"),
+]
 
 
 @pytest.fixture
@@ -27,10 +32,14 @@ def _open(client, method: str, url: str):
 
 def test_every_int_route_is_in_the_table(app):
     """A route added with an <int:...> part is tested here too."""
-    rules = {re.sub(r"<int:\w+>", "{id}", r.rule).replace("<lesson_id>", "autocast")
-             for r in app.url_map.iter_rules() if "<int:" in r.rule}
-    assert rules == {url.replace("/learners/1", "/learners/{id}").replace("/courses/1/", "/courses/{id}/")
-                     for _m, url in ROUTES}
+    rules = {
+        re.sub(r"<int:\w+>", "{id}", r.rule).replace("<lesson_id>", "autocast")
+        for r in app.url_map.iter_rules()
+        if "<int:" in r.rule
+    }
+    assert rules == {
+        url.replace("/learners/1", "/learners/{id}").replace("/courses/1/", "/courses/{id}/") for _m, url in ROUTES
+    }
 
 
 @pytest.mark.parametrize("method,url", ROUTES)

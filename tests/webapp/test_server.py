@@ -46,14 +46,27 @@ def get(port: int, path: str = "/", timeout: float = 3.0, headers: dict | None =
 def served(tmp_path):
     """`amp-dojo serve` in a process of its own; yields its port."""
     port = free_port()
-    env = {**os.environ, "AMP_DOJO_DATABASE": str(tmp_path / "app.sqlite3"),
-           "AMP_DOJO_QUEUE_URL": f"sqlite:///{tmp_path / 'queue.sqlite3'}", "AMP_DOJO_SECRET_KEY": "test",
-           "AMP_DOJO_SANDBOX": "local", "AMP_DOJO_ALLOW_LOCAL_SANDBOX": "true", "AMP_DOJO_DEVICE": "cpu",
-           "AMP_DOJO_TRUSTED_PROXIES": "1", "AMP_DOJO_WARM_AT_START": "false", "AMP_DOJO_COLLECT_INTERVAL": "0"}
+    env = {
+        **os.environ,
+        "AMP_DOJO_DATABASE": str(tmp_path / "app.sqlite3"),
+        "AMP_DOJO_QUEUE_URL": f"sqlite:///{tmp_path / 'queue.sqlite3'}",
+        "AMP_DOJO_SECRET_KEY": "test",
+        "AMP_DOJO_SANDBOX": "local",
+        "AMP_DOJO_ALLOW_LOCAL_SANDBOX": "true",
+        "AMP_DOJO_DEVICE": "cpu",
+        "AMP_DOJO_TRUSTED_PROXIES": "1",
+        "AMP_DOJO_WARM_AT_START": "false",
+        "AMP_DOJO_COLLECT_INTERVAL": "0",
+    }
     env.pop("AMP_DOJO_CONFIG", None)
     log = open(tmp_path / "serve.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "webapp.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
-                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "webapp.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -81,8 +94,15 @@ def stop(proc: subprocess.Popen, timeout: float) -> None:
 
 
 def test_waitress_gets_the_limits_of_the_settings():
-    options = cli.waitress_options({"SERVER_CONNECTION_LIMIT": 500, "SERVER_CHANNEL_TIMEOUT": 30,
-                                    "SERVER_MAX_HEADER_BYTES": 32768, "MAX_CONTENT_LENGTH": 458752}, threads=16)
+    options = cli.waitress_options(
+        {
+            "SERVER_CONNECTION_LIMIT": 500,
+            "SERVER_CHANNEL_TIMEOUT": 30,
+            "SERVER_MAX_HEADER_BYTES": 32768,
+            "MAX_CONTENT_LENGTH": 458752,
+        },
+        threads=16,
+    )
     assert options["connection_limit"] == 500 and options["channel_timeout"] == 30
     assert options["max_request_body_size"] == 458752 and options["asyncore_use_poll"] is True
     assert options["cleanup_interval"] <= 10
@@ -133,10 +153,12 @@ def nginx_config(tmp_path: Path, listen: int, upstream: int) -> Path:
     site = (ROOT / "deploy" / "nginx.conf").read_text()
     assert "listen 80;" in site and "server 127.0.0.1:8000;" in site
     site = site.replace("listen 80;", f"listen 127.0.0.1:{listen};").replace(
-        "server 127.0.0.1:8000;", f"server 127.0.0.1:{upstream};")
+        "server 127.0.0.1:8000;", f"server 127.0.0.1:{upstream};"
+    )
     (tmp_path / "site.conf").write_text(site)
-    temp = "\n".join(f"    {kind}_temp_path {tmp_path / kind};" for kind in
-                     ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+    temp = "\n".join(
+        f"    {kind}_temp_path {tmp_path / kind};" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+    )
     main = tmp_path / "nginx.conf"
     main.write_text(f"""{"user root;" if os.geteuid() == 0 else ""}
 daemon off;
@@ -156,8 +178,11 @@ http {{
 @pytest.mark.skipif(_nginx() is None, reason="nginx is not installed (apt-get install nginx-light)")
 def test_nginx_with_the_checked_in_configuration_passes_a_page_and_a_live_stream(served, tmp_path):
     port = free_port()
-    proc = subprocess.Popen([_nginx(), "-p", str(tmp_path), "-c", str(nginx_config(tmp_path, port, served))],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [_nginx(), "-p", str(tmp_path), "-c", str(nginx_config(tmp_path, port, served))],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 20
         while True:
@@ -172,8 +197,12 @@ def test_nginx_with_the_checked_in_configuration_passes_a_page_and_a_live_stream
         cookie = response.getheader("Set-Cookie").split(";")[0]
         token = json.loads(body)["csrf_token"]
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-        conn.request("POST", "/api/lessons/autocast/submissions", body=json.dumps({"code": "x = 1\n"}),
-                     headers={"Cookie": cookie, "X-CSRF-Token": token, "Content-Type": "application/json"})
+        conn.request(
+            "POST",
+            "/api/lessons/autocast/submissions",
+            body=json.dumps({"code": "x = 1\n"}),
+            headers={"Cookie": cookie, "X-CSRF-Token": token, "Content-Type": "application/json"},
+        )
         answer = conn.getresponse()
         submission = json.loads(answer.read())
         conn.close()

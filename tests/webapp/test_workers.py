@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 AUTOCAST = load_exercise("autocast")
 # Half a second per training step: a grading that is surely still running when it is killed.
 SLOW_REFERENCE = AUTOCAST.reference.replace("import torch\n", "import time\nimport torch\n", 1).replace(
-    "    return loss", "    time.sleep(0.5)\n    return loss")
+    "    return loss", "    time.sleep(0.5)\n    return loss"
+)
 
 pytestmark = pytest.mark.slow
 
@@ -34,13 +35,26 @@ def free_port() -> int:
 
 def start_worker(queue_url: str, log_path: Path, **extra_env) -> subprocess.Popen:
     """`amp-dojo worker` in its own process group, as an operator would start it."""
-    env = dict(os.environ, AMP_DOJO_QUEUE_URL=queue_url, AMP_DOJO_SANDBOX="local",
-               AMP_DOJO_ALLOW_LOCAL_SANDBOX="true", AMP_DOJO_DEVICE="cpu", PYTHONPATH=str(ROOT),
-               AMP_DOJO_WARM_AT_START="false", **extra_env)
+    env = dict(
+        os.environ,
+        AMP_DOJO_QUEUE_URL=queue_url,
+        AMP_DOJO_SANDBOX="local",
+        AMP_DOJO_ALLOW_LOCAL_SANDBOX="true",
+        AMP_DOJO_DEVICE="cpu",
+        PYTHONPATH=str(ROOT),
+        AMP_DOJO_WARM_AT_START="false",
+        **extra_env,
+    )
     env.pop("AMP_DOJO_CONFIG", None)
     with open(log_path, "ab") as log:
-        return subprocess.Popen([sys.executable, "-m", "webapp.cli", "worker"], cwd=ROOT, env=env,
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        return subprocess.Popen(
+            [sys.executable, "-m", "webapp.cli", "worker"],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 def stop(proc: subprocess.Popen, sig=signal.SIGINT) -> None:
@@ -82,9 +96,23 @@ def redis_url(tmp_path):
             pytest.fail("AMP_DOJO_REQUIRE_REDIS is set but redis-server is not installed")
         pytest.skip("redis-server is not installed (set AMP_DOJO_REQUIRE_REDIS=1 to make this a failure)")
     port = free_port()
-    proc = subprocess.Popen([server, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no", "--dir", str(tmp_path)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            server,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(tmp_path),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     import redis
 
     client = redis.Redis(host="127.0.0.1", port=port)
@@ -125,8 +153,11 @@ def test_two_workers_on_redis_grade_every_submission_exactly_once(tmp_path, redi
     assert set(graded_by.values()) <= names and len(graded_by) == len(sids)
     import redis
 
-    claims = [k.decode() for k in redis.Redis.from_url(redis_url).hkeys("huey.results.ampdojo")
-              if k.startswith(b"amp-dojo:claim:")]
+    claims = [
+        k.decode()
+        for k in redis.Redis.from_url(redis_url).hkeys("huey.results.ampdojo")
+        if k.startswith(b"amp-dojo:claim:")
+    ]
     assert sorted(claims) == sorted(f"amp-dojo:claim:{sid}:1" for sid in sids)  # one attempt each, no duplicate
 
 
@@ -135,8 +166,9 @@ def _graded_by(app, sids) -> dict:
 
     db = connect(app.config["DATABASE"])
     try:
-        rows = db.execute(f"SELECT id, graded_by FROM submissions WHERE id IN ({','.join('?' * len(sids))})",
-                          sids).fetchall()
+        rows = db.execute(
+            f"SELECT id, graded_by FROM submissions WHERE id IN ({','.join('?' * len(sids))})", sids
+        ).fetchall()
         return {r["id"]: r["graded_by"] for r in rows}
     finally:
         db.close()

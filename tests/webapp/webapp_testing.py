@@ -66,10 +66,25 @@ def grade_as(app, sid: str, status: str, findings: list[dict] = (), score: float
 
     queue = app.extensions["amp_dojo_queue"]
     assert queue.claim(sid, 1, "scripted")
-    checks = [{"id": "call_order", "status": "fail" if findings else "pass", "message": "", "measured": {},
-               "threshold": None, "weight": 1.0, "findings": list(findings)}]
-    result = {"status": status, "score": score if score is not None else (1.0 if status == "pass" else 0.5),
-              "checks": checks, "output": "", "plots": {}, "error": None}
+    checks = [
+        {
+            "id": "call_order",
+            "status": "fail" if findings else "pass",
+            "message": "",
+            "measured": {},
+            "threshold": None,
+            "weight": 1.0,
+            "findings": list(findings),
+        }
+    ]
+    result = {
+        "status": status,
+        "score": score if score is not None else (1.0 if status == "pass" else 0.5),
+        "checks": checks,
+        "output": "",
+        "plots": {},
+        "error": None,
+    }
     queue.put("result", sid, 1, {"status": "done", "result": result, "worker": "scripted", "attempt": 1})
     db = connect(app.config["DATABASE"])
     try:

@@ -123,13 +123,26 @@ def _backfill():
     """Findings and learners' records of the submissions already there, by the rules of webapp.findings.rows and
     webapp.learner_lessons, frozen here. Code views are made when first shown."""
     bind = op.get_bind()
-    submissions = bind.execute(sa.text("SELECT id, learner, lesson, created_at, result, result_status, score "
-                                       "FROM submissions ORDER BY created_at, id")).fetchall()
+    submissions = bind.execute(
+        sa.text(
+            "SELECT id, learner, lesson, created_at, result, result_status, score "
+            "FROM submissions ORDER BY created_at, id"
+        )
+    ).fetchall()
     found, records = [], {}
     for sid, learner, lesson, created_at, text, result_status, score in submissions:
-        record = records.setdefault((learner, lesson), {"learner": learner, "lesson": lesson, "attempts": 0,
-                                                        "first_at": created_at, "best_score": None,
-                                                        "passed_at": None, "attempts_to_pass": None})
+        record = records.setdefault(
+            (learner, lesson),
+            {
+                "learner": learner,
+                "lesson": lesson,
+                "attempts": 0,
+                "first_at": created_at,
+                "best_score": None,
+                "passed_at": None,
+                "attempts_to_pass": None,
+            },
+        )
         record["attempts"] += 1
         if score is not None and (record["best_score"] is None or score > record["best_score"]):
             record["best_score"] = score
@@ -144,23 +157,54 @@ def _backfill():
             for finding in check.get("findings") or []:
                 if finding.get("severity", "error") != "info" and finding.get("id"):
                     line = finding.get("line")
-                    found.append({"s": sid, "le": learner, "ls": lesson, "t": created_at, "c": str(check.get("id")),
-                                  "f": str(finding["id"]), "l": line if isinstance(line, int) else None,
-                                  "m": finding.get("message"), "r": int(str(finding["id"]) in seen),
-                                  "x": json.dumps(finding["text"]["message"])
-                                  if isinstance(finding.get("text"), dict) and finding["text"].get("message") else None})
+                    found.append(
+                        {
+                            "s": sid,
+                            "le": learner,
+                            "ls": lesson,
+                            "t": created_at,
+                            "c": str(check.get("id")),
+                            "f": str(finding["id"]),
+                            "l": line if isinstance(line, int) else None,
+                            "m": finding.get("message"),
+                            "r": int(str(finding["id"]) in seen),
+                            "x": json.dumps(finding["text"]["message"])
+                            if isinstance(finding.get("text"), dict) and finding["text"].get("message")
+                            else None,
+                        }
+                    )
                     seen.add(str(finding["id"]))
     if found:
-        bind.execute(sa.text("INSERT INTO findings (submission_id, learner, lesson, created_at, check_id, finding_id, "
-                             "line, message, repeat, text) VALUES (:s, :le, :ls, :t, :c, :f, :l, :m, :r, :x)"), found)
+        bind.execute(
+            sa.text(
+                "INSERT INTO findings (submission_id, learner, lesson, created_at, check_id, finding_id, "
+                "line, message, repeat, text) VALUES (:s, :le, :ls, :t, :c, :f, :l, :m, :r, :x)"
+            ),
+            found,
+        )
     if records:
-        bind.execute(sa.text("INSERT INTO learner_lessons (learner, lesson, attempts, first_at, best_score, passed_at, "
-                             "attempts_to_pass) VALUES (:learner, :lesson, :attempts, :first_at, :best_score, "
-                             ":passed_at, :attempts_to_pass)"), list(records.values()))
+        bind.execute(
+            sa.text(
+                "INSERT INTO learner_lessons (learner, lesson, attempts, first_at, best_score, passed_at, "
+                "attempts_to_pass) VALUES (:learner, :lesson, :attempts, :first_at, :best_score, "
+                ":passed_at, :attempts_to_pass)"
+            ),
+            list(records.values()),
+        )
 
 
 def downgrade():
-    for table in ("site_settings", "stream_slots", "login_attempts", "code_views", "learner_lessons", "findings",
-                  "enrollments",
-                  "course_instructors", "course_lessons", "courses", "users"):
+    for table in (
+        "site_settings",
+        "stream_slots",
+        "login_attempts",
+        "code_views",
+        "learner_lessons",
+        "findings",
+        "enrollments",
+        "course_instructors",
+        "course_lessons",
+        "courses",
+        "users",
+    ):
         op.drop_table(table)

@@ -18,8 +18,9 @@ down_revision = "0003"
 branch_labels = None
 depends_on = None
 
-LOOKALIKES = str.maketrans({"0": "o", "1": "l", "i": "l", "2": "z", "3": "e", "4": "a", "5": "s", "6": "b",
-                            "7": "t", "8": "b", "9": "g"})
+LOOKALIKES = str.maketrans(
+    {"0": "o", "1": "l", "i": "l", "2": "z", "3": "e", "4": "a", "5": "s", "6": "b", "7": "t", "8": "b", "9": "g"}
+)
 PAIRS = (("rn", "m"), ("vv", "w"))
 
 
