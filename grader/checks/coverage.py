@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from grader.results import FAIL, PASS, CheckResult, finding
 from grader.wording.catalog import say
-from grader.worker.tracing import OUTSIDE_MODEL
+from grader.worker.precision import OUTSIDE_MODEL
 
 LOW = ("float16", "bfloat16")
 

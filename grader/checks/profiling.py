@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from grader.checks import parity
+from grader.checks import census_summary, parity
 from grader.results import ERROR, FAIL, NOT_APPLICABLE, PASS, CheckResult, Finding, finding, message_of
 from grader.wording.catalog import say
 from grader.wording.phrases import size
@@ -98,7 +98,7 @@ def _failed(spec, findings: list[Finding], n: int, key: str, measured: dict, thr
 
 
 def _steps(ev: ProfileEvidence) -> int:
-    return len(census.steady(ev.census))
+    return len(census_summary.steady(ev.census))
 
 
 # -- the answer ---------------------------------------------------------------------------------------------
@@ -152,12 +152,12 @@ def _name(text: str) -> str:
 def _saw(category: str, given: list[dict], device_type: str) -> object:
     """What the grader's profile of the given step shows for one category, in words."""
     if category == "host_sync":
-        events = census.of_kind(given, "sync")
+        events = census_summary.of_kind(given, "sync")
     elif category == "float32_matmul":
-        events = census.float32_matmuls(given)
+        events = census_summary.float32_matmuls(given)
     else:
-        events = census.of_kind(given, "copy")
-    n = census.symptoms(given, device_type)[category] or 0
+        events = census_summary.of_kind(given, "copy")
+    n = census_summary.symptoms(given, device_type)[category] or 0
     ops = ", ".join(sorted({e["op"] for e in events}))
     lines = ", ".join(str(line) for line in sorted({e["line"] for e in events if e["line"]}))
     return say(f"bottleneck.saw.{category}", n=n, ops=ops, lines=lines or "?")
@@ -165,7 +165,7 @@ def _saw(category: str, given: list[dict], device_type: str) -> object:
 
 def bottleneck(spec, ev: ProfileEvidence) -> CheckResult:
     names, line, problem = answer(ev.source, spec.answer)
-    shown = census.symptoms(ev.given_census, ev.device_type)
+    shown = census_summary.symptoms(ev.given_census, ev.device_type)
     judged = [c for c in census.CATEGORIES if shown[c] is not None]
     present = [c for c in judged if shown[c]]
     threshold = {"names": present, "judged": judged}
@@ -212,10 +212,10 @@ def bottleneck(spec, ev: ProfileEvidence) -> CheckResult:
 def host_syncs(spec, ev: ProfileEvidence) -> CheckResult:
     """What the profiler counted, plus the syncs of branches that cannot run on this device (read from the
     source; one the census saw at its line is counted once). Each such branch runs every step on CUDA."""
-    counted = census.of_kind(ev.census, "sync")
+    counted = census_summary.of_kind(ev.census, "sync")
     cuda_only = [f for f in ev.cuda_only if f.line not in {e["line"] for e in counted}]
-    worst = census.per_step(ev.census, "sync") + len(cuda_only)
-    given = census.per_step(ev.given_census, "sync")
+    worst = census_summary.per_step(ev.census, "sync") + len(cuda_only)
+    given = census_summary.per_step(ev.given_census, "sync")
     measured = {"per_step": worst, "given_per_step": given, "steps": _steps(ev), "cuda_only": len(cuda_only)}
     threshold = {"max_per_step": spec.max_per_step}
     if worst <= spec.max_per_step:
@@ -238,10 +238,10 @@ def _layer(e: dict, describe) -> object:
 
 
 def matmul_dtypes(spec, ev: ProfileEvidence) -> CheckResult:
-    fp32 = census.float32_matmuls(ev.census)
-    worst = census.per_step(ev.census, "matmul", census._float32)
-    total = census.per_step(ev.census, "matmul")
-    given = census.symptoms(ev.given_census, ev.device_type)["float32_matmul"]
+    fp32 = census_summary.float32_matmuls(ev.census)
+    worst = census_summary.per_step(ev.census, "matmul", census_summary.is_float32_matmul)
+    total = census_summary.per_step(ev.census, "matmul")
+    given = census_summary.symptoms(ev.given_census, ev.device_type)["float32_matmul"]
     measured = {"float32_per_step": worst, "matmuls_per_step": total, "given_float32_per_step": given}
     threshold = {"max_float32_per_step": 0}
     if fp32:
@@ -291,8 +291,8 @@ def _toward_fixed(ev: ProfileEvidence) -> dict | None:
 
 
 def transfers(spec, ev: ProfileEvidence) -> CheckResult:
-    worst = census.per_step(ev.census, "copy")
-    given = census.per_step(ev.given_census, "copy")
+    worst = census_summary.per_step(ev.census, "copy")
+    given = census_summary.per_step(ev.given_census, "copy")
     measured = {"per_step": worst, "given_per_step": given, "steps": _steps(ev)}
     threshold = {"max_per_step": spec.max_per_step}
     if worst <= spec.max_per_step:
@@ -300,7 +300,7 @@ def transfers(spec, ev: ProfileEvidence) -> CheckResult:
             spec.id, PASS, say("transfers.pass", n=worst, given=given), measured, threshold, weight=spec.weight
         )
     findings, seen = [], set()
-    for e in census.of_kind(ev.census, "copy"):
+    for e in census_summary.of_kind(ev.census, "copy"):
         key = "copy_to_host" if e["dir"] == "d2h" else "copy_to_device"
         if (key, e["line"]) not in seen:
             seen.add((key, e["line"]))
@@ -347,6 +347,6 @@ def plot(fixed: list[dict], given_census: list[dict], top_ops: list | None, devi
     """The grader's profile of the given step beside the fixed step's counts, for the web app."""
     return {
         "device": device_type,
-        "given": {**census.summary(given_census, device_type), "top_ops": top_ops or []},
-        "submission": census.summary(fixed, device_type),
+        "given": {**census_summary.summary(given_census, device_type), "top_ops": top_ops or []},
+        "submission": census_summary.summary(fixed, device_type),
     }

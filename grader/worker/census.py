@@ -29,6 +29,7 @@ from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatc
 
 # What the learner answers with, and what a profile can show: each name is a symptom a profile makes visible.
 CATEGORIES = ("host_sync", "float32_matmul", "host_device_copy")
+
 # The ops autocast runs in 16-bit (its lower-precision list), as they reach the dispatcher below autocast.
 MATMULS = {
     "mm",
@@ -48,6 +49,7 @@ MATMULS = {
     "_scaled_dot_product_cudnn_attention",
     "_prelu_kernel",
 }
+
 # Ops whose output size depends on the values: on a GPU the host must wait for them.
 DATA_DEPENDENT = {
     "nonzero",
@@ -59,11 +61,19 @@ DATA_DEPENDENT = {
     "argwhere",
     "repeat_interleave",
 }
+
 COPIES = {"_to_copy", "copy_", "_copy_from", "_copy_from_and_resize"}
+
 LOW = ("float16", "bfloat16")
+
 # The grader's own value reads inside a step (the recorder notes the loss it saw): not the learner's syncs.
 _GRADER_READS = {"record", "scale_w", "__torch_dispatch__"}
-_TRACING = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tracing.py")
+
+# the grader's own recording code: a read it makes (a loss value, a dispatch) is never the learner's
+_GRADER_FILES = {
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), name) for name in ("tracing.py", "precision.py")
+}
+
 MAX_EVENTS = 2000  # distinct (kind, op, line, ...) per step; a real step has a few dozen
 
 
@@ -99,7 +109,7 @@ class Census:
             code = frame.f_code
             if code.co_filename == self.path:
                 return frame.f_lineno, True
-            if code.co_filename == _TRACING and code.co_name in _GRADER_READS:
+            if code.co_filename in _GRADER_FILES and code.co_name in _GRADER_READS:
                 return None, False
             frame = frame.f_back
         return None, False
@@ -351,9 +361,8 @@ class CensusMode(TorchDispatchMode):
         return out
 
 
-# -- the real profiler, for the table a learner would read -----------------------------------------------------
-
 TOP_OPS = 12
+
 # Rows shown whatever their time: what a profile shows a sync or a copy by (on a CPU they cost nothing, on a GPU
 # the time they cost is the device's idling, not their own).
 TELLING = (
@@ -412,69 +421,3 @@ def top_ops(events, device_type: str) -> list[dict]:
     shown = ranked[:TOP_OPS]
     shown += [r for r in ranked[TOP_OPS:] if r["op"].startswith(TELLING)][:4]
     return shown
-
-
-# -- summaries, in the grading process -------------------------------------------------------------------------
-
-
-def steady(steps: list[dict]) -> list[dict]:
-    """The steps a verdict is made on: all but the first, which may build what later steps reuse (a constant
-    copied to the device once, autocast's weight casts)."""
-    return steps[1:] if len(steps) > 1 else steps
-
-
-def of_kind(steps: list[dict], ev: str, **match) -> list[dict]:
-    """Events of one kind over the steady steps, merged per (op, line, ...): `n` is the count over those steps,
-    `worst` the most in any one step."""
-    merged: dict[tuple, dict] = {}
-    for step in steady(steps):
-        here: Counter = Counter()
-        for e in step["events"]:
-            if e["ev"] != ev or any(e.get(k) != v for k, v in match.items()):
-                continue
-            key = tuple(sorted((k, v) for k, v in e.items() if k not in ("n", "bytes")))
-            slot = merged.setdefault(key, {**e, "n": 0, "bytes": 0, "worst": 0})
-            slot["n"] += e["n"]
-            slot["bytes"] += e.get("bytes", 0)
-            here[key] += e["n"]
-        for key, n in here.items():
-            merged[key]["worst"] = max(merged[key]["worst"], n)
-    return sorted(merged.values(), key=lambda e: (e["line"] is None, e["line"] or 0))
-
-
-def _float32(e: dict) -> bool:
-    return e["ev"] == "matmul" and e["dtype"] not in LOW
-
-
-def per_step(steps: list[dict], ev: str, keep=None) -> int:
-    """The most events of a kind (that `keep` accepts) in any one steady step."""
-    worst = 0
-    for step in steady(steps):
-        worst = max(worst, sum(e["n"] for e in step["events"] if e["ev"] == ev and (keep is None or keep(e))))
-    return worst
-
-
-def float32_matmuls(steps: list[dict]) -> list[dict]:
-    return [e for e in of_kind(steps, "matmul") if _float32(e)]
-
-
-def symptoms(steps: list[dict], device_type: str) -> dict[str, int | None]:
-    """Per category, the most events in one steady step; None where this device cannot show it (no device to
-    copy to on a CPU)."""
-    return {
-        "host_sync": per_step(steps, "sync"),
-        "float32_matmul": per_step(steps, "matmul", _float32),
-        "host_device_copy": per_step(steps, "copy") if device_type == "cuda" else None,
-    }
-
-
-def summary(steps: list[dict], device_type: str) -> dict:
-    """For the result's plots: counts per category and the matmuls by dtype, per steady step."""
-    n = max(len(steady(steps)), 1)
-    by_dtype: Counter = Counter()
-    for e in of_kind(steps, "matmul"):
-        by_dtype[e["dtype"]] += e["n"]
-    return {
-        "per_step": symptoms(steps, device_type),
-        "matmuls_by_dtype": {k: round(v / n, 2) for k, v in sorted(by_dtype.items())},
-    }

@@ -25,6 +25,7 @@ import warnings
 
 from grader.worker.channel import Channel
 from grader.worker.errors import StepError, call_failure, describe_exception
+from grader.worker.precision import PrecisionMode
 
 
 class Worker:
@@ -207,7 +208,7 @@ class Worker:
         return fn
 
     def steps(self, msg: dict) -> dict:
-        from grader.worker import memory, tracing, workload
+        from grader.worker import memory, workload
 
         self._backend_flags()
         losses, scales, reply = [], [], {}
@@ -223,7 +224,7 @@ class Worker:
             if rec and msg.get("trace"):
                 rec.events, rec.active = [], True
             if msg.get("coverage"):
-                precision = tracing.PrecisionMode(rec, self.module_names)
+                precision = PrecisionMode(rec, self.module_names)
                 for model in self.problem.models.values():
                     precision.attach(model)
             mem: dict = {}

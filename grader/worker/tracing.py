@@ -13,21 +13,8 @@ import sys
 import weakref
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils.flop_counter import flop_registry, sdpa_backward_flop_count, sdpa_flop_count
 
-OUTSIDE_MODEL = "(backward or outside the model)"  # where FLOPs that no module's forward ran are counted
-LOSS_OPS = {
-    "nll_loss_forward",
-    "nll_loss2d_forward",
-    "mse_loss",
-    "l1_loss",
-    "smooth_l1_loss",
-    "huber_loss",
-    "binary_cross_entropy",
-    "binary_cross_entropy_with_logits",
-    "cross_entropy_loss",
-}
+from grader.worker.precision import PrecisionMode
 
 
 class Recorder:
@@ -424,77 +411,3 @@ def _parameters_listed(args, kwargs):
     elif "parameters" in kwargs:
         kwargs = {**kwargs, "parameters": listed}
     return args, kwargs, listed
-
-
-def _cpu_sdpa(query, key, value, *args, out_val=None, **kwargs):
-    return sdpa_flop_count(query.shape, key.shape, value.shape)
-
-
-def _cpu_sdpa_backward(grad_out, query, key, value, *args, out_val=None, **kwargs):
-    return sdpa_backward_flop_count(grad_out.shape, query.shape, key.shape, value.shape)
-
-
-# The fused CPU attention kernels are not in torch's FLOP registry; without them a transformer's attention
-# matmuls would be invisible to the coverage check.
-EXTRA_FLOPS = {}
-for _name, _count in (
-    ("_scaled_dot_product_flash_attention_for_cpu", _cpu_sdpa),
-    ("_scaled_dot_product_flash_attention_for_cpu_backward", _cpu_sdpa_backward),
-):
-    if hasattr(torch.ops.aten, _name):
-        EXTRA_FLOPS[getattr(torch.ops.aten, _name)] = _count
-
-
-class PrecisionMode(TorchDispatchMode):
-    """Counts matmul/conv FLOPs by dtype and by the module that ran them, and
-    notes loss ops with the autocast state they ran under. Ops arrive here
-    after autocast has cast their inputs, so the dtype is what really ran."""
-
-    def __init__(self, recorder: Recorder, module_names: dict[int, str]):
-        super().__init__()
-        self.recorder = recorder
-        self.flops: dict[str, int] = {}
-        self.by_module: dict[str, dict[str, int]] = {}
-        self.loss_values: list[float] = []
-        self._stack: list[str] = []
-        self._names = module_names
-        self._handles = []
-
-    def attach(self, model: torch.nn.Module):
-        for module in model.modules():
-            self._handles.append(module.register_forward_pre_hook(self._push))
-            self._handles.append(module.register_forward_hook(self._pop))
-
-    def detach(self):
-        for handle in self._handles:
-            handle.remove()
-        self._handles.clear()
-
-    def _push(self, module, args):
-        self._stack.append(self._names.get(id(module), type(module).__name__))
-
-    def _pop(self, module, args, output):
-        if self._stack:
-            self._stack.pop()
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        out = func(*args, **kwargs)
-        packet = func._overloadpacket
-        counter = flop_registry.get(packet) or EXTRA_FLOPS.get(packet)
-        if counter is not None:
-            flops = int(counter(*args, **kwargs, out_val=out))
-            tensor = next((a for a in args if isinstance(a, torch.Tensor)), None)
-            dtype = str(tensor.dtype).replace("torch.", "") if tensor is not None else "unknown"
-            self.flops[dtype] = self.flops.get(dtype, 0) + flops
-            where = self._stack[-1] if self._stack else OUTSIDE_MODEL
-            mod = self.by_module.setdefault(where, {})
-            mod[dtype] = mod.get(dtype, 0) + flops
-        name = packet.__name__
-        if name in LOSS_OPS:
-            value = out[0] if isinstance(out, tuple) else out
-            if isinstance(value, torch.Tensor) and value.numel() == 1:
-                self.recorder.emit(
-                    "loss_op", op=name, autocast=self.recorder.autocast_on(), value=float(value.detach().float())
-                )
-        return out

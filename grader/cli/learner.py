@@ -1,9 +1,5 @@
-"""The `grader` command: a thin layer over `runner.run()` and `validate`.
-Exit codes: 0 pass, 1 fail (the learner's code), 2 usage/exercise/environment.
-
-PyTorch is imported only by the commands that grade, and `grader check` first starts
-the sandbox that will run the learner's code, so that the two imports of PyTorch
-(here and in the sandbox) happen side by side."""
+"""The commands a learner uses: list and show lessons, start one, check a solution (once or on every save),
+hints and the quick-check quiz."""
 
 from __future__ import annotations
 
@@ -14,44 +10,18 @@ from pathlib import Path
 
 import click
 
+from grader.cli.options import DEVICE, LANG, LIMIT, SANDBOX, keep_trusted_runs, launcher_for, warm_launcher
 from grader.errors import GraderError
 from grader.lesson import hints, quiz
-from grader.lesson.base import LANGUAGES, localize
+from grader.lesson.base import localize
 from grader.lesson.loader import load_all, load_exercise
 from grader.lesson.schema import Exercise
 from grader.results import PASS
-from grader.sandboxes.kinds import SANDBOXES, make_launcher
-from grader.sandboxes.limits import limits_from
 from grader.wording import formats, report
 from grader.wording.phrases import phrase
 
-DEVICE = click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda")
-SANDBOX = click.option(
-    "--sandbox",
-    type=click.Choice(SANDBOXES),
-    default="auto",
-    show_default=True,
-    envvar="AMP_DOJO_SANDBOX",
-    help="where learner code runs: docker, bwrap, local (not isolated); auto picks the first that works here",
-)
-LIMIT = click.option(
-    "--limit",
-    "limits",
-    multiple=True,
-    metavar="NAME=VALUE",
-    help="change a sandbox limit, e.g. --limit memory_bytes=8e9 --limit step_timeout_s=120 "
-    "(names and defaults: docs/security.md)",
-)
-LANG = click.option("--lang", type=click.Choice(LANGUAGES), default="en", show_default=True)
 
-
-@click.group()
-@click.version_option(package_name="amp-dojo")
-def main():
-    """AMP Dojo's grader: learn mixed precision by writing code a machine checks."""
-
-
-@main.command("list")
+@click.command("list")
 @LANG
 def list_(lang):
     """List the exercises (a broken lesson file is named, with its problems, and skipped)."""
@@ -63,7 +33,7 @@ def list_(lang):
         click.echo(f"skipped: {problem}", err=True)
 
 
-@main.command()
+@click.command()
 @click.argument("exercise_id")
 @LANG
 @click.option("--hints", "with_hints", is_flag=True, help="also print the hints")
@@ -103,33 +73,7 @@ def show(exercise_id, lang, with_hints, with_quiz):
     )
 
 
-@main.command()
-@click.argument("exercise_id")
-@click.option(
-    "--dir",
-    "folder",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("exercises"),
-    show_default=True,
-    help="the lesson folder to write into",
-)
-def new(exercise_id, folder):
-    """Write a lesson skeleton to fill in (text marked TODO, working code, workload and checks)."""
-    import re
-
-    from grader.lesson.skeleton import skeleton
-
-    if not re.fullmatch(r"[a-z][a-z0-9_-]*", exercise_id):
-        raise GraderError(f"{exercise_id!r} is not a lesson id: use lower-case letters, digits, _ and -")
-    target = folder / f"{exercise_id}.yaml"
-    if target.exists():
-        raise GraderError(f"{target} exists already")
-    folder.mkdir(parents=True, exist_ok=True)
-    target.write_text(skeleton(exercise_id, str(target)), encoding="utf-8")
-    click.echo(f"wrote {target}: fill in every TODO, then run: grader validate {target}")
-
-
-@main.command()
+@click.command()
 @click.argument("exercise_id")
 @click.argument("path", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--force", is_flag=True, help="overwrite an existing file")
@@ -143,7 +87,7 @@ def start(exercise_id, path, force):
     click.echo(f"wrote {path}; edit it, then run: grader check {ex.id} {path}")
 
 
-@main.command()
+@click.command()
 @click.argument("exercise_id")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="print the result document (same as --format native)")
@@ -188,24 +132,6 @@ def check(exercise_id, file, as_json, fmt, output, watch, colour, device, sandbo
         sys.exit(watch_file(grading) if watch else grading())
     finally:
         launcher.close()
-
-
-def warm_launcher(launcher, device: str, again: bool = False):
-    """The launcher behind a pool of one warm sandbox, started now, before this process imports PyTorch; with
-    --watch (`again`) the next grading's sandbox is started behind each one. The device is guessed without
-    PyTorch (an NVIDIA device node means CUDA); a wrong guess only costs the warm start."""
-    from grader.sandboxes.pool import WarmPool
-
-    guess = device if device != "auto" else ("cuda" if Path("/dev/nvidiactl").exists() else "cpu")
-    return WarmPool(launcher, size=1, devices=(guess,), refill=again)
-
-
-def keep_trusted_runs():
-    """Trusted runs (each lesson's FP32 baseline and reference) are kept in the user's cache folder, so only the
-    first `grader check` of a lesson on this machine computes them."""
-    from grader import runner
-
-    runner.use_trusted_store(runner.DirectoryStore(runner.user_cache_dir()))
 
 
 @dataclass
@@ -272,17 +198,7 @@ def watch_file(grading: Grading) -> int:
     return 1 if code is None else code
 
 
-def launcher_for(sandbox: str, limits: tuple[str, ...] = (), lang: str = "en"):
-    pairs = [item.partition("=") for item in limits]
-    if any(not sep for _, sep, _ in pairs):
-        raise GraderError("--limit takes NAME=VALUE, e.g. --limit memory_bytes=8e9")
-    launcher = make_launcher(sandbox, limits_from({k: v for k, _, v in pairs}), allow_local=True)
-    if not launcher.isolated:
-        click.echo(f"  .. {phrase('report.local_sandbox', lang)}", err=True)
-    return launcher
-
-
-@main.command()
+@click.command()
 @click.argument("exercise_id")
 @LANG
 @click.option("--reset", is_flag=True, help="forget which hints of this lesson you have seen")
@@ -310,7 +226,7 @@ def hint(exercise_id, lang, reset):
     click.echo(click.style(phrase("hint.more" if shown < total else "hint.again", lang, lesson=ex.id), dim=True))
 
 
-@main.command("quiz")
+@click.command("quiz")
 @click.argument("exercise_id")
 @LANG
 def quiz_(exercise_id, lang):
@@ -349,159 +265,3 @@ def _ask_choice(letters: str, lang: str) -> int:
         return letters.index(text)
 
     return click.prompt(phrase("quiz.prompt", lang, letters="/".join(letters)), value_proc=parse)
-
-
-@main.command()
-@click.argument("paths", nargs=-1)
-@click.option("--schema-only", is_flag=True, help="only check the files' structure, do not grade")
-@click.option("--no-mutants", is_flag=True, help="skip the mutants (faster; the lesson's power is not checked)")
-@DEVICE
-@SANDBOX
-@LIMIT
-def validate(paths, schema_only, no_mutants, device, sandbox, limits):
-    """Prove exercises are sound: schema, a workload that learns, reference passes, starter and mutants fail."""
-    from grader.authoring.validate import expand, margins, measured_row, validate_file
-
-    files = expand(list(paths))
-    if not files:
-        raise GraderError("no exercise files found")
-    bad = 0
-    launcher = None if schema_only else launcher_for(sandbox, limits)
-    for path in files:
-        report = validate_file(
-            path,
-            device=device,
-            grade=not schema_only,
-            launcher=launcher,
-            progress=lambda m: click.echo(f"  .. {m}", err=True),
-            with_mutants=not no_mutants,
-        )
-        for problem in report.problems:
-            click.echo(problem)
-        if report.reference:
-            row = measured_row(report.reference)
-            click.echo(
-                f"{report.exercise_id}: reference {row['status']} (coverage {row['coverage']}, "
-                f"parity {row['parity_update']}, memory ratio {row['memory_ratio']}, speedup {row['speedup']}); "
-                f"starter {report.starter.status}"
-            )
-            click.echo(f"{report.exercise_id}: reference margins: " + "; ".join(margins(report.reference)))
-            if report.examples:
-                right = sum(not m for m in report.examples.values())
-                click.echo(
-                    f"{report.exercise_id}: examples: {right} of {len(report.examples)} judged as the lesson says"
-                )
-        if report.mutants:
-            counted = [m for m in report.mutants if m.skipped is None]
-            click.echo(
-                f"{report.exercise_id}: mutation score {report.mutation_score:.0%} "
-                f"({sum(m.killed for m in counted)} of {len(counted)} mutants fail)"
-            )
-            for m in report.mutants:
-                click.echo("  " + mutant_line(m))
-        click.echo(f"{path}: {'ok' if report.ok else 'PROBLEMS'}")
-        bad += not report.ok
-    if bad:
-        raise SystemExit(1)
-
-
-def mutant_line(m) -> str:
-    if m.skipped is not None:
-        return f"skipped  {m.name:<22} {m.skipped}"
-    if not m.killed:
-        return click.style("SURVIVED", fg="red", bold=True) + f" {m.name:<22} {m.description}"
-    by = ", ".join(m.failed_checks) or "-"
-    how = f"error: {m.error[:80]}" if m.status == "error" else f"failed {by}"
-    return f"killed   {m.name:<22} {how}"
-
-
-@main.command()
-@click.argument("exercise_ids", nargs=-1)
-@DEVICE
-@SANDBOX
-@LIMIT
-def warm(exercise_ids, device, sandbox, limits):
-    """Compute the trusted runs (FP32 baseline and reference) of these lessons (default: all) into the cache
-    that `grader check` uses, so that no check waits for them."""
-    from grader import runner
-
-    keep_trusted_runs()
-    launcher = launcher_for(sandbox, limits)
-    exercises = load_all()
-    unknown = [i for i in exercise_ids if i not in exercises]
-    if unknown:
-        raise GraderError(f"no lesson {', '.join(unknown)}; `grader list` shows them")
-    device = runner.resolve_device(device)
-    for ex in [exercises[i] for i in exercise_ids] or exercises.values():
-        computed = runner.warm(ex, device, launcher)
-        click.echo(f"{ex.id:<20} {'computed ' + ', '.join(computed) if computed else 'already cached'}")
-    click.echo(f"trusted runs for {device} ({launcher.name} sandbox) are in {runner.user_cache_dir()}")
-
-
-@main.command()
-@DEVICE
-@SANDBOX
-@LIMIT
-@click.option("--json", "as_json", is_flag=True)
-def selftest(device, sandbox, limits, as_json):
-    """Grade every reference and starter here; print what was measured."""
-    from grader import runner
-    from grader.authoring.validate import measured_row
-    from grader.judge.devices import bf16_support
-
-    launcher = launcher_for(sandbox, limits)
-    support = bf16_support()
-    if runner.resolve_device(device) == "cpu":
-        click.echo(support.describe(), err=as_json)
-    rows = []
-    for ex in load_all().values():
-        for role, code in (("reference", ex.reference), ("starter", ex.starter)):
-            click.echo(f"  .. {ex.id} {role}", err=True)
-            rows.append(
-                {
-                    "exercise": ex.id,
-                    "code": role,
-                    **measured_row(runner.run(ex, code, device=device, launcher=launcher)),
-                }
-            )
-    if as_json:
-        click.echo(json.dumps(rows, indent=2))
-    else:
-        click.echo(table(rows, runner.resolve_device(device)))
-    wrong = [r for r in rows if (r["code"] == "reference") != (r["status"] == PASS)]
-    sys.exit(1 if wrong else 0)
-
-
-def table(rows: list[dict], device: str) -> str:
-    fmt = lambda v: "-" if v is None else (f"{v:.3g}" if isinstance(v, float) else str(v))  # noqa: E731
-    head = [
-        "exercise",
-        "code",
-        "status",
-        "score",
-        "coverage",
-        "speedup",
-        "speedup_low",
-        "memory_ratio",
-        "parity_update",
-        "seconds",
-    ]
-    body = [[fmt(r[h]) for h in head] for r in rows]
-    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
-    line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
-    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
-    return "\n".join([f"device: {device}", line(head), sep, *map(line, body)])
-
-
-@main.command()
-@click.option(
-    "--output",
-    "-o",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=Path("docs/exercise.schema.json"),
-    show_default=True,
-)
-def schema(output):
-    """Write the JSON Schema of lesson files (for editor completion)."""
-    output.write_text(json.dumps(Exercise.model_json_schema(), indent=2) + "\n")
-    click.echo(f"wrote {output}")
