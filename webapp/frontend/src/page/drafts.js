@@ -1,5 +1,8 @@
 /* The learner's draft of a lesson, kept in the browser's localStorage so that a reload, a closed tab or a
-   crash does not lose it: saved 400 ms after the last change. Storage and timers come in as parameters. */
+   crash does not lose it. Saved 400 ms after the last change, and at once when the page is hidden or left
+   (pagehide, visibilitychange to hidden), so a quick reload right after typing keeps the last keystrokes.
+   (Not `unload`/`beforeunload`: browsers may skip them, and they keep a page out of the back/forward cache.)
+   Storage, timers and the window/document to listen on come in as parameters. */
 
 export const SAVE_DELAY_MS = 400;
 
@@ -86,8 +89,37 @@ export class DraftSaver {
     return true;
   }
 
+  // Saves `text` now (a submission loaded into the editor), dropping any change still waiting.
+  saveNow(text) {
+    this.stopTimer();
+    this.pending = null;
+    this.store.save(text);
+  }
+
+  // Forgets the draft (reset to the starter), including a change still waiting.
+  clear() {
+    this.stopTimer();
+    this.pending = null;
+    this.store.clear();
+  }
+
   stopTimer() {
     if (this.timer !== null) this.cancel(this.timer);
     this.timer = null;
   }
+}
+
+// Saves the waiting change when the page goes away or out of sight. `win` and `doc` are event targets
+// (the window and the document); returns a function that removes the listeners.
+export function saveOnLeave(saver, win, doc) {
+  const onPageHide = () => saver.flush();
+  const onVisibility = () => {
+    if (doc.visibilityState === "hidden") saver.flush();
+  };
+  win.addEventListener("pagehide", onPageHide);
+  doc.addEventListener("visibilitychange", onVisibility);
+  return () => {
+    win.removeEventListener("pagehide", onPageHide);
+    doc.removeEventListener("visibilitychange", onVisibility);
+  };
 }

@@ -7,7 +7,7 @@ import { timeAgo } from "./format.js";
 import { PanelState } from "./panel-state.js";
 import { ResultsPanel } from "./results.js";
 import { follow, reattach, isFinished } from "./stream.js";
-import { DraftSaver, draftStore, initialDoc, browserStorage } from "./drafts.js";
+import { DraftSaver, draftStore, initialDoc, saveOnLeave, browserStorage } from "./drafts.js";
 import { renderHistory } from "./history.js";
 import { bindHints } from "./hints.js";
 import { Quiz, bindQuiz } from "./quiz.js";
@@ -45,7 +45,7 @@ export function initLesson(page, env) {
         return;
       }
       editor.setValue(res.data.code);
-      drafts.store.save(res.data.code);
+      drafts.saveNow(res.data.code);
       draftState.textContent = tr("Loaded the submission of {time}", { time: timeAgo(res.data.created_at) });
       editor.focus();
     });
@@ -101,11 +101,12 @@ export function initLesson(page, env) {
   const start = initialDoc(drafts.store.load(), lesson.starter);
   editor = makeEditor(host, start.doc, run, (text) => drafts.changed(text));
   if (start.restored) draftState.textContent = tr("Draft restored");
+  saveOnLeave(drafts, win, doc);
   runButton.addEventListener("click", run);
   doc.getElementById("reset-button").addEventListener("click", () => {
     if (!win.confirm(tr("Replace your code with the starter code? Your draft will be lost."))) return;
     editor.setValue(lesson.starter);
-    drafts.store.clear();
+    drafts.clear();
     draftState.textContent = tr("Reset to the starter");
     editor.focus();
   });
