@@ -6,9 +6,13 @@
 
 export const SAVE_DELAY_MS = 400;
 
-// One draft per lesson in this browser.
-export function draftKey(lessonId) {
-  return "amp-dojo:draft:" + lessonId;
+// One draft per lesson and learner in this browser. `user` is the signed-in account's name (lesson.html puts it
+// on #editor-host as data-draft-owner), so on a shared classroom computer one account never gets another's
+// draft; "" for the anonymous learner, whose drafts keep the key they always had (lesson ids are plain
+// identifiers, which encodeURIComponent leaves as they are; it keeps a ":" in either part from faking the other).
+export function draftKey(lessonId, user) {
+  const base = "amp-dojo:draft:" + encodeURIComponent(lessonId);
+  return user ? base + ":user:" + encodeURIComponent(user) : base;
 }
 
 // The browser's localStorage, or null where even reaching it throws (some private modes, blocked cookies).
@@ -21,8 +25,8 @@ export function browserStorage(win) {
 }
 
 // load/save/clear of one lesson's draft; storage that is missing or refuses (quota, private mode) is no error.
-export function draftStore(storage, lessonId) {
-  const key = draftKey(lessonId);
+export function draftStore(storage, lessonId, user) {
+  const key = draftKey(lessonId, user);
   return {
     key,
     load() {

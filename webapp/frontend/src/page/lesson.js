@@ -23,7 +23,7 @@ export function initLesson(page, env) {
   const history = doc.getElementById("history-list");
   const following = { api, EventSource: env.EventSource, setTimeout: env.setTimeout };
   const host = doc.getElementById("editor-host");
-  const drafts = new DraftSaver(draftStore(browserStorage(win), lesson.id), {
+  const drafts = new DraftSaver(draftStore(browserStorage(win), lesson.id, host.dataset.draftOwner || ""), {
     setTimeout: env.setTimeout,
     clearTimeout: env.clearTimeout,
     onSaved: () => { draftState.textContent = tr("Draft saved"); },
