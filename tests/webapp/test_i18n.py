@@ -19,7 +19,8 @@ def ui_strings() -> set[str]:
     found = set()
     for template in (WEBAPP / "templates").rglob("*.html"):
         found |= set(re.findall(r'_\("((?:[^"\\]|\\.)*)"', template.read_text()))
-    found |= set(re.findall(r'\btr\("((?:[^"\\]|\\.)*)"', (WEBAPP / "static" / "app.js").read_text()))
+    for script in (WEBAPP / "frontend" / "src" / "page").glob("*.js"):  # the page logic, bundled into amp-dojo.js
+        found |= set(re.findall(r'\btr\("((?:[^"\\]|\\.)*)"', script.read_text()))
     python = "\n".join(p.read_text() for p in WEBAPP.glob("*.py"))
     for literals in re.findall(r'gettext\(\s*((?:"(?:[^"\\]|\\.)*"\s*)+)', python):  # "..." "..." is one string
         found.add("".join(re.findall(r'"((?:[^"\\]|\\.)*)"', literals)))

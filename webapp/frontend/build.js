@@ -47,7 +47,7 @@ function describe(name) {
 
 function banner(packages) {
   const lines = [
-    "AMP Dojo browser bundle: window.AmpDojo = { createEditor, lineChart, barChart }.",
+    "AMP Dojo browser bundle: window.AmpDojo = { createEditor, lineChart, barChart }, and the pages' logic (src/page/).",
     "Source: webapp/frontend (rebuild: cd webapp/frontend && npm ci && npm run build).",
     "",
     "Bundled third-party packages, each under the MIT license:",

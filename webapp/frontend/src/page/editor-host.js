@@ -1,0 +1,44 @@
+// The lesson's code editor: CodeMirror (../editor.js) in #editor-host, or, if it cannot start, the plain
+// textarea the template put there, with Tab indenting and Ctrl/Cmd+Enter to run. Either way the same small
+// interface: getValue, setValue, focus.
+
+import { createEditor } from "../editor.js";
+import { tr } from "./i18n.js";
+
+export function makeEditor(host, doc, onRun, onChange) {
+  const fallback = host.querySelector("textarea");
+  try {
+    fallback.remove();
+    const editor = createEditor(host, { doc, onRun, onChange });
+    const content = editor.view && editor.view.contentDOM;
+    if (content) {
+      content.setAttribute("aria-label", tr("Your solution"));
+      content.setAttribute("aria-describedby", "editor-hint");
+      // contenteditable is focusable, but say so with tabindex, so tools (and axe) see the scroll region's content is
+      content.setAttribute("tabindex", "0");
+    }
+    return editor;
+  } catch (err) {
+    console.error("editor failed; using a plain text area", err);
+    host.appendChild(fallback);
+  }
+  fallback.value = doc;
+  fallback.dataset.testid = "editor";
+  fallback.addEventListener("input", () => onChange(fallback.value));
+  fallback.addEventListener("keydown", (event) => {
+    if ((event.ctrlKey || event.metaKey) && event.key === "Enter") {
+      event.preventDefault();
+      onRun();
+    }
+    if (event.key === "Tab" && !event.shiftKey) {
+      event.preventDefault();
+      fallback.setRangeText("    ", fallback.selectionStart, fallback.selectionEnd, "end");
+      onChange(fallback.value);
+    }
+  });
+  return {
+    getValue: () => fallback.value,
+    setValue: (text) => { fallback.value = text; },
+    focus: () => fallback.focus(),
+  };
+}

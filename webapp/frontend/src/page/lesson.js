@@ -1,0 +1,119 @@
+/* The lesson page (webapp/templates/lessons/lesson.html): the editor with its draft, Run, the live results
+   panel, the learner's earlier submissions (found again and followed after a reload), hints and the quiz.
+   `env` holds the browser's parts (see main.js). */
+
+import { tr } from "./i18n.js";
+import { timeAgo } from "./format.js";
+import { PanelState } from "./panel-state.js";
+import { ResultsPanel } from "./results.js";
+import { follow, reattach, isFinished } from "./stream.js";
+import { DraftSaver, draftStore, initialDoc, saveOnLeave, browserStorage } from "./drafts.js";
+import { renderHistory } from "./history.js";
+import { bindHints } from "./hints.js";
+import { Quiz, bindQuiz } from "./quiz.js";
+import { makeEditor } from "./editor-host.js";
+
+export function initLesson(page, env) {
+  const { api, win, doc } = env;
+  const lesson = page.lesson;
+  const draftState = doc.querySelector(".draft-state");
+  const runButton = doc.getElementById("run-button");
+  const state = new PanelState({ api, checkTitles: page.check_titles });
+  const panel = new ResultsPanel(doc.getElementById("results"), state, win);
+  const history = doc.getElementById("history-list");
+  const following = { api, EventSource: env.EventSource, setTimeout: env.setTimeout };
+  const host = doc.getElementById("editor-host");
+  const drafts = new DraftSaver(draftStore(browserStorage(win), lesson.id, host.dataset.draftOwner || ""), {
+    setTimeout: env.setTimeout,
+    clearTimeout: env.clearTimeout,
+    onSaved: () => { draftState.textContent = tr("Draft saved"); },
+  });
+  let running = false;
+  let editor = null;
+
+  function refreshHistory() {
+    api("GET", page.urls.history).then((res) => {
+      if (res.ok) renderHistory(history, res.data.submissions, load);
+    });
+  }
+
+  // An earlier submission back in the editor (from the history, or ?load=<id> from a permalink).
+  function load(url) {
+    api("GET", url).then((res) => {
+      if (!res.ok || typeof res.data.code !== "string") {
+        draftState.textContent = tr("Could not load that submission.");
+        return;
+      }
+      editor.setValue(res.data.code);
+      drafts.saveNow(res.data.code);
+      draftState.textContent = tr("Loaded the submission of {time}", { time: timeAgo(res.data.created_at) });
+      editor.focus();
+    });
+  }
+
+  function setRunning(on) {
+    running = on;
+    runButton.disabled = on;
+    runButton.setAttribute("aria-busy", on ? "true" : "false");
+  }
+
+  function finished() {
+    setRunning(false);
+    refreshHistory();
+  }
+
+  function run() {
+    if (running) return;
+    setRunning(true);
+    state.clearRefusal();
+    // The last result stays on screen until the server has accepted this run: a refusal must not hide it.
+    api("POST", page.urls.submit, { code: editor.getValue() })
+      .then((res) => {
+        if (!res.ok) {
+          // The server words a refusal in the page's language, with its reason and when to run again.
+          panel.refuse(res.data.error || tr("The submission was refused ({status})", { status: res.status }));
+          setRunning(false);
+          return;
+        }
+        state.reset();
+        state.queued(res.data.position || 1);
+        refreshHistory();
+        follow(res.data, state, { ...following, onDone: finished });
+      })
+      .catch(() => {
+        panel.refuse(tr("Could not reach the server."));
+        setRunning(false);
+      });
+  }
+
+  // A reload (or a lost connection) must not lose a grading: show the learner's last submission of this
+  // lesson, and follow it live if it is still queued or running.
+  function resume(latest) {
+    if (!latest) return;
+    api("GET", latest.urls.self + "?after=0").then((res) => {
+      if (!res.ok || running) return;
+      state.reset();
+      if (!isFinished(res.data.status)) setRunning(true);
+      reattach(res.data, state, { ...following, onDone: finished });
+    });
+  }
+
+  const start = initialDoc(drafts.store.load(), lesson.starter);
+  editor = makeEditor(host, start.doc, run, (text) => drafts.changed(text));
+  if (start.restored) draftState.textContent = tr("Draft restored");
+  saveOnLeave(drafts, win, doc);
+  runButton.addEventListener("click", run);
+  doc.getElementById("reset-button").addEventListener("click", () => {
+    if (!win.confirm(tr("Replace your code with the starter code? Your draft will be lost."))) return;
+    editor.setValue(lesson.starter);
+    drafts.clear();
+    draftState.textContent = tr("Reset to the starter");
+    editor.focus();
+  });
+  renderHistory(history, page.history || [], load);
+  resume((page.history || [])[0]);
+  const wanted = new URLSearchParams(win.location.search).get("load");
+  if (wanted && /^[0-9a-f]+$/.test(wanted)) load("/api/submissions/" + wanted);
+  bindHints(doc);
+  bindQuiz(doc, new Quiz(api, page.urls.quiz));
+}

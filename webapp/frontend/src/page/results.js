@@ -1,0 +1,234 @@
+/* The results panel in the page (webapp/templates/lessons/_results.html): draws a PanelState (panel-state.js)
+   each time it changes, and a result's checks, error, notes, charts and output. Everything that came from a
+   learner's code or from the grader is inserted as text (textContent), never as HTML. */
+
+import { lineChart, barChart } from "../charts.js";
+import { el, clear, withCode } from "./dom.js";
+import { tr } from "./i18n.js";
+import { checkName, errorKindLabels, verdictLabels } from "./words.js";
+import { formatNumber } from "./format.js";
+import { resultCharts } from "./plots.js";
+
+function setText(node, text) {
+  if (node.textContent !== text) node.textContent = text;
+}
+
+export class ResultsPanel {
+  constructor(root, state, timers = window) {
+    this.root = root;
+    this.state = state;
+    this.timers = timers;
+    this.status = root.querySelector('[data-testid="status"]');
+    this.steps = root.querySelector('[data-testid="progress"]');
+    this.body = root.querySelector(".result-body");
+    this.cancelButton = root.querySelector('[data-testid="cancel-button"]');
+    this.refusal = root.querySelector('[data-testid="refusal"]');
+    this.stepItems = {};
+    this.drawn = { statusSerial: state.statusSerial, generation: state.generation, refusal: null, outcome: null };
+    this.clock = null;
+    if (this.cancelButton) this.cancelButton.addEventListener("click", () => state.cancel());
+    state.subscribe(() => this.draw());
+  }
+
+  // A refusal goes above the last result; without a place for it, it takes the status line.
+  refuse(text) {
+    if (this.refusal) this.state.refuse(text);
+    else this.state.setStatus(text, "refused");
+  }
+
+  draw() {
+    const state = this.state;
+    const drawn = this.drawn;
+    if (state.statusSerial !== drawn.statusSerial) {
+      drawn.statusSerial = state.statusSerial;
+      this.status.textContent = state.statusLine();
+      this.root.dataset.state = state.state;
+    }
+    if (state.ticking && !this.clock) {
+      this.clock = this.timers.setInterval(() => { this.status.textContent = state.statusLine(); }, 1000);
+    } else if (!state.ticking && this.clock) {
+      this.timers.clearInterval(this.clock);
+      this.clock = null;
+    }
+    this.drawSteps();
+    if (this.cancelButton) {
+      this.cancelButton.hidden = !state.cancelVisible;
+      this.cancelButton.disabled = state.cancelDisabled;
+    }
+    if (this.refusal && state.refusal !== drawn.refusal) {
+      drawn.refusal = state.refusal;
+      if (state.refusal !== null) this.refusal.textContent = state.refusal;
+      this.refusal.hidden = state.refusal === null;
+    }
+    if (state.outcome !== drawn.outcome) {
+      drawn.outcome = state.outcome;
+      if (state.outcome) this.showResult(state.outcome.result, state.outcome.platformError);
+      else this.body.hidden = true;
+    }
+  }
+
+  drawSteps() {
+    const state = this.state;
+    if (state.generation !== this.drawn.generation) {
+      this.drawn.generation = state.generation;
+      clear(this.steps);
+      this.stepItems = {};
+    }
+    for (const step of state.steps) {
+      let item = this.stepItems[step.key];
+      if (!item) {
+        item = el("li", { dataset: { step: step.key } }, el("span", { className: "step-label" }),
+          el("span", { className: "step-detail" }));
+        this.steps.appendChild(item);
+        this.stepItems[step.key] = item;
+      }
+      if (item.dataset.state !== step.state) item.dataset.state = step.state;
+      setText(item.querySelector(".step-label"), step.label);
+      setText(item.querySelector(".step-detail"), step.detail);
+    }
+    this.steps.hidden = state.steps.length === 0;
+  }
+
+  showResult(result, platformError) {
+    const body = this.body;
+    body.hidden = false;
+    const badge = body.querySelector('[data-testid="result-status"]');
+    const status = result ? result.status : "error";
+    badge.dataset.status = status;
+    badge.textContent = result ? verdictLabels()[status] || status : tr("Not graded");
+    this.renderError(result ? result.error : { kind: "platform", message: platformError });
+    const checks = result ? result.checks || [] : [];
+    this.renderChecks(checks);
+    // The clearest diagnosis first: a named mistake with its line and fix explains a raw exception better
+    // than the exception does (unscale_ twice, then PyTorch's own assertion).
+    const named = checks.some((c) => (c.findings || []).some((f) => f.severity !== "info"));
+    const errorBox = body.querySelector(".result-error");
+    const table = body.querySelector(".checks");
+    table.parentNode.insertBefore(errorBox, named ? table.nextSibling : table);
+    this.renderNotes(result ? result.notes || [] : []);
+    this.renderCharts(result ? result.plots || {} : {});
+    this.renderOutput(result ? result.output || "" : "");
+  }
+
+  renderError(error) {
+    const box = this.body.querySelector(".result-error");
+    clear(box);
+    box.hidden = !error;
+    if (!error) return;
+    box.appendChild(el("p", { className: "error-kind", dataset: { kind: error.kind },
+      text: errorKindLabels()[error.kind] || tr("Your code stopped with an error") }));
+    box.appendChild(el("p", { className: "error-message", text: error.message || "" }));
+    if (error.source_line) {
+      box.appendChild(el("pre", { className: "error-line", text: (error.line ? error.line + " | " : "") + error.source_line }));
+    }
+  }
+
+  renderChecks(checks) {
+    const tbody = this.body.querySelector(".checks tbody");
+    const verdicts = verdictLabels();
+    const titles = this.state.checkTitles;
+    clear(tbody);
+    this.body.querySelector(".checks").hidden = !checks.length;
+    for (const check of checks) {
+      const verdict = el("td", { className: "check-verdict" },
+        el("span", { className: "badge badge-" + check.status, text: verdicts[check.status] || check.status }),
+        // A message that only repeats the first finding is left out: the finding below says it, with line and fix.
+        (check.findings || []).some((f) => f.message === check.message) ? null
+          : el("p", { className: "check-message", text: check.message }));
+      const findings = (check.findings || []).map((f) =>
+        el("li", { className: "finding finding-" + f.severity, dataset: { findingId: f.id } },
+          f.line ? el("span", { className: "finding-line", text: tr("line {n}", { n: f.line }) }) : null,
+          el("span", { className: "finding-message" }, withCode(f.message)),
+          f.fix ? el("span", { className: "finding-fix" }, el("strong", { text: tr("Fix:") + " " }), withCode(f.fix)) : null));
+      if (findings.length) verdict.appendChild(el("ul", { className: "findings" }, ...findings));
+      const measured = el("td", { className: "check-measured" });
+      // Worded by the grader (grader/wording.py) in the page's language: the same rows as the terminal report.
+      for (const row of check.measured_words || []) {
+        measured.appendChild(el("div", { className: "measure" },
+          el("span", { className: "measure-name", text: row[0] }),
+          el("span", { className: "measure-value", text: row[1] }),
+          row[2] ? el("span", { className: "measure-threshold", text: row[2] }) : null));
+      }
+      tbody.appendChild(el("tr", { className: "check-row", dataset: { testid: "check-row", checkId: check.id, status: check.status } },
+        el("th", { scope: "row", text: checkName(check.id, titles) }), verdict, measured));
+    }
+  }
+
+  renderNotes(notes) {
+    const list = this.body.querySelector(".notes");
+    clear(list);
+    list.hidden = !notes.length;
+    for (const f of notes) {
+      list.appendChild(el("li", {}, f.line ? tr("line {n}", { n: f.line }) + ": " : "", withCode(f.message),
+        f.fix ? " — " : "", f.fix ? withCode(f.fix) : ""));
+    }
+  }
+
+  renderCharts(plots) {
+    const box = this.body.querySelector(".charts");
+    clear(box);
+    for (const [kind, spec] of resultCharts(plots)) {
+      const figure = el("figure", { className: "chart-card" });
+      box.appendChild(figure);
+      drawChart(figure, kind, spec);
+    }
+    if (plots.profile && plots.profile.given && (plots.profile.given.top_ops || []).length) {
+      box.appendChild(topOpsTable(plots.profile));
+    }
+  }
+
+  renderOutput(output) {
+    const details = this.body.querySelector(".output");
+    details.hidden = !output;
+    details.querySelector(".output-text").textContent = output; // learner output: text only
+  }
+}
+
+function drawChart(parent, kind, spec) {
+  try {
+    if (kind === "line") return lineChart(parent, spec);
+    if (kind === "bar") return barChart(parent, spec);
+  } catch (err) {
+    console.error("chart failed", err);
+  }
+  return chartTable(parent, kind, spec);
+}
+
+/* When a chart cannot be drawn: the same numbers as a small table. */
+function chartTable(parent, kind, spec) {
+  parent.appendChild(el("figcaption", { text: spec.title }));
+  const table = el("table", { className: "chart-fallback", dataset: { testid: "chart", chartTitle: spec.title } });
+  if (kind === "bar") {
+    for (const bar of spec.bars) {
+      table.appendChild(el("tr", {}, el("th", { text: bar.label }), el("td", { text: formatNumber(bar.value, 3) + " " + spec.unit })));
+    }
+  } else {
+    table.appendChild(el("tr", {}, el("th", { text: spec.xLabel }), ...spec.series.map((s) => el("th", { text: s.name }))));
+    spec.series[0].values.forEach((_, i) => {
+      table.appendChild(el("tr", {}, el("td", { text: String(i) }),
+        ...spec.series.map((s) => el("td", { text: formatNumber(s.values[i]) }))));
+    });
+  }
+  parent.appendChild(table);
+}
+
+function topOpsTable(profile) {
+  const cuda = profile.device === "cuda";
+  const figure = el("figure", { className: "chart-card profile-ops", dataset: { testid: "profile-ops" } });
+  figure.appendChild(el("figcaption", { text: tr("The grader's torch.profiler table of one given step, busiest first") }));
+  const head = el("tr", {}, el("th", { scope: "col", text: tr("op") }), el("th", { scope: "col", text: tr("calls") }),
+    el("th", { scope: "col", text: tr("self CPU (ms)") }),
+    cuda ? el("th", { scope: "col", text: tr("self CUDA (ms)") }) : null,
+    el("th", { scope: "col", text: tr("input dtypes") }));
+  const table = el("table", { className: "profile-table" }, el("thead", {}, head));
+  const body = el("tbody");
+  for (const row of profile.given.top_ops) {
+    body.appendChild(el("tr", {}, el("td", {}, el("code", { text: row.op })), el("td", { text: String(row.calls) }),
+      el("td", { text: formatNumber(row.self_cpu_us / 1000, 3) }),
+      cuda ? el("td", { text: formatNumber((row.self_device_us || 0) / 1000, 3) }) : null,
+      el("td", { text: (row.dtypes || []).join(", ") })));
+  }
+  table.appendChild(body);
+  figure.appendChild(table);
+  return figure;
+}
