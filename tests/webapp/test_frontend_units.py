@@ -26,8 +26,14 @@ def test_the_frontend_unit_tests_pass_in_node():
     files = sorted(str(p.relative_to(FRONTEND)) for p in (FRONTEND / "test").glob("*.test.js"))
     assert len(files) >= 5, files
     try:
-        run = subprocess.run([node, "--test", "--test-reporter=tap", *files], cwd=FRONTEND, capture_output=True, text=True,
-                             timeout=TIMEOUT_S, env={**os.environ, "NO_COLOR": "1"})
+        run = subprocess.run(
+            [node, "--test", "--test-reporter=tap", *files],
+            cwd=FRONTEND,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            env={**os.environ, "NO_COLOR": "1"},
+        )
     except subprocess.TimeoutExpired as exc:
         pytest.fail(f"node --test ran past {TIMEOUT_S} s:\n{exc.stdout or ''}{exc.stderr or ''}", pytrace=False)
     output = run.stdout + run.stderr

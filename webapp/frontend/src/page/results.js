@@ -142,7 +142,7 @@ export class ResultsPanel {
           f.fix ? el("span", { className: "finding-fix" }, el("strong", { text: tr("Fix:") + " " }), withCode(f.fix)) : null));
       if (findings.length) verdict.appendChild(el("ul", { className: "findings" }, ...findings));
       const measured = el("td", { className: "check-measured" });
-      // Worded by the grader (grader/wording.py) in the page's language: the same rows as the terminal report.
+      // Worded by the grader (grader/wording/phrases.py) in the page's language: the same rows as the terminal report.
       for (const row of check.measured_words || []) {
         measured.appendChild(el("div", { className: "measure" },
           el("span", { className: "measure-name", text: row[0] }),
