@@ -13,6 +13,7 @@ from html import escape
 from amp_dojo.chart import loss_svg
 from grader.results import ERROR, FAIL, NOT_APPLICABLE, PASS, GradingResult
 from grader.wording.phrases import (
+    check_name,
     error_heading,
     error_in_words,
     localized,
@@ -54,12 +55,17 @@ def _cell_line(line: int | None, lang: str) -> str:
     return f"<strong>{_e(phrase('notebook.cell_line', lang, n=line + CELL_OFFSET))}</strong>: " if line else ""
 
 
-def _code(lines: list[str], line: int | None, given: str | None = None) -> str:
+def _code(lines: list[str], line: int | None, given: str | None = None, column: int | None = None) -> str:
+    """The line of the cell, whole; with `column` (a syntax error's), a caret under where Python stopped."""
     code = given if given is not None else (lines[line - 1] if line and 0 < line <= len(lines) else None)
     if code is None:
         return ""
     number = f"{line + CELL_OFFSET:>4} | " if line else ""
-    return f'<div style="{CODE}"><span style="opacity:.6">{number}</span>{_e(code.rstrip())}</div>'
+    caret = ""
+    if column:
+        pad = " " * len(number) + "".join("\t" if ch == "\t" else " " for ch in code[: column - 1])
+        caret = f'\n{pad}<span class="caret" style="color:#cf222e;font-weight:bold">^</span>'
+    return f'<div style="{CODE}"><span style="opacity:.6">{number}</span>{_e(code.rstrip())}{caret}</div>'
 
 
 def _finding(f: dict, check_message: str, lines: list[str], lang: str) -> str:
@@ -82,7 +88,7 @@ def _error(doc: dict, lines: list[str], lang: str) -> str:
         f'<tr class="error"><td style="vertical-align:top;text-align:left;padding:2px 0">{_badge(ERROR, lang)}</td>'
         f'<td colspan="2" style="text-align:left;padding:2px 8px">'
         f"<strong>{_e(error_heading(err['kind'], lang))}</strong><div>{_cell_line(err.get('line'), lang)}"
-        f"{_prose(error_in_words(err, lang))}</div>{_code(lines, err.get('line'), err.get('source_line'))}"
+        f"{_prose(error_in_words(err, lang))}</div>{_code(lines, err.get('line'), err.get('source_line'), err.get('column'))}"
         f"</td></tr>"
     )
 
@@ -96,7 +102,7 @@ def _check_rows(doc: dict, lines: list[str], lang: str) -> str:
             f'<tr class="check" data-check="{_e(c["id"])}">'
             f'<td style="vertical-align:top;text-align:left;padding:2px 0">{_badge(c["status"], lang)}</td>'
             f'<td style="vertical-align:top;text-align:left;font-weight:bold;padding:2px 8px">'
-            f"{_e(c['id'])}</td>"
+            f"{_e(check_name(c['id'], lang))}</td>"
             f'<td style="text-align:left;padding:2px 4px"><div>{_prose(c["message"])}</div>'
             f'<div style="opacity:.8">{measured}</div>{findings}</td></tr>'
         )

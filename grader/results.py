@@ -51,6 +51,7 @@ class SubmissionError:
     source_line: str | None = None
     step: int | None = None
     parts: list[dict] = field(default_factory=list)
+    column: int | None = None  # a syntax error's: 1-based column of source_line where Python stopped reading
 
     def __post_init__(self):
         if not isinstance(self.message, str):

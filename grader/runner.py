@@ -91,9 +91,13 @@ def run(
     progress("static")
     syntax = static.syntax_error(source)
     if syntax:
-        message, line, text = syntax
+        message, line, text, column = syntax
         result.error = SubmissionError(
-            "syntax", say("error.at_line", line=line, message=say("error.raised", detail=message)), line, text
+            "syntax",
+            say("error.at_line", line=line, message=say("error.raised", detail=message)),
+            line,
+            text,
+            column=column,
         )
         return _finish(result, exercise, started, progress)
     static_findings = static.analyse(source)

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from conftest import SUBMISSIONS
 
@@ -15,6 +16,14 @@ from grader.cli import main
 from grader.lesson.base import localize
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def english_unless_asked(monkeypatch):
+    """The commands' language comes from AMP_DOJO_LANG and the locale too: these tests expect English unless they
+    ask for another, whatever the shell that runs them speaks."""
+    for name in ("AMP_DOJO_LANG", "LC_ALL", "LC_MESSAGES", "LANG"):
+        monkeypatch.delenv(name, raising=False)
 
 
 def invoke(*args):

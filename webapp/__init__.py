@@ -11,6 +11,8 @@ import threading
 
 from flask import Flask
 
+from webapp.i18n import noop_gettext
+
 log = logging.getLogger("amp_dojo")
 
 
@@ -95,7 +97,61 @@ def create_app(test_config: dict | None = None) -> Flask:
     for blueprint in (auth.bp, courses.bp, dashboard.bp):
         app.register_blueprint(blueprint)
     app.before_request(lambda: start_collector(app))
+    for status in ERROR_PAGES:  # after the blueprints, whose handlers these replace
+        app.register_error_handler(status, error_page)
     return app
+
+
+# Each error an HTML page can end in, worded for every language (tests/webapp/test_i18n.py finds the strings):
+# the status's title, what happened and what to do; the page links back to the lessons (and the courses).
+ERROR_PAGES = {
+    400: (
+        noop_gettext("Bad request"),
+        noop_gettext("The server could not understand this request. Go back and try again."),
+    ),
+    403: (noop_gettext("Not allowed"), noop_gettext("This page is not open to your account.")),
+    404: (noop_gettext("Not found"), noop_gettext("There is nothing at this address.")),
+    405: (noop_gettext("Not allowed"), noop_gettext("This address does not answer this kind of request.")),
+    413: (noop_gettext("Too large"), noop_gettext("What you sent is larger than this server accepts.")),
+    429: (noop_gettext("Too many requests"), noop_gettext("Wait a moment, then try again.")),
+    500: (
+        noop_gettext("Something went wrong"),
+        noop_gettext("The server could not answer this request. Try again; if it happens again, tell your instructor."),
+    ),
+}
+
+
+def error_page(exc):
+    """An error as its reader expects it: JSON under /api/ (with Allow on a 405, Retry-After on a 429), elsewhere
+    a page in the page's language with a way on. Routing errors come here before any blueprint is chosen; errors
+    inside the API's own routes are answered by its blueprint's handlers first."""
+    from flask import render_template, request
+    from werkzeug.exceptions import HTTPException, InternalServerError
+
+    from webapp import content, i18n
+
+    if not isinstance(exc, HTTPException):  # an unhandled exception reaches the 500 handler as itself
+        exc = InternalServerError(original_exception=exc)
+    status = exc.code or 500
+    if request.path.startswith("/api/"):
+        from webapp.api import error
+
+        return error(status, exc.description or exc.name, **_headers(exc))
+    lang = content.language(request.cookies.get("lang"))  # the pages' language (webapp/lessons.py)
+    title, message = ERROR_PAGES.get(status, ERROR_PAGES[500])
+    try:
+        page = render_template(
+            "error.html", title=i18n.gettext(title, lang), message=i18n.gettext(message, lang), status=status
+        )
+    except Exception:  # the page itself failed (a broken database behind the header): plain words
+        log.exception("the error page for %s could not be drawn", status)
+        page = f"<!doctype html><title>{status}</title><p>{i18n.gettext(message, lang)}</p><p><a href='/'>AMP Dojo</a>"
+    return page, status, _headers(exc)
+
+
+def _headers(exc) -> dict:
+    """What the status asks for (Werkzeug's own: the methods a 405 allows, when to come back after a 429)."""
+    return {name: value for name, value in exc.get_headers() if name.lower() != "content-type"}
 
 
 _collector_lock = threading.Lock()

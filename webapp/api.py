@@ -45,17 +45,6 @@ def _http_error(exc):
     return error(exc.code or 500, exc.description or exc.name)
 
 
-@bp.app_errorhandler(405)
-@bp.app_errorhandler(404)
-def _api_routing_error(exc):
-    """Routing fails before a blueprint is chosen, so the blueprint's handler never sees these: under /api
-    they are answered in JSON like every other API error, elsewhere as the pages' usual HTML."""
-    if request.path.startswith("/api/"):
-        headers = {"Allow": ", ".join(exc.valid_methods)} if getattr(exc, "valid_methods", None) else {}
-        return error(exc.code, exc.description or exc.name, **headers)
-    return exc
-
-
 @bp.after_request
 def _no_store(response):
     """API answers carry learners' code, results and the CSRF token: no cache may keep them."""

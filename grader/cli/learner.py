@@ -5,12 +5,23 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import click
 
-from grader.cli.options import DEVICE, LANG, LIMIT, SANDBOX, keep_trusted_runs, launcher_for, warm_launcher
+from grader.cli.options import (
+    DEVICE,
+    LANG,
+    LIMIT,
+    SANDBOX,
+    STARTED,
+    again,
+    keep_trusted_runs,
+    launcher_for,
+    warm_launcher,
+)
 from grader.errors import GraderError
 from grader.lesson import hints, quiz
 from grader.lesson.base import localize
@@ -43,33 +54,42 @@ def show(exercise_id, lang, with_hints, with_quiz):
     ex = load_exercise(exercise_id)
     click.echo(click.style(localize(ex.title, lang), bold=True) + "\n")
     click.echo(localize(ex.lesson, lang))
-    click.echo(click.style("Task", bold=True))
+    click.echo(click.style(phrase("notebook.task", lang), bold=True))
     click.echo(localize(ex.task, lang))
+    write = phrase("notebook.write", lang)
     if ex.entrypoint.prepare is not None:
         prep = ex.entrypoint.prepare
         click.echo(
-            f"Write: def {prep.name}({', '.join(prep.params)})  ->  {', '.join(prep.returns)}  (once, before the steps)"
+            f"{write}: def {prep.name}({', '.join(prep.params)})  ->  {', '.join(prep.returns)}  "
+            f"({phrase('show.once', lang)})"
         )
-    click.echo(f"Write: def {ex.entrypoint.name}({', '.join(ex.entrypoint.params)})  ->  {ex.entrypoint.returns}")
+    click.echo(f"{write}: def {ex.entrypoint.name}({', '.join(ex.entrypoint.params)})  ->  {ex.entrypoint.returns}")
     if with_hints:
-        click.echo("\n" + click.style("Hints", bold=True))
+        click.echo("\n" + click.style(phrase("show.hints", lang), bold=True))
         for i, hint in enumerate(ex.hints, 1):
             click.echo(f"  {i}. {localize(hint, lang)}")
     if with_quiz:
-        click.echo("\n" + click.style("Quiz", bold=True))
+        click.echo("\n" + click.style(phrase("show.quiz", lang), bold=True))
         for i, q in enumerate(ex.quiz, 1):
             click.echo(f"  {i}. {localize(q.question, lang)}")
             for letter, choice in zip("abcdefgh", q.choices):
                 click.echo(f"     {letter}) {localize(choice, lang)}")
         click.echo(
-            "  Answers: "
+            f"  {phrase('show.answers', lang)}: "
             + "; ".join(
                 f"{i}. {'abcdefgh'[q.answer]}: {localize(q.explanation, lang)}" for i, q in enumerate(ex.quiz, 1)
             )
         )
     click.echo(
-        f"\nStart with: grader start {ex.id}   Check with: grader check {ex.id} {ex.id}.py   "
-        f"Stuck? grader hint {ex.id}   Then: grader quiz {ex.id}"
+        "\n"
+        + phrase(
+            "show.next",
+            lang,
+            start=f"grader start {ex.id}",
+            check=again(f"grader check {ex.id} {ex.id}.py", lang),
+            hint=again(f"grader hint {ex.id}", lang),
+            quiz=again(f"grader quiz {ex.id}", lang),
+        )
     )
 
 
@@ -77,14 +97,15 @@ def show(exercise_id, lang, with_hints, with_quiz):
 @click.argument("exercise_id")
 @click.argument("path", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--force", is_flag=True, help="overwrite an existing file")
-def start(exercise_id, path, force):
+@LANG
+def start(exercise_id, path, force, lang):
     """Write the starter code of an exercise to PATH (default: ID.py)."""
     ex = load_exercise(exercise_id)
     path = path or Path(f"{ex.id}.py")
     if path.exists() and not force:
         raise GraderError(f"{path} exists; use --force to overwrite it")
     path.write_text(ex.starter, encoding="utf-8")
-    click.echo(f"wrote {path}; edit it, then run: grader check {ex.id} {path}")
+    click.echo(phrase("start.wrote", lang, path=path, command=again(f"grader check {ex.id} {path}", lang)))
 
 
 @click.command()
@@ -127,11 +148,18 @@ def check(exercise_id, file, as_json, fmt, output, watch, colour, device, sandbo
         output,
         report.console_for(sys.stdout, colour),
         report.console_for(sys.stderr, colour),
+        titles=check_titles(exercise, lang),
+        hint=again(f"grader hint {exercise.id}", lang),
     )
     try:
         sys.exit(watch_file(grading) if watch else grading())
     finally:
         launcher.close()
+
+
+def check_titles(exercise: Exercise, lang: str) -> dict[str, str]:
+    """The titles of a lesson's own checks in `lang` (the built-in checks are named by the catalog)."""
+    return {c.id: localize(c.title, lang) for c in exercise.checks if getattr(c, "title", None)}
 
 
 @dataclass
@@ -147,11 +175,16 @@ class Grading:
     output: Path | None
     out: object  # rich consoles on stdout and stderr
     err: object
+    titles: dict | None = None  # the lesson's own checks' titles, in `lang`
+    hint: str | None = None  # the command that shows a hint, told after a verdict that is not a pass
+    since: float = STARTED  # when the wall time of the first grading began: the command's start
 
     def __call__(self) -> int:
         """Grades FILE as it is now; the exit code of its verdict."""
         from grader import runner
 
+        since, self.since = self.since, None
+        since = since if since is not None else time.perf_counter()  # --watch: each grading from the save on
         source = self.file.read_text(encoding="utf-8", errors="replace")
         quiet = self.fmt is not None and not self.output
         with report.StageProgress(self.err, self.lang, live=False if quiet else None) as progress:
@@ -165,7 +198,11 @@ class Grading:
             else:
                 click.echo(text)
         else:
-            report.print_report(self.out, result, report.Source(str(self.file), source), self.lang)
+            wall = time.perf_counter() - since
+            src = report.Source(str(self.file), source)
+            report.print_report(self.out, result, src, self.lang, titles=self.titles, wall_s=wall)
+            if result.status != PASS and self.hint:
+                self.out.print(phrase("report.stuck", self.lang, command=self.hint), style="dim")
             if self.output:
                 self.output.write_text(json.dumps(result.to_dict(), indent=2) + "\n")
         return 0 if result.status == PASS else 1
@@ -207,7 +244,7 @@ def hint(exercise_id, lang, reset):
     ex = load_exercise(exercise_id)
     if reset:
         hints.forget(ex.id)
-        click.echo(phrase("hint.reset", lang, lesson=ex.id))
+        click.echo(phrase("hint.reset", lang, lesson=ex.id, command=again(f"grader hint {ex.id}", lang)))
         return
     total, before = len(ex.hints), hints.seen(ex.id)
     try:
@@ -223,7 +260,8 @@ def hint(exercise_id, lang, reset):
             click.echo(f"{heading}\n{localize(text, lang)}")
     if before >= total:
         click.echo(click.style(phrase("hint.done", lang, total=total), bold=True))
-    click.echo(click.style(phrase("hint.more" if shown < total else "hint.again", lang, lesson=ex.id), dim=True))
+    command = again(f"grader hint {ex.id}" + ("" if shown < total else " --reset"), lang)
+    click.echo(click.style(phrase("hint.more" if shown < total else "hint.again", lang, command=command), dim=True))
 
 
 @click.command("quiz")

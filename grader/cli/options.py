@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import click
@@ -11,6 +13,8 @@ from grader.lesson.base import LANGUAGES
 from grader.sandboxes.kinds import SANDBOXES, make_launcher
 from grader.sandboxes.limits import limits_from
 from grader.wording.phrases import phrase
+
+STARTED = time.perf_counter()  # about when the command started (this module loads first): a check's wall time
 
 DEVICE = click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda")
 
@@ -32,7 +36,55 @@ LIMIT = click.option(
     "(names and defaults: docs/security.md)",
 )
 
-LANG = click.option("--lang", type=click.Choice(LANGUAGES), default="en", show_default=True)
+LANG_ENV = "AMP_DOJO_LANG"
+LOCALE_ENV = ("LC_ALL", "LC_MESSAGES", "LANG")  # POSIX's order: the first one set decides
+
+
+def locale_language(environ=None) -> str | None:
+    """The learner's language from the locale: it_IT.UTF-8 is Italian, id_ID Indonesian; C, POSIX or a language
+    the lessons are not written in is no choice (None)."""
+    environ = os.environ if environ is None else environ
+    for name in LOCALE_ENV:
+        if value := environ.get(name, "").strip():
+            code = value.split(".")[0].split("@")[0].split("_")[0].split("-")[0].lower()
+            return code if code in LANGUAGES else None
+    return None
+
+
+def chosen_language(flag: str | None, environ=None) -> tuple[str, str]:
+    """(language, where it came from: "flag", "env", "locale" or "default"): --lang, else AMP_DOJO_LANG, else
+    the locale, else English. An AMP_DOJO_LANG the lessons do not speak is skipped, like an unknown locale."""
+    environ = os.environ if environ is None else environ
+    if flag:
+        return flag, "flag"
+    if (value := environ.get(LANG_ENV, "").strip().lower()) in LANGUAGES:
+        return value, "env"
+    if locale := locale_language(environ):
+        return locale, "locale"
+    return "en", "default"
+
+
+def _lang_option(ctx, _param, value):
+    lang, source = chosen_language(value)
+    ctx.meta["amp_dojo.lang_source"] = source
+    return lang
+
+
+LANG = click.option(
+    "--lang",
+    type=click.Choice(LANGUAGES),
+    default=None,
+    callback=_lang_option,
+    help=f"the language of everything said (default: ${LANG_ENV}, else the locale: LC_ALL, LC_MESSAGES, LANG; else en)",
+)
+
+
+def again(command: str, lang: str) -> str:
+    """A `grader` command to print as a tip, in the language this one speaks: with --lang only where the command
+    would not get `lang` without it (where AMP_DOJO_LANG or the locale chose it, they choose it again)."""
+    ctx = click.get_current_context(silent=True)
+    flagged = ctx is not None and ctx.meta.get("amp_dojo.lang_source") == "flag"
+    return f"{command} --lang {lang}" if flagged and chosen_language(None)[0] != lang else command
 
 
 def warm_launcher(launcher, device: str, again: bool = False):

@@ -36,7 +36,14 @@ def submission_error(payload: dict) -> SubmissionError:
         said = say("error.at_line", line=line, message=said)
     if payload.get("rank") is not None:  # `rank 1: line 23: ...`, as docs/authoring.md shows it: whose, then where
         said = say("error.on_rank", rank=payload["rank"], message=said)
-    return SubmissionError(payload.get("kind", "error"), said, line, payload.get("source_line"), payload.get("step"))
+    return SubmissionError(
+        payload.get("kind", "error"),
+        said,
+        line,
+        payload.get("source_line"),
+        payload.get("step"),
+        column=payload.get("column"),
+    )
 
 
 def judged(decide, result: GradingResult, exercise: Exercise) -> list[CheckResult]:

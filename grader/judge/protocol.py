@@ -36,6 +36,7 @@ from contextlib import contextmanager
 
 import torch
 
+from grader.judge.static import caret_column
 from grader.sandboxes.process import WorkerFailure, WorkerProcess
 from grader.wording.catalog import EN, Said, say
 from grader.worker import census
@@ -115,6 +116,12 @@ def bounded_error(e: dict, code: str, max_events: int) -> dict:
     """A worker's error report with every learner-controlled field bounded; the line's text comes from `code`.
     (The caller has checked kind and message; `said` is checked by runner.worded_error.)"""
     line = source_line(code, e.get("line"))
+    text = line_text(code, line)
+    column = None
+    if e.get("kind") == "syntax" and line is not None:  # the whole line, indentation too, and the caret's column
+        whole = code.splitlines()[line - 1] if line <= len(code.splitlines()) else ""
+        text = cut(whole.rstrip(), MAX_SOURCE_LINE_CHARS)
+        column = caret_column(text, e.get("column"))
     out = {
         **{k: e[k] for k in ("kind", "said", "rank", "phase") if k in e},
         "message": cut(e["message"], MAX_MESSAGE_CHARS),
@@ -122,7 +129,8 @@ def bounded_error(e: dict, code: str, max_events: int) -> dict:
         if isinstance(e.get("traceback", ""), str)
         else "",
         "line": line,
-        "source_line": line_text(code, line),
+        "source_line": text,
+        "column": column,
         "step": e["step"] if isinstance(e.get("step"), int) and 0 <= e["step"] < 10_000 else None,
     }
     events = e.get("events")

@@ -110,12 +110,23 @@ def analyse(source: str) -> list[Finding]:
     return out
 
 
-def syntax_error(source: str) -> tuple[str, int | None, str | None] | None:
+def syntax_error(source: str) -> tuple[str, int | None, str | None, int | None] | None:
+    """(message, line, the whole line as written, 1-based column of the caret), or None when `source` parses. The
+    line keeps its indentation: an indentation error is in it."""
     try:
         ast.parse(source)
     except SyntaxError as exc:
-        return f"SyntaxError: {exc.msg}", exc.lineno, (exc.text or "").rstrip() or None
+        text = (exc.text or "").rstrip("\r\n") or None
+        return f"SyntaxError: {exc.msg}", exc.lineno, text, caret_column(text, exc.offset)
     return None
+
+
+def caret_column(text: str | None, offset) -> int | None:
+    """SyntaxError's offset as a column of `text` (1-based; one past the end where something is missing at the
+    end, as a `:`), or None when it does not fall on the line."""
+    if text is None or not isinstance(offset, int) or isinstance(offset, bool):
+        return None
+    return offset if 1 <= offset <= len(text) + 1 else None
 
 
 # -- host syncs on a CUDA-only branch ------------------------------------------------------------------------

@@ -241,6 +241,15 @@ def verdict(status: str, lang: str = "en") -> str:
     return phrase(f"report.verdict.{status}", lang)
 
 
+def check_name(check_id: str, lang: str = "en", titles: dict | None = None) -> str:
+    """A check as a learner reads its name: the built-in ones from the catalog, a lesson's own by its title (in
+    `titles`), else its id (which stays in the result document for tools)."""
+    key = f"check_name.{check_id}"
+    if key in EN:
+        return phrase(key, lang)
+    return (titles or {}).get(check_id) or check_id
+
+
 def error_heading(kind: str, lang: str = "en") -> str:
     """What a failed run's error kind means, as the web app heads it."""
     key = f"report.kind.{kind}"
@@ -286,10 +295,17 @@ def counts_in_words(doc: dict, lang: str = "en") -> str:
     return ", ".join(phrase(f"report.count.{s}", lang, n=counts[s]) for s in order if counts[s])
 
 
-def summary_in_words(doc: dict, lang: str = "en") -> str:
-    """The closing line of a result document: the verdict, what the checks said, the score and the time."""
-    parts = [phrase(f"report.summary.{doc['status']}", lang)]
+def summary_in_words(doc: dict, lang: str = "en", wall_s: float | None = None) -> str:
+    """The closing line of a result document: the verdict, what the checks said, the score and the time the
+    grading took (with `wall_s`, the whole command's time too: it also started the sandbox and PyTorch)."""
+    syntax = doc["status"] == ERROR and (doc.get("error") or {}).get("kind") == "syntax"  # it never ran
+    parts = [phrase("report.summary.syntax" if syntax else f"report.summary.{doc['status']}", lang)]
     if counts := counts_in_words(doc, lang):
         parts.append(counts)
-    parts += [phrase("report.score", lang, n=round(doc["score"] * 100)), f"{doc['duration_s']:.1f} s"]
+    took = f"{doc['duration_s']:.1f}"
+    parts.append(phrase("report.score", lang, n=round(doc["score"] * 100)))
+    if wall_s is None:
+        parts.append(phrase("report.took", lang, seconds=took))
+    else:
+        parts.append(phrase("report.took_wall", lang, seconds=took, wall=f"{max(wall_s, doc['duration_s']):.1f}"))
     return " · ".join(parts)

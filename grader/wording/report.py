@@ -27,6 +27,7 @@ from rich.text import Text
 
 from grader.results import ERROR, FAIL, NOT_APPLICABLE, PASS, GradingResult
 from grader.wording.phrases import (
+    check_name,
     error_heading,
     error_in_words,
     localized,
@@ -99,13 +100,31 @@ class Source:
     def where(self, line: int | None) -> str:
         return f"{printable(self.name)}:{line + self.offset}: " if line else ""
 
-    def code(self, line: int | None, given: str | None = None) -> Text | None:
+    def line_text(self, line: int | None, given: str | None = None) -> str | None:
         lines = self.text.splitlines()
-        code = given if given is not None else (lines[line - 1] if line and 0 < line <= len(lines) else None)
+        return given if given is not None else (lines[line - 1] if line and 0 < line <= len(lines) else None)
+
+    def number(self, line: int | None) -> str:
+        return f"{line + self.offset:>4} | " if line else ""
+
+    def code(self, line: int | None, given: str | None = None) -> Text | None:
+        code = self.line_text(line, given)
         if code is None:
             return None
-        number = f"{line + self.offset:>4} | " if line else ""
-        return Text.assemble("  ", (number, "dim"), (printable(code.rstrip()), "bold"))
+        return Text.assemble("  ", (self.number(line), "dim"), (printable(code.rstrip()), "bold"))
+
+    def caret(self, line: int | None, given: str | None, column: int | None) -> Text | None:
+        """A `^` under `column` (1-based) of the line `code()` shows: where Python stopped reading."""
+        code = self.line_text(line, given)
+        if code is None or not column:
+            return None
+        return Text.assemble("  " + " " * len(self.number(line)) + caret_pad(code, column), ("^", "bold red"))
+
+
+def caret_pad(code: str, column: int) -> str:
+    """What goes before a caret under `column` of `code` as the report prints it: tabs stay tabs (the terminal
+    expands both lines alike), a control character takes the width of its escape."""
+    return "".join("\t" if ch == "\t" else " " * len(printable(ch)) for ch in code[: column - 1])
 
 
 def _finding(f: dict, check_message: str, src: Source, lang: str) -> list[Text]:
@@ -127,9 +146,11 @@ def _finding(f: dict, check_message: str, src: Source, lang: str) -> list[Text]:
     return out
 
 
-def _rows(doc: dict, src: Source, lang: str) -> list[tuple[Text, list[Text]]]:
-    """(badge, lines) per check of a localized result document, and first the error if the code stopped."""
-    id_width = max([10, *(len(c["id"]) for c in doc["checks"])]) + 1
+def _rows(doc: dict, src: Source, lang: str, titles: dict | None = None) -> list[tuple[Text, list[Text]]]:
+    """(badge, lines) per check of a localized result document, and first the error if the code stopped. A check
+    is named in `lang` (its id is in the result document)."""
+    names = {c["id"]: check_name(c["id"], lang, titles) for c in doc["checks"]}
+    id_width = max([10, *(len(n) for n in names.values())]) + 1
     rows: list[tuple[Text, list[Text]]] = []
     if err := doc.get("error"):
         body = [
@@ -138,9 +159,11 @@ def _rows(doc: dict, src: Source, lang: str) -> list[tuple[Text, list[Text]]]:
         ]
         if (code := src.code(err.get("line"), err.get("source_line"))) is not None:
             body.append(code)
+            if (caret := src.caret(err.get("line"), err.get("source_line"), err.get("column"))) is not None:
+                body.append(caret)
         rows.append((Text(verdict(ERROR, lang), style=STYLE[ERROR]), body))
     for c in doc["checks"]:
-        body = [Text.assemble((c["id"].ljust(id_width), "bold"), " ", printable(c["message"]))]
+        body = [Text.assemble((printable(names[c["id"]]).ljust(id_width), "bold"), " ", printable(c["message"]))]
         body += [
             Text(printable(line), style="dim" if c["status"] == PASS else "") for line in measured_in_words(c, lang)
         ]
@@ -166,9 +189,18 @@ def _layout(rows, badge_width: int, tty: bool) -> list:
     return [grid]
 
 
-def report(result: GradingResult, src: Source, lang: str = "en", *, tty: bool = False) -> Group:
+def report(
+    result: GradingResult,
+    src: Source,
+    lang: str = "en",
+    *,
+    tty: bool = False,
+    titles: dict | None = None,
+    wall_s: float | None = None,
+) -> Group:
     """The whole report as one renderable, in `lang`; `tty` lays it out for a terminal (wrapped, a drawn rule)
-    or as whole lines with pytest's '====' closing line."""
+    or as whole lines with pytest's '====' closing line. `titles` names the lesson's own checks; `wall_s` is the
+    whole command's time, told beside the grading's own."""
     doc = localized(result.to_dict(), lang)
     badge_width = max(len(verdict(s, lang)) for s in (PASS, FAIL, ERROR, NOT_APPLICABLE)) + 1
     parts: list = [
@@ -185,7 +217,7 @@ def report(result: GradingResult, src: Source, lang: str = "en", *, tty: bool = 
         ),
         Text(""),
     ]
-    parts += _layout(_rows(doc, src, lang), badge_width, tty)
+    parts += _layout(_rows(doc, src, lang, titles), badge_width, tty)
     if printed := doc["output"].strip():
         out_lines = printed.splitlines()
         parts += [Text(""), Text(phrase("report.printed", lang), style="bold")]
@@ -193,7 +225,7 @@ def report(result: GradingResult, src: Source, lang: str = "en", *, tty: bool = 
         if len(out_lines) > MAX_OUTPUT_LINES:
             shown.append(Text(phrase("report.printed_more", lang, n=len(out_lines) - MAX_OUTPUT_LINES), "dim"))
         parts += [Padding(line, (0, 0, 0, 2)) if tty else Text("  ") + line for line in shown]
-    summary = summary_in_words(doc, lang)
+    summary = summary_in_words(doc, lang, wall_s)
     style = STYLE[PASS] if doc["status"] == PASS else STYLE[FAIL]
     parts += [Text(""), Rule(Text(summary, style=style), style=style) if tty else _plain_rule(summary, style)]
     return Group(*parts)
@@ -203,8 +235,16 @@ def on_terminal(console: Console) -> bool:
     return _isatty(console.file)
 
 
-def print_report(console: Console, result: GradingResult, src: Source, lang: str = "en") -> None:
-    console.print(report(result, src, lang, tty=on_terminal(console)))
+def print_report(
+    console: Console,
+    result: GradingResult,
+    src: Source,
+    lang: str = "en",
+    *,
+    titles: dict | None = None,
+    wall_s: float | None = None,
+) -> None:
+    console.print(report(result, src, lang, tty=on_terminal(console), titles=titles, wall_s=wall_s))
 
 
 def plain_text(result: GradingResult, src: Source, lang: str = "en") -> str:
