@@ -247,7 +247,11 @@ def test_work_done_anonymously_before_signing_up_counts_in_the_course(app, cours
     form(browser, "/courses/join", {"code": course["code"]})
     grade_as(app, pending, "pass")
     html = course["teacher"].get(course["url"]).get_data(as_text=True)
-    assert re.search(r'<tr data-username="dora">.*?badge-passed">[^<]*</span> <span class="muted submission-count">2 submissions<', html, re.S)
+    assert re.search(
+        r'<tr data-username="dora">.*?badge-passed">[^<]*</span> <span class="muted submission-count">2 submissions<',
+        html,
+        re.S,
+    )
     assert '<tr data-finding-id="unscale_twice"' in html
 
 
