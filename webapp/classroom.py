@@ -32,13 +32,26 @@ def normalise_code(code: str) -> str:
     return "".join(c for c in (code or "").upper() if c.isalnum())
 
 
-def create(db, name: str, lessons: list[tuple[str, float | None]], instructor_id: int) -> int:
-    """A course with its lessons in the given order; the instructor teaches it."""
+def _checked(name: str, lessons: list[tuple[str, float | None]]) -> str:
     name = " ".join((name or "").split())
     if not name or len(name) > MAX_NAME:
         raise CourseError(noop_gettext("A course needs a name of at most 120 characters."))
     if not lessons:
         raise CourseError(noop_gettext("Pick at least one lesson for the course."))
+    return name
+
+
+def _insert_lessons(db, course_id: int, lessons: list[tuple[str, float | None]]) -> None:
+    for position, (lesson, deadline) in enumerate(lessons, 1):
+        db.execute(
+            "INSERT INTO course_lessons (course_id, lesson, position, deadline) VALUES (?, ?, ?, ?)",
+            (course_id, lesson, position, deadline),
+        )
+
+
+def create(db, name: str, lessons: list[tuple[str, float | None]], instructor_id: int) -> int:
+    """A course with its lessons in the given order; the instructor teaches it."""
+    name = _checked(name, lessons)
     now = time.time()
     with transaction(db):
         code = new_join_code()
@@ -50,12 +63,38 @@ def create(db, name: str, lessons: list[tuple[str, float | None]], instructor_id
         )
         course_id = db.execute("SELECT id FROM courses WHERE join_code = ?", (code,)).fetchone()[0]
         db.execute("INSERT INTO course_instructors (course_id, user_id) VALUES (?, ?)", (course_id, instructor_id))
-        for position, (lesson, deadline) in enumerate(lessons, 1):
-            db.execute(
-                "INSERT INTO course_lessons (course_id, lesson, position, deadline) VALUES (?, ?, ?, ?)",
-                (course_id, lesson, position, deadline),
-            )
+        _insert_lessons(db, course_id, lessons)
     return course_id
+
+
+def update(db, course_id: int, name: str, lessons: list[tuple[str, float | None]]) -> None:
+    """A new name and a new list of lessons (order and deadlines) for the course. The learners stay, and their
+    work on a lesson taken out of the course is kept (it counts again if the lesson comes back)."""
+    name = _checked(name, lessons)
+    with transaction(db):
+        db.execute("UPDATE courses SET name = ? WHERE id = ?", (name, course_id))
+        db.execute("DELETE FROM course_lessons WHERE course_id = ?", (course_id,))
+        _insert_lessons(db, course_id, lessons)
+
+
+def delete(db, course_id: int) -> None:
+    """The course, its lessons, instructors and enrollments; the learners' accounts and submissions stay."""
+    with transaction(db):
+        for table in ("enrollments", "course_instructors", "course_lessons"):
+            db.execute(f"DELETE FROM {table} WHERE course_id = ?", (course_id,))
+        db.execute("DELETE FROM courses WHERE id = ?", (course_id,))
+
+
+def remove_learner(db, course_id: int, user_id: int) -> None:
+    """The learner leaves the course (they may join again with its code); their submissions stay theirs."""
+    with transaction(db):
+        db.execute("DELETE FROM enrollments WHERE course_id = ? AND user_id = ?", (course_id, user_id))
+
+
+def past_deadlines(lessons: list[tuple[str, float | None]], now: float | None = None) -> list[str]:
+    """The lessons whose deadline is already over: allowed (a deadline may be set after the fact), but said."""
+    now = time.time() if now is None else now
+    return [lesson for lesson, deadline in lessons if deadline is not None and deadline < now]
 
 
 def get(db, course_id: int):
@@ -165,6 +204,10 @@ class Progress:
     def state(self) -> str:
         return "passed" if self.passed_at is not None else "attempted" if self.attempts else "not_started"
 
+    def late(self, deadline: float | None) -> bool:
+        """Passed, the first pass after the lesson's deadline."""
+        return deadline is not None and self.passed_at is not None and self.passed_at > deadline
+
 
 def progress(db, course_id: int, learner: str | None = None) -> dict[tuple[str, str], Progress]:
     """(learner id, lesson) -> Progress, for the course's learners (or one) on the course's lessons."""
@@ -187,14 +230,18 @@ class LessonStats:
     passed: int = 0
     attempted: int = 0  # tried, not (yet) passed
     not_started: int = 0
+    late: int = 0  # passed, the first pass after the deadline
     median_attempts: float | None = None  # submissions up to the first pass, among those who passed
     median_time_to_pass_s: float | None = None  # first submission to first pass, among those who passed
     passers: list = field(default_factory=list, repr=False)
 
 
-def lesson_stats(lesson_ids: list[str], learner_ids: list[str], table: dict) -> list[LessonStats]:
+def lesson_stats(
+    lesson_ids: list[str], learner_ids: list[str], table: dict, deadlines: dict | None = None
+) -> list[LessonStats]:
     stats = []
     for lesson in lesson_ids:
+        deadline = (deadlines or {}).get(lesson)
         s = LessonStats(lesson)
         attempts, times = [], []
         for learner in learner_ids:
@@ -202,6 +249,7 @@ def lesson_stats(lesson_ids: list[str], learner_ids: list[str], table: dict) -> 
             state = p.state if p else "not_started"
             setattr(s, state, getattr(s, state) + 1)
             if state == "passed":
+                s.late += p.late(deadline)
                 attempts.append(p.attempts_to_pass)
                 times.append(p.passed_at - p.first_at)
         s.median_attempts = statistics.median(attempts) if attempts else None

@@ -38,6 +38,7 @@ def course_rows(db, course_id: int, learner: str) -> list[dict]:
                 "progress": p,
                 "deadline": item["deadline"],
                 "overdue": item["deadline"] is not None and p.passed_at is None and now > item["deadline"],
+                "late": p.late(item["deadline"]),
                 "url": url_for("lessons.lesson", lesson_id=item["lesson"]),
             }
         )

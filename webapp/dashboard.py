@@ -14,9 +14,23 @@ import csv
 import io
 from datetime import datetime, timezone
 
-from flask import Blueprint, Response, abort, current_app, redirect, render_template, request, url_for
+from flask import (
+    Blueprint,
+    Response,
+    abort,
+    current_app,
+    flash,
+    get_flashed_messages,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
 from flask_login import current_user
 from markupsafe import Markup, escape
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import get_lexer_by_name
 
 from webapp import accounts, bounds, classroom, code_views, content, findings
 from webapp.auth import gettext, instructor_required
@@ -58,6 +72,18 @@ def duration(seconds: float | None) -> str:
     return gettext("{d} d {h} h", d=days, h=hours)
 
 
+@bp.app_template_filter("median")
+def median(value: float | None) -> str:
+    """A median the same way in every row: a whole number as one ("3", never "3.0"), else one decimal (with the
+    page's decimal separator: "2,5" in Italian and Indonesian)."""
+    if value is None:
+        return "–"
+    if float(value).is_integer():
+        return str(int(value))
+    text = f"{value:.1f}"
+    return text.replace(".", ",") if current_lang() in ("it", "id") else text
+
+
 def _taught_course(course_id: int):
     db = get_db()
     course = classroom.get(db, course_id)
@@ -69,17 +95,28 @@ def _taught_course(course_id: int):
 # ---------- creating a course ----------
 
 
-def _lesson_choices(form=None) -> list[dict]:
+def _lesson_choices(form=None, current=None) -> list[dict]:
+    """The form's rows: every lesson, as the form sent it back, else as the course has it (`current`: its
+    lessons), else none picked."""
     lang = current_lang()
+    if form is None and current is not None:
+        form = {}
+        for item in current:
+            form[f"lesson-{item['lesson']}"] = "on"
+            form[f"position-{item['lesson']}"] = item["position"]
+            form[f"deadline-{item['lesson']}"] = day(item["deadline"])
     choices = []
     for n, ex in enumerate(content.exercises().values(), 1):
         picked = form is None or form.get(f"lesson-{ex.id}") == "on"
+        position = (form or {}).get(f"position-{ex.id}", n)
+        if current is not None and f"lesson-{ex.id}" not in form:
+            position = len(current) + n  # a lesson not in the course yet goes after those that are
         choices.append(
             {
                 "id": ex.id,
                 "title": lesson_title(ex.id, lang),
                 "checked": form is not None and picked,
-                "position": (form or {}).get(f"position-{ex.id}", n),
+                "position": position,
                 "deadline": (form or {}).get(f"deadline-{ex.id}", ""),
             }
         )
@@ -116,9 +153,8 @@ def new_course():
     if request.method == "GET":
         return render_template("dashboard/new_course.html", choices=_lesson_choices(), name="", error=None)
     try:
-        course_id = classroom.create(
-            get_db(), request.form.get("name", ""), _parse_lessons(request.form), current_user.id
-        )
+        picked = _parse_lessons(request.form)
+        course_id = classroom.create(get_db(), request.form.get("name", ""), picked, current_user.id)
     except classroom.CourseError as exc:
         return render_template(
             "dashboard/new_course.html",
@@ -126,6 +162,81 @@ def new_course():
             name=request.form.get("name", ""),
             error=gettext(exc.message),
         ), 400
+    _warn_past_deadlines(picked)
+    return redirect(url_for("dashboard.course", course_id=course_id), code=303)
+
+
+def _warn_past_deadlines(picked: list[tuple[str, float | None]]) -> None:
+    """Said on the dashboard the form leads to: a past deadline is kept (it may be on purpose), not unseen."""
+    lang = current_lang()
+    for lesson in classroom.past_deadlines(picked):
+        deadline = dict(picked)[lesson]
+        flash(
+            gettext(
+                "The deadline of {lesson} ({date}) is already past: every pass from now on counts as late.",
+                lesson=lesson_title(lesson, lang),
+                date=day(deadline),
+            ),
+            "warning",
+        )
+
+
+@bp.route("/courses/<int:course_id>/edit", methods=["GET", "POST"])
+@instructor_required
+def edit_course(course_id):
+    db, course = _taught_course(course_id)
+    if request.method == "GET":
+        return render_template(
+            "dashboard/edit_course.html",
+            course=course,
+            choices=_lesson_choices(current=classroom.lessons(db, course_id)),
+            name=course["name"],
+            error=None,
+        )
+    try:
+        picked = _parse_lessons(request.form)
+        classroom.update(db, course_id, request.form.get("name", ""), picked)
+    except classroom.CourseError as exc:
+        return render_template(
+            "dashboard/edit_course.html",
+            course=course,
+            choices=_lesson_choices(request.form),
+            name=request.form.get("name", ""),
+            error=gettext(exc.message),
+        ), 400
+    flash(gettext("The course is saved."), "saved")
+    _warn_past_deadlines(picked)
+    return redirect(url_for("dashboard.course", course_id=course_id), code=303)
+
+
+@bp.post("/courses/<int:course_id>/delete")
+@instructor_required
+def delete_course(course_id):
+    db, course = _taught_course(course_id)
+    if request.form.get("confirm") != "yes":
+        return render_template(
+            "dashboard/edit_course.html",
+            course=course,
+            choices=_lesson_choices(current=classroom.lessons(db, course_id)),
+            name=course["name"],
+            error=gettext("Tick the box to confirm that the course is to be deleted."),
+        ), 400
+    classroom.delete(db, course_id)
+    return redirect(url_for("courses.index"), code=303)
+
+
+@bp.post("/courses/<int:course_id>/learners/<int:user_id>/remove")
+@instructor_required
+def remove_learner(course_id, user_id):
+    db, course = _taught_course(course_id)
+    person = classroom.learner_in(db, course_id, user_id)
+    if person is None:
+        abort(404)
+    if request.form.get("confirm") != "yes":
+        flash(gettext("Tick the box to confirm that {name} is to leave the course.", name=person["username"]), "error")
+        return redirect(url_for("dashboard.learner", course_id=course_id, user_id=user_id), code=303)
+    classroom.remove_learner(db, course_id, user_id)
+    flash(gettext("{name} has left the course.", name=person["username"]), "saved")
     return redirect(url_for("dashboard.course", course_id=course_id), code=303)
 
 
@@ -139,7 +250,7 @@ def mistake_chart(mistakes: list, total_learners: int) -> dict:
         share = m["learners"] / total_learners if total_learners else 0
         bars.append(
             {
-                "label": m["finding_id"],
+                "label": m["label"],
                 "learners": m["learners"],
                 "y": i * CHART_ROW_PX,
                 "width": max(2, round(share * CHART_BAR_PX)),
@@ -156,16 +267,52 @@ def mistake_chart(mistakes: list, total_learners: int) -> dict:
     }
 
 
-def progress_cells(records: list, labels: dict[str, str]) -> Markup:
+def cell_labels() -> dict[str, str]:
+    """The words of the learners' table, escaped once for all its cells."""
+    labels = {state: str(escape(gettext(text))) for state, text in PROGRESS_LABELS.items()}
+    labels["late"] = str(escape(gettext("Late")))
+    labels["late_title"] = str(escape(gettext("Passed after the deadline")))
+    labels["one_submission"] = str(escape(gettext("1 submission")))
+    labels["submissions"] = str(escape(gettext("{n} submissions")))
+    return labels
+
+
+def progress_cells(records: list, labels: dict[str, str], deadlines: list | None = None) -> Markup:
     """One learner's row of badges, as HTML made here: a course of 200 learners has a thousand cells, and
     escaping each value in the template took most of the page's time. Only fixed names, our own (escaped)
-    labels and counts go in."""
+    labels and counts go in. After each badge: how many submissions the learner made of the lesson, and a
+    "late" mark where the first pass came after the lesson's deadline (`deadlines`, in the records' order)."""
     cells = []
-    for p in records:
+    for i, p in enumerate(records):
         state = p.state if p else "not_started"  # one of three fixed names
-        count = f' <span class="muted">{int(p.attempts)}×</span>' if p and p.attempts else ""
-        cells.append(f'<td><span class="badge badge-{state}">{labels[state]}</span>{count}</td>')
+        count = ""
+        if p and p.attempts:
+            n = int(p.attempts)
+            words = labels["one_submission"] if n == 1 else labels["submissions"].replace("{n}", str(n))
+            count = f' <span class="muted submission-count">{words}</span>'
+        late = ""
+        if p and deadlines and p.late(deadlines[i]):
+            late = (
+                f' <span class="badge badge-attempted badge-late" data-testid="late" '
+                f'title="{labels["late_title"]}">{labels["late"]}</span>'
+            )
+        cells.append(f'<td><span class="badge badge-{state}">{labels[state]}</span>{late}{count}</td>')
     return Markup("".join(cells))
+
+
+def _mistakes(db, course_id: int, lang: str) -> list[dict]:
+    return [
+        {
+            **m,
+            "message": findings.message(m, lang),
+            "label": findings.label(m["finding_id"], lang),
+            "is_error": findings.is_error(m["finding_id"]),
+            "example_url": url_for(
+                "dashboard.example", course_id=course_id, sid=m["submission_id"], line=m["line"] or None
+            ),
+        }
+        for m in classroom.mistakes(db, course_id)
+    ]
 
 
 @bp.get("/courses/<int:course_id>")
@@ -177,15 +324,18 @@ def course(course_id):
     lesson_ids = [item["lesson"] for item in lessons]
     learners = classroom.learners(db, course_id)
     table = classroom.progress(db, course_id)
-    stats = classroom.lesson_stats(lesson_ids, [u["learner"] for u in learners], table)
-    mistakes = [{**m, "message": findings.message(m, lang)} for m in classroom.mistakes(db, course_id)]
+    deadlines = [item["deadline"] for item in lessons]
+    stats = classroom.lesson_stats(
+        lesson_ids, [u["learner"] for u in learners], table, dict(zip(lesson_ids, deadlines))
+    )
+    mistakes = _mistakes(db, course_id, lang)
     titles = {lesson: lesson_title(lesson, lang) for lesson in lesson_ids}
-    labels = {state: str(escape(gettext(text))) for state, text in PROGRESS_LABELS.items()}
+    labels = cell_labels()
     matrix = [
         (
             u["username"],
             f"/teach/courses/{course_id}/learners/{u['id']}",
-            progress_cells([table.get((u["learner"], lesson)) for lesson in lesson_ids], labels),
+            progress_cells([table.get((u["learner"], lesson)) for lesson in lesson_ids], labels, deadlines),
         )
         for u in learners
     ]
@@ -199,6 +349,7 @@ def course(course_id):
         mistakes=mistakes,
         chart=mistake_chart(mistakes, len(learners)),
         matrix=matrix,
+        notices=get_flashed_messages(with_categories=True),
     )
 
 
@@ -212,15 +363,18 @@ def learner(course_id, user_id):
     lang = current_lang()
     lessons = classroom.lessons(db, course_id)
     table = classroom.progress(db, course_id, person["learner"])
-    rows = [
-        {
-            "lesson": item["lesson"],
-            "title": lesson_title(item["lesson"], lang),
-            "deadline": item["deadline"],
-            "progress": table.get((person["learner"], item["lesson"])) or classroom.Progress(),
-        }
-        for item in lessons
-    ]
+    rows = []
+    for item in lessons:
+        p = table.get((person["learner"], item["lesson"])) or classroom.Progress()
+        rows.append(
+            {
+                "lesson": item["lesson"],
+                "title": lesson_title(item["lesson"], lang),
+                "deadline": item["deadline"],
+                "progress": p,
+                "late": p.late(item["deadline"]),
+            }
+        )
     pages = _pages(classroom.count_submissions(db, course_id, person["learner"]))
     submissions = classroom.submissions_of(
         db, course_id, person["learner"], SUBMISSIONS_PER_PAGE, (pages["page"] - 1) * SUBMISSIONS_PER_PAGE
@@ -234,6 +388,7 @@ def learner(course_id, user_id):
             "findings": [
                 {
                     "finding_id": f["finding_id"],
+                    "label": findings.label(f["finding_id"], lang),
                     "line": f["line"],
                     "message": bounds.marker(findings.message(f, lang) or "", 500),
                 }
@@ -245,8 +400,75 @@ def learner(course_id, user_id):
         for s in submissions
     ]
     return render_template(
-        "dashboard/learner.html", course=course, person=person, rows=rows, submissions=shown, pages=pages
+        "dashboard/learner.html",
+        course=course,
+        person=person,
+        rows=rows,
+        submissions=shown,
+        pages=pages,
+        notices=get_flashed_messages(with_categories=True),
     )
+
+
+@bp.get("/courses/<int:course_id>/submissions/<sid>")
+@instructor_required
+def example(course_id, sid):
+    """One submission of a course's learner, as the class's mistakes cite it: whose and when, its findings,
+    and its code with the cited line (?line=) marked; the way back is the course's dashboard."""
+    db, course = _taught_course(course_id)
+    row = db.execute(
+        "SELECT s.id, s.learner, s.lesson, s.code, s.status, s.result_status, s.score, s.error, s.created_at, "
+        "s.attempt, u.id AS user_id, u.username FROM submissions s JOIN users u ON u.learner = s.learner "
+        "JOIN enrollments e ON e.user_id = u.id AND e.course_id = ? "
+        "JOIN course_lessons cl ON cl.course_id = e.course_id AND cl.lesson = s.lesson WHERE s.id = ?",
+        (course_id, sid),
+    ).fetchone()
+    if row is None:
+        abort(404)  # not a submission of this course's learners on its lessons
+    lang = current_lang()
+    line = request.args.get("line", "")
+    line = int(line) if line.isascii() and line.isdigit() and len(line) < 7 else None
+    found = [
+        {
+            "finding_id": f["finding_id"],
+            "label": findings.label(f["finding_id"], lang),
+            "line": f["line"],
+            "message": bounds.marker(findings.message(f, lang) or "", 500),
+            "cited": line is not None and f["line"] == line,
+        }
+        for f in findings.of_submissions(db, [sid]).get(sid, [])[:20]
+    ]
+    return render_template(
+        "dashboard/example.html",
+        course=course,
+        row=row,
+        title=lesson_title(row["lesson"], lang),
+        line=line,
+        findings=found,
+        code_html=marked_code(
+            row["code"], line, gettext("The rest of the code ({n} lines) is shown without highlighting.")
+        ),
+    )
+
+
+def marked_code(code: str, line: int | None, note: str) -> Markup:
+    """The code as a submission's own page shows it (webapp/code_views.py: highlighted up to HIGHLIGHT_CHARS,
+    then plain), with `line` marked (Pygments' `hll`, and a data attribute a test or a script can find)."""
+    head = code_views._head(code, code_views.HIGHLIGHT_CHARS, len(code))
+    marked = [line] if line and line <= len(head.splitlines()) else []
+    html = highlight(
+        head,
+        get_lexer_by_name("python"),
+        HtmlFormatter(linenos="inline", cssclass="highlight code-view", hl_lines=marked),
+    )
+    if marked:
+        html = html.replace('<span class="hll">', '<span class="hll" data-testid="cited-line">', 1)
+    rest = code[len(head) :]
+    if not rest:
+        return Markup(html)
+    return Markup(html) + Markup(
+        '<p class="muted code-truncated" data-testid="code-truncated">{}</p><pre class="code-plain">{}</pre>'
+    ).format(note.format(n=len(rest.splitlines())), rest)
 
 
 def _pages(total: int) -> dict:
@@ -269,30 +491,37 @@ def _pages(total: int) -> dict:
 @instructor_required
 def gradebook(course_id):
     db, course = _taught_course(course_id)
-    lesson_ids = [item["lesson"] for item in classroom.lessons(db, course_id)]
+    course_lessons = classroom.lessons(db, course_id)
+    lesson_ids = [item["lesson"] for item in course_lessons]
+    deadlines = [item["deadline"] for item in course_lessons]
     table = classroom.progress(db, course_id)
     out = io.StringIO()
     writer = csv.writer(out)
     header = ["username"]
     for lesson in lesson_ids:
-        header += [f"{lesson} best score", f"{lesson} passed at"]
+        header += [f"{lesson} best score", f"{lesson} passed at", f"{lesson} deadline", f"{lesson} late"]
     writer.writerow(header)
     for person in classroom.learners(db, course_id):
         row = [_cell(person["username"])]
-        for lesson in lesson_ids:
+        for lesson, deadline in zip(lesson_ids, deadlines):
             p = table.get((person["learner"], lesson))
             best = p.best_score if p else None
+            passed = p is not None and p.passed_at is not None
             row += [
                 "" if best is None else f"{best:.4f}",
-                ""
-                if not p or p.passed_at is None
-                else datetime.fromtimestamp(p.passed_at, timezone.utc).isoformat(timespec="seconds"),
+                _iso(p.passed_at) if passed else "",
+                _iso(deadline),
+                ("yes" if p.late(deadline) else "no") if passed else "",
             ]
         writer.writerow(row)
     filename = f"gradebook-course-{course_id}.csv"
     return Response(
         out.getvalue(), mimetype="text/csv", headers={"Content-Disposition": f'attachment; filename="{filename}"'}
     )
+
+
+def _iso(ts: float | None) -> str:
+    return "" if ts is None else datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="seconds")
 
 
 def _cell(text: str) -> str:

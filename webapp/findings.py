@@ -9,11 +9,66 @@ from __future__ import annotations
 
 import json
 
+from webapp.i18n import gettext, noop_gettext
+
+ERROR_CHECK = "error"  # the check id of a row that is the result's error, not a check's finding
+ERROR_PREFIX = "error:"  # its finding id: "error:" and the error's kind (docs/results.md, the error object)
+NOT_MISTAKES = ("cancelled", "internal")  # the learner stopped it, or the grader failed: not the code's mistake
+ERROR_LABELS = {
+    "syntax": noop_gettext("Syntax error"),
+    "import": noop_gettext("Error while importing the file"),
+    "entrypoint": noop_gettext("The function to grade is missing"),
+    "signature": noop_gettext("The function has the wrong parameters"),
+    "exception": noop_gettext("Exception during a training step"),
+    "return": noop_gettext("The function does not return the loss"),
+    "nonfinite": noop_gettext("The loss became NaN or infinite"),
+    "oom": noop_gettext("Out of memory"),
+    "timeout": noop_gettext("Time limit exceeded"),
+    "exit": noop_gettext("The code ended the process"),
+    "crash": noop_gettext("The process crashed"),
+    "protocol": noop_gettext("The code disturbed the grader's channel"),
+    "tampering": noop_gettext("The code replaced the grader's instruments"),
+}
+
+
+def error_row(result: dict) -> tuple | None:
+    """The result's error (a syntax error, an exception, a timeout...) as a finding row whose id is its kind, so
+    that errors are counted among the class's mistakes, by kind."""
+    error = result.get("error")
+    if not isinstance(error, dict) or not isinstance(error.get("kind"), str) or error["kind"] in NOT_MISTAKES:
+        return None
+    line = error.get("line")
+    parts = error.get("parts")
+    return (
+        ERROR_CHECK,
+        ERROR_PREFIX + error["kind"],
+        line if isinstance(line, int) else None,
+        error.get("message") if isinstance(error.get("message"), str) else None,
+        json.dumps(parts) if isinstance(parts, list) and parts else None,
+    )
+
+
+def is_error(finding_id: str) -> bool:
+    return finding_id.startswith(ERROR_PREFIX)
+
+
+def label(finding_id: str, lang: str) -> str:
+    """What the dashboard calls a mistake: a finding's id as it is, an error by its kind in words."""
+    if not is_error(finding_id):
+        return finding_id
+    kind = finding_id[len(ERROR_PREFIX) :]
+    if kind in ERROR_LABELS:
+        return gettext(ERROR_LABELS[kind], lang)
+    return gettext("The code stopped ({kind})", lang, kind=kind)
+
 
 def rows(result: dict) -> list[tuple]:
     """(check id, finding id, line, English message, unworded message as JSON or None) of every finding that
-    is not advice (`info`)."""
+    is not advice (`info`), and of the result's error (`error_row`)."""
     found = []
+    error = error_row(result)
+    if error is not None:
+        found.append(error)
     for check in result.get("checks") or []:
         for finding in check.get("findings") or []:
             if finding.get("severity", "error") != "info" and finding.get("id"):
@@ -60,7 +115,10 @@ def message(row, lang: str) -> str | None:
         from grader.wording.catalog import value_in
 
         try:
-            return str(value_in(json.loads(row["text"]), lang))
+            text = json.loads(row["text"])
+            if isinstance(text, list):  # an error's parts, which make one sentence (grader/wording/phrases.py)
+                return " ".join(str(value_in(part, lang)) for part in text)
+            return str(value_in(text, lang))
         except ValueError:
             pass
     return row["message"]

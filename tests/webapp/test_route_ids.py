@@ -14,6 +14,11 @@ ROUTES = [
     ("GET", "/teach/courses/{id}/gradebook.csv"),
     ("GET", "/teach/courses/{id}/learners/1"),
     ("GET", "/teach/courses/1/learners/{id}"),
+    ("GET", "/teach/courses/{id}/edit"),
+    ("POST", "/teach/courses/{id}/delete"),
+    ("POST", "/teach/courses/{id}/learners/1/remove"),
+    ("POST", "/teach/courses/1/learners/{id}/remove"),
+    ("GET", "/teach/courses/{id}/submissions/<sid>"),
     ("POST", "/api/quiz/autocast/{id}"),
 ]
 
