@@ -97,7 +97,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     for blueprint in (auth.bp, courses.bp, dashboard.bp):
         app.register_blueprint(blueprint)
     app.before_request(lambda: start_collector(app))
-    for status in ERROR_PAGES:  # after the blueprints, whose handlers these replace
+    for status in ERROR_PAGES:  # the one handler of every HTML error page (the API words its own as JSON)
         app.register_error_handler(status, error_page)
     return app
 

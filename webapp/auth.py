@@ -185,17 +185,6 @@ def signout():
     return redirect(url_for("lessons.index"), code=303)
 
 
-@bp.app_errorhandler(403)
-def _forbidden(_exc):
-    if request.path.startswith("/api/"):
-        response = jsonify(error="not allowed")
-        response.status_code = 403
-        return response
-    return render_template(
-        "error.html", title=gettext("Not allowed"), message=gettext("This page is for instructors only.")
-    ), 403
-
-
 @bp.app_context_processor
 def _labels():
     return {

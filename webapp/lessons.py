@@ -35,18 +35,6 @@ def _globals():
     return {"lang": lang, "languages": LANG_NAMES, "progress_labels": labels, "_": _, "ui_catalog": i18n.catalog(lang)}
 
 
-@bp.app_errorhandler(404)
-def _not_found(_exc):
-    if request.path.startswith("/api/"):
-        return {"error": "not found"}, 404
-    lang = current_lang()
-    return render_template(
-        "error.html",
-        title=i18n.gettext("Not found", lang),
-        message=i18n.gettext("There is nothing at this address.", lang),
-    ), 404
-
-
 @bp.get("/")
 def index():
     db = get_db()
