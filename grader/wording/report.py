@@ -17,6 +17,7 @@ import sys
 from dataclasses import dataclass
 from typing import IO
 
+from rich.cells import cell_len
 from rich.console import Console, Group
 from rich.padding import Padding
 from rich.progress import Progress, ProgressColumn, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -81,6 +82,21 @@ def console_for(stream: IO | None = None, colour: str = "auto") -> Console:
         soft_wrap=not tty,
         force_jupyter=False,
     )
+
+
+class _ClosingRule:
+    """rich's Rule cuts a title wider than the terminal with an ellipsis; a summary is never cut: where it does
+    not fit between two bars it is printed whole, folded, above a bare rule."""
+
+    def __init__(self, title: str, style: str):
+        self.title, self.style = title, style
+
+    def __rich_console__(self, console: Console, options):
+        if cell_len(self.title) + 8 <= options.max_width:
+            yield Rule(Text(self.title, style=self.style), style=self.style)
+        else:
+            yield Text(self.title, style=self.style, overflow="fold")
+            yield Rule(style=self.style)
 
 
 def _plain_rule(title: str, style: str) -> Text:
@@ -227,7 +243,7 @@ def report(
         parts += [Padding(line, (0, 0, 0, 2)) if tty else Text("  ") + line for line in shown]
     summary = summary_in_words(doc, lang, wall_s)
     style = STYLE[PASS] if doc["status"] == PASS else STYLE[FAIL]
-    parts += [Text(""), Rule(Text(summary, style=style), style=style) if tty else _plain_rule(summary, style)]
+    parts += [Text(""), _ClosingRule(summary, style) if tty else _plain_rule(summary, style)]
     return Group(*parts)
 
 
