@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { makeApi } from "../src/page/api.js";
 import { tr, setCatalog } from "../src/page/i18n.js";
 import { historyEntry } from "../src/page/history.js";
+import { errorLineText } from "../src/page/format.js";
 import { lossDifference, resultCharts, scaleChart, profileChart } from "../src/page/plots.js";
 
 afterEach(() => setCatalog({}));
@@ -86,4 +87,12 @@ test("the profile chart leaves out what this device cannot count, and says so", 
   assert.deepEqual(spec.bars.map((b) => [b.label, b.value]), [["host syncs: given step", 3], ["host syncs: your step", 0],
     ["float32 matmuls: given step", 2], ["float32 matmuls: your step", 0]]);
   assert.match(spec.title, /\(copies are counted on a GPU only\)$/);
+});
+
+test("a syntax error's line carries a caret under its column, shifted by the line-number prefix", () => {
+  const error = { kind: "syntax", line: 12, column: 17, source_line: "    x = foo(1, 2" };
+  assert.equal(errorLineText(error), "12 |     x = foo(1, 2\n" + " ".repeat(5 + 16) + "^");
+  assert.equal(errorLineText({ line: 3, source_line: "y = z", column: null }), "3 | y = z"); // no column: no caret
+  assert.equal(errorLineText({ line: 3, source_line: "y = z", column: 40 }), "3 | y = z"); // out of the line: no caret
+  assert.equal(errorLineText({ source_line: "def f(:", column: 7 }), "def f(:\n      ^");
 });

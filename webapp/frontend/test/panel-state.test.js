@@ -69,6 +69,15 @@ test("an error marks the stage that was running as where it failed", () => {
   assert.equal(state.state, "error");
 });
 
+test("a syntax error is worded as code that never ran, not as code that stopped part way", () => {
+  const state = new PanelState();
+  state.progress({ stage: "started" });
+  const error = { kind: "syntax", message: "'(' was never closed", line: 1, column: 16 };
+  state.done({ status: "done", result: { status: "error", error, checks: [] } });
+  assert.equal(state.statusText, "Syntax error: your code did not run");
+  assert.equal(state.state, "error");
+});
+
 test("a platform error without a result shows as not graded, with the server's message", () => {
   const state = new PanelState();
   state.done({ status: "error", result: null, error: "worker lost" });

@@ -16,3 +16,13 @@ export function median(values) {
 export function timeAgo(seconds) {
   return new Date(seconds * 1000).toLocaleString();
 }
+
+// A learner's line as the error box shows it: "12 | code", and under a syntax error a caret at SyntaxError's
+// column (1-based, counted in the line itself, so the "12 | " prefix shifts it).
+export function errorLineText(error) {
+  const prefix = error.line ? error.line + " | " : "";
+  const text = prefix + error.source_line;
+  const column = error.column;
+  if (!Number.isInteger(column) || column < 1 || column > error.source_line.length + 1) return text;
+  return text + "\n" + " ".repeat(prefix.length + column - 1) + "^";
+}

@@ -203,6 +203,10 @@ export class PanelState {
         fail: tr("Failed: see the checks below"),
         error: tr("Error: your code stopped before the end"),
       };
+      // Code that never compiled did not stop part way: it did not run at all.
+      if (result.status === "error" && result.error && result.error.kind === "syntax") {
+        words.error = tr("Syntax error: your code did not run");
+      }
       const score = typeof result.score === "number" ? " · " + tr("score {n}%", { n: Math.round(result.score * 100) }) : "";
       this.say((words[result.status] || result.status) + score, result.status);
       this.outcome = { result, platformError: null };

@@ -6,7 +6,7 @@ import { lineChart, barChart } from "../charts.js";
 import { el, clear, withCode } from "./dom.js";
 import { tr } from "./i18n.js";
 import { checkName, errorKindLabels, verdictLabels } from "./words.js";
-import { formatNumber } from "./format.js";
+import { errorLineText, formatNumber } from "./format.js";
 import { resultCharts } from "./plots.js";
 
 function setText(node, text) {
@@ -119,7 +119,7 @@ export class ResultsPanel {
       text: errorKindLabels()[error.kind] || tr("Your code stopped with an error") }));
     box.appendChild(el("p", { className: "error-message", text: error.message || "" }));
     if (error.source_line) {
-      box.appendChild(el("pre", { className: "error-line", text: (error.line ? error.line + " | " : "") + error.source_line }));
+      box.appendChild(el("pre", { className: "error-line", text: errorLineText(error) }));
     }
   }
 

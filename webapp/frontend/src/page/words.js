@@ -44,7 +44,7 @@ export function checkName(id, lessonTitles) {
 // Human headings for the error kinds of docs/results.md (the kind itself stays in the JSON for tools).
 export function errorKindLabels() {
   return {
-    syntax: tr("Your code has a syntax error"),
+    syntax: tr("Your code has a syntax error and did not run"),
     import: tr("Your code failed while it was being imported"),
     entrypoint: tr("The function to grade is missing"),
     signature: tr("The function has the wrong parameters"),
