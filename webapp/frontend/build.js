@@ -8,7 +8,9 @@ import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const outfile = join(here, "..", "static", "vendor", "amp-dojo.js");
-const MAX_BYTES = 500 * 1024;
+// The budget grew from 500 KiB with @codemirror/lint (about 22 KiB: the gutter marks of the grader's findings). The
+// bundle is sent uncompressed by Flask (about 170 KiB gzipped behind a proxy that compresses) and revalidated by ETag.
+const MAX_BYTES = 560 * 1024;
 
 const MIT_TEXT = `Permission is hereby granted, free of charge, to any person obtaining a copy
 of this software and associated documentation files (the "Software"), to deal

@@ -29,7 +29,9 @@ import {
   closeBracketsKeymap,
 } from "@codemirror/autocomplete";
 import { searchKeymap, highlightSelectionMatches } from "@codemirror/search";
+import { diagnosticCount, lintGutter, lintKeymap, setDiagnostics, setDiagnosticsEffect } from "@codemirror/lint";
 import { lightTheme } from "./theme.js";
+import { lineDiagnostics } from "./line-marks.js";
 
 function noop() {}
 
@@ -68,6 +70,12 @@ function changeListener(onChange) {
   });
 }
 
+// The grader's findings name lines of the code as it was graded: once that code is edited they may name the wrong
+// line, so any edit takes every mark away (the next verdict brings its own).
+const marksClearOnEdit = EditorState.transactionExtender.of((tr) =>
+  tr.docChanged && diagnosticCount(tr.startState) > 0 ? { effects: setDiagnosticsEffect.of([]) } : null,
+);
+
 function baseExtensions() {
   return [
     lineNumbers(),
@@ -90,7 +98,10 @@ function baseExtensions() {
     highlightActiveLine(),
     highlightSelectionMatches(),
     python(),
+    lintGutter(),
+    marksClearOnEdit,
     keymap.of([
+      ...lintKeymap,
       ...closeBracketsKeymap,
       ...defaultKeymap,
       ...searchKeymap,
@@ -128,6 +139,8 @@ export function createEditor(parent, options = {}) {
       baseExtensions(),
       changeListener(onChange),
       EditorState.readOnly.of(readOnly),
+      // CodeMirror's own words (the diagnostics panel's label, "No diagnostics"), in the page's language.
+      EditorState.phrases.of(options.phrases || {}),
       // Long lines (a training step's signature takes up to 110 characters) wrap instead of hiding past the
       // editor's right edge: the learner sees the whole line at any width, line numbers stay those of the file.
       EditorView.lineWrapping,
@@ -155,6 +168,11 @@ export function createEditor(parent, options = {}) {
     },
     focus() {
       view.focus();
+    },
+    // Marks lines in the gutter (and underlines them) with a message shown on hover and in the diagnostics panel
+    // (F8 moves to the next one, Ctrl/Cmd+Shift+M opens the panel); [] takes them all away.
+    markLines(marks) {
+      view.dispatch(setDiagnostics(view.state, lineDiagnostics(view.state.doc, marks)));
     },
     view,
   };

@@ -45,11 +45,30 @@ test("the editor starts with the draft if there is one, and says so when it diff
   assert.deepEqual(initialDoc("", "starter"), { doc: "", restored: true }); // an emptied editor stays empty
 });
 
+test("a draft keeps the time it was saved, so the restored draft can say from when; reset forgets both", () => {
+  const storage = fakeStorage();
+  let now = 1_700_000_000_000;
+  const store = draftStore(storage, "autocast", "ada", () => now);
+  assert.equal(store.savedAt(), null);
+  store.save("v1");
+  now += 90_000;
+  store.save("v2");
+  assert.equal(store.load(), "v2");
+  assert.equal(store.savedAt(), 1_700_000_090);
+  storage.setItem(store.key + ":saved-at", "garbage"); // a time nobody could have saved is no time
+  assert.equal(store.savedAt(), null);
+  store.clear();
+  assert.equal(store.load(), null);
+  assert.equal(store.savedAt(), null);
+  assert.equal(storage.map.size, 0);
+});
+
 test("storage that throws or is missing is no error: nothing is restored", () => {
   const broken = { getItem() { throw new Error("denied"); }, setItem() { throw new Error("quota"); },
                    removeItem() { throw new Error("denied"); } };
   const store = draftStore(broken, "autocast");
   assert.equal(store.load(), null);
+  assert.equal(store.savedAt(), null);
   store.save("x");
   store.clear();
   const none = draftStore(null, "autocast");

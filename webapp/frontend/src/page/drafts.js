@@ -25,30 +25,36 @@ export function browserStorage(win) {
 }
 
 // load/save/clear of one lesson's draft; storage that is missing or refuses (quota, private mode) is no error.
-export function draftStore(storage, lessonId, user) {
+// Beside the text, under its own key, the time it was saved (seconds since the epoch), so a restored draft can say
+// from when; a draft saved before that time was kept has none, and is restored all the same.
+export function draftStore(storage, lessonId, user, now = () => Date.now()) {
   const key = draftKey(lessonId, user);
+  const timeKey = key + ":saved-at";
+  const attempt = (fn, fallback = null) => {
+    try {
+      return storage ? fn() : fallback;
+    } catch (err) {
+      return fallback; // full, private mode, or blocked
+    }
+  };
   return {
     key,
-    load() {
-      try {
-        return storage ? storage.getItem(key) : null;
-      } catch (err) {
-        return null;
-      }
+    load: () => attempt(() => storage.getItem(key)),
+    savedAt() {
+      const seconds = Number(attempt(() => storage.getItem(timeKey)));
+      return Number.isFinite(seconds) && seconds > 0 ? seconds : null;
     },
     save(text) {
-      try {
-        if (storage) storage.setItem(key, text);
-      } catch (err) {
-        /* full, or private mode */
-      }
+      attempt(() => {
+        storage.setItem(key, text);
+        storage.setItem(timeKey, String(now() / 1000));
+      });
     },
     clear() {
-      try {
-        if (storage) storage.removeItem(key);
-      } catch (err) {
-        /* ignore */
-      }
+      attempt(() => {
+        storage.removeItem(key);
+        storage.removeItem(timeKey);
+      });
     },
   };
 }

@@ -1,6 +1,6 @@
 // The lesson's code editor: CodeMirror (../editor.js) in #editor-host, or, if it cannot start, the plain
 // textarea the template put there, with Tab indenting and Ctrl/Cmd+Enter to run. Either way the same small
-// interface: getValue, setValue, focus.
+// interface: getValue, setValue, focus, markLines.
 
 import { createEditor } from "../editor.js";
 import { tr } from "./i18n.js";
@@ -9,7 +9,8 @@ export function makeEditor(host, doc, onRun, onChange) {
   const fallback = host.querySelector("textarea");
   try {
     fallback.remove();
-    const editor = createEditor(host, { doc, onRun, onChange });
+    const phrases = { Diagnostics: tr("Findings"), "No diagnostics": tr("No findings"), close: tr("Close") };
+    const editor = createEditor(host, { doc, onRun, onChange, phrases });
     const content = editor.view && editor.view.contentDOM;
     if (content) {
       content.setAttribute("aria-label", tr("Your solution"));
@@ -40,5 +41,6 @@ export function makeEditor(host, doc, onRun, onChange) {
     getValue: () => fallback.value,
     setValue: (text) => { fallback.value = text; },
     focus: () => fallback.focus(),
+    markLines: () => {}, // a plain text area has no gutter: the results panel still names each line
   };
 }

@@ -12,6 +12,7 @@ import { renderHistory } from "./history.js";
 import { bindHints } from "./hints.js";
 import { Quiz, bindQuiz } from "./quiz.js";
 import { makeEditor } from "./editor-host.js";
+import { resultMarks } from "./marks.js";
 
 export function initLesson(page, env) {
   const { api, win, doc } = env;
@@ -62,12 +63,22 @@ export function initLesson(page, env) {
     refreshHistory();
   }
 
+  // The verdict's findings go where the learner types, but only onto the code they were found in: if the editor
+  // no longer holds what was graded (typed on while it ran, or another submission loaded) they would name
+  // the wrong lines, and the results panel alone says them.
+  function markGraded(code) {
+    const result = state.outcome && state.outcome.result;
+    if (result && editor.getValue() === code) editor.markLines(resultMarks(result, page.check_titles));
+  }
+
   function run() {
     if (running) return;
     setRunning(true);
     state.clearRefusal();
     // The last result stays on screen until the server has accepted this run: a refusal must not hide it.
-    api("POST", page.urls.submit, { code: editor.getValue() })
+    const code = editor.getValue();
+    editor.markLines([]);
+    api("POST", page.urls.submit, { code })
       .then((res) => {
         if (!res.ok) {
           // The server words a refusal in the page's language, with its reason and when to run again.
@@ -78,7 +89,14 @@ export function initLesson(page, env) {
         state.reset();
         state.queued(res.data.position || 1);
         refreshHistory();
-        follow(res.data, state, { ...following, onDone: finished });
+        follow(res.data, state, {
+          ...following,
+          onDone: () => {
+            finished();
+            markGraded(code);
+            panel.revealVerdict();
+          },
+        });
       })
       .catch(() => {
         panel.refuse(tr("Could not reach the server."));
@@ -94,13 +112,22 @@ export function initLesson(page, env) {
       if (!res.ok || running) return;
       state.reset();
       if (!isFinished(res.data.status)) setRunning(true);
-      reattach(res.data, state, { ...following, onDone: finished });
+      reattach(res.data, state, {
+        ...following,
+        onDone: () => {
+          finished();
+          if (typeof res.data.code === "string") markGraded(res.data.code);
+        },
+      });
     });
   }
 
   const start = initialDoc(drafts.store.load(), lesson.starter);
   editor = makeEditor(host, start.doc, run, (text) => drafts.changed(text));
-  if (start.restored) draftState.textContent = tr("Draft restored");
+  if (start.restored) {
+    const at = drafts.store.savedAt();
+    draftState.textContent = at ? tr("Draft restored: saved {time}", { time: timeAgo(at) }) : tr("Draft restored");
+  }
   saveOnLeave(drafts, win, doc);
   runButton.addEventListener("click", run);
   doc.getElementById("reset-button").addEventListener("click", () => {

@@ -19,7 +19,8 @@ export class ResultsPanel {
     this.state = state;
     this.timers = timers;
     this.status = root.querySelector('[data-testid="status"]');
-    this.steps = root.querySelector('[data-testid="progress"]');
+    this.stepsBox = root.querySelector('[data-testid="progress"]');
+    this.steps = this.stepsBox.querySelector("ol") || this.stepsBox;
     this.body = root.querySelector(".result-body");
     this.cancelButton = root.querySelector('[data-testid="cancel-button"]');
     this.refusal = root.querySelector('[data-testid="refusal"]');
@@ -63,6 +64,7 @@ export class ResultsPanel {
     if (state.outcome !== drawn.outcome) {
       drawn.outcome = state.outcome;
       if (state.outcome) this.showResult(state.outcome.result, state.outcome.platformError);
+      if (state.outcome && "open" in this.stepsBox) this.stepsBox.open = false;
       else this.body.hidden = true;
     }
   }
@@ -73,6 +75,7 @@ export class ResultsPanel {
       this.drawn.generation = state.generation;
       clear(this.steps);
       this.stepItems = {};
+      if ("open" in this.stepsBox) this.stepsBox.open = true; // a new grading: its steps are news again
     }
     for (const step of state.steps) {
       let item = this.stepItems[step.key];
@@ -86,7 +89,27 @@ export class ResultsPanel {
       setText(item.querySelector(".step-label"), step.label);
       setText(item.querySelector(".step-detail"), step.detail);
     }
-    this.steps.hidden = state.steps.length === 0;
+    this.stepsBox.hidden = state.steps.length === 0;
+    const count = this.stepsBox.querySelector(".progress-count");
+    if (count) setText(count, state.steps.length ? "(" + state.steps.length + ")" : "");
+  }
+
+  // After a run's verdict: the first failing check (or the error, or the verdict itself) comes into view and
+  // takes the focus, so neither the eye nor a screen reader has to look for the mistake.
+  revealVerdict() {
+    if (this.body.hidden) return;
+    const target = this.body.querySelector('.check-row[data-status="fail"], .check-row[data-status="error"]')
+      || (this.body.querySelector(".result-error:not([hidden])"))
+      || this.body.querySelector('[data-testid="result-status"]');
+    if (!target.hasAttribute("tabindex")) target.setAttribute("tabindex", "-1");
+    // A sticky header (its height varies: the nav wraps on narrow screens) must not cover what is brought up.
+    const view = this.root.ownerDocument.defaultView;
+    const header = this.root.ownerDocument.querySelector(".site-header");
+    const sticky = header && view && ["sticky", "fixed"].includes(view.getComputedStyle(header).position);
+    target.style.scrollMarginTop = sticky ? Math.ceil(header.getBoundingClientRect().height) + 8 + "px" : "";
+    const still = this.timers.matchMedia && this.timers.matchMedia("(prefers-reduced-motion: reduce)").matches;
+    target.focus({ preventScroll: true });
+    target.scrollIntoView({ block: "start", behavior: still ? "auto" : "smooth" });
   }
 
   showResult(result, platformError) {
@@ -105,6 +128,8 @@ export class ResultsPanel {
     const errorBox = body.querySelector(".result-error");
     const table = body.querySelector(".checks");
     table.parentNode.insertBefore(errorBox, named ? table.nextSibling : table);
+    const caret = errorBox.querySelector(".error-caret"); // after the move: moving a box resets its scrolling
+    if (caret) showCaret(caret.parentNode);
     this.renderNotes(result ? result.notes || [] : []);
     this.renderCharts(result ? result.plots || {} : {});
     this.renderOutput(result ? result.output || "" : "");
@@ -119,7 +144,10 @@ export class ResultsPanel {
       text: errorKindLabels()[error.kind] || tr("Your code stopped with an error") }));
     box.appendChild(el("p", { className: "error-message", text: error.message || "" }));
     if (error.source_line) {
-      box.appendChild(el("pre", { className: "error-line", text: errorLineText(error) }));
+      const [line, caret] = errorLineText(error).split("\n");
+      const pre = el("pre", { className: "error-line", text: line });
+      if (caret) pre.append("\n", el("span", { className: "error-caret", text: caret }));
+      box.appendChild(pre);
     }
   }
 
@@ -182,6 +210,14 @@ export class ResultsPanel {
     details.hidden = !output;
     details.querySelector(".output-text").textContent = output; // learner output: text only
   }
+}
+
+// A long line scrolls sideways in its box (a phone shows about 40 columns): scroll it so the caret, which marks
+// where Python stopped reading (often a missing ':' at the end), is on screen with a little of what precedes it.
+function showCaret(pre) {
+  const caret = pre.querySelector(".error-caret");
+  const past = caret.getBoundingClientRect().right - pre.getBoundingClientRect().right;
+  if (past > -16) pre.scrollLeft += past + 24;
 }
 
 function drawChart(parent, kind, spec) {
