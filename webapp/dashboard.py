@@ -39,7 +39,6 @@ from webapp.db import get_db
 from webapp.lessons import PROGRESS_LABELS, current_lang
 
 bp = Blueprint("dashboard", __name__, url_prefix="/teach")
-CHART_ROW_PX, CHART_LABEL_PX, CHART_BAR_PX = 30, 230, 420
 SUBMISSIONS_PER_PAGE = 20
 
 
@@ -244,27 +243,15 @@ def remove_learner(course_id, user_id):
 
 
 def mistake_chart(mistakes: list, total_learners: int) -> dict:
-    """Coordinates of a horizontal bar chart: one bar per finding, its length the share of learners."""
+    """A horizontal bar chart: one bar per finding, its length the share of learners (in percent, at least a
+    sliver so that a bar is always seen)."""
     bars = []
-    for i, m in enumerate(mistakes):
+    for m in mistakes:
         share = m["learners"] / total_learners if total_learners else 0
         bars.append(
-            {
-                "label": m["label"],
-                "learners": m["learners"],
-                "y": i * CHART_ROW_PX,
-                "width": max(2, round(share * CHART_BAR_PX)),
-                "share": share,
-            }
+            {"label": m["label"], "learners": m["learners"], "share": share, "percent": max(1, round(100 * share))}
         )
-    return {
-        "bars": bars,
-        "label_px": CHART_LABEL_PX,
-        "bar_px": CHART_BAR_PX,
-        "row_px": CHART_ROW_PX,
-        "width": CHART_LABEL_PX + CHART_BAR_PX + 60,
-        "height": max(1, len(bars)) * CHART_ROW_PX,
-    }
+    return {"bars": bars}
 
 
 def cell_labels() -> dict[str, str]:
@@ -277,11 +264,14 @@ def cell_labels() -> dict[str, str]:
     return labels
 
 
-def progress_cells(records: list, labels: dict[str, str], deadlines: list | None = None) -> Markup:
+def progress_cells(
+    records: list, labels: dict[str, str], deadlines: list | None = None, titles: list[str] | None = None
+) -> Markup:
     """One learner's row of badges, as HTML made here: a course of 200 learners has a thousand cells, and
     escaping each value in the template took most of the page's time. Only fixed names, our own (escaped)
     labels and counts go in. After each badge: how many submissions the learner made of the lesson, and a
-    "late" mark where the first pass came after the lesson's deadline (`deadlines`, in the records' order)."""
+    "late" mark where the first pass came after the lesson's deadline (`deadlines`, in the records' order). Each
+    cell is labelled with its lesson's title (`titles`, escaped), shown before it where a phone stacks the row."""
     cells = []
     for i, p in enumerate(records):
         state = p.state if p else "not_started"  # one of three fixed names
@@ -296,7 +286,8 @@ def progress_cells(records: list, labels: dict[str, str], deadlines: list | None
                 f' <span class="badge badge-attempted badge-late" data-testid="late" '
                 f'title="{labels["late_title"]}">{labels["late"]}</span>'
             )
-        cells.append(f'<td><span class="badge badge-{state}">{labels[state]}</span>{late}{count}</td>')
+        label = f' data-label="{titles[i]}"' if titles else ""
+        cells.append(f'<td{label}><span class="badge badge-{state}">{labels[state]}</span>{late}{count}</td>')
     return Markup("".join(cells))
 
 
@@ -331,11 +322,14 @@ def course(course_id):
     mistakes = _mistakes(db, course_id, lang)
     titles = {lesson: lesson_title(lesson, lang) for lesson in lesson_ids}
     labels = cell_labels()
+    cell_titles = [str(escape(titles[lesson])) for lesson in lesson_ids]
     matrix = [
         (
             u["username"],
             f"/teach/courses/{course_id}/learners/{u['id']}",
-            progress_cells([table.get((u["learner"], lesson)) for lesson in lesson_ids], labels, deadlines),
+            progress_cells(
+                [table.get((u["learner"], lesson)) for lesson in lesson_ids], labels, deadlines, cell_titles
+            ),
         )
         for u in learners
     ]

@@ -247,7 +247,9 @@ def test_grading_shows_the_elapsed_seconds_while_it_runs(page, exercise, js_erro
     assert not js_errors, js_errors
 
 
-def test_the_phone_layout_has_no_sideways_scroll_and_puts_the_editor_first(browser, live_app, exercise, screenshot):
+def test_the_phone_layout_has_no_sideways_scroll_and_puts_the_task_before_the_editor(
+    browser, live_app, exercise, screenshot
+):
     context = browser.new_context(
         base_url=live_app.url, viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True
     )
@@ -256,8 +258,12 @@ def test_the_phone_layout_has_no_sideways_scroll_and_puts_the_editor_first(brows
     try:
         page.goto(f"/lessons/{LESSON}")
         expect(page.get_by_test_id("editor")).to_be_visible()
+        # The learner reads what to do first: the title at the top, the task under it, then the editor.
+        title_top = page.locator("#lesson-title").bounding_box()["y"]
+        task = page.locator(".task").bounding_box()
         editor_top = page.get_by_test_id("editor").bounding_box()["y"]
-        assert editor_top < 844, f"the editor starts {editor_top:.0f} px down the page"
+        assert title_top < 250, f"the title starts {title_top:.0f} px down the page"
+        assert title_top < task["y"] and task["y"] + task["height"] <= editor_top, (title_top, task, editor_top)
         replace_editor_text(page, WRONG_SOLUTION.read_text())
         submit(page, "button")
         expect(page.get_by_test_id("result-status")).to_have_attribute(
@@ -429,9 +435,41 @@ def test_the_scale_chart_marks_the_overflow_the_grader_forced(page, js_errors, s
     assert not js_errors, js_errors
 
 
+# Where each row of a wrapped editor line starts, and whether a row break falls inside a word: per .cm-line
+# with more than one row, [first column's x, [x of each continuation row], [the two characters around each
+# break]].
+WRAPPED_ROWS = """lines => lines.map((line) => {
+    const chars = [];
+    const walker = document.createTreeWalker(line, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        for (let i = 0; i < node.length; i++) {
+            const range = document.createRange();
+            range.setStart(node, i);
+            range.setEnd(node, i + 1);
+            const r = range.getClientRects()[0];
+            if (r) chars.push({ ch: node.data[i], top: r.top, left: r.left });
+        }
+    }
+    const text = chars.find((c) => c.ch !== " ");
+    const rows = [];
+    const breaks = [];
+    chars.forEach((c, i) => {
+        if (i && c.top > chars[i - 1].top + 2) {
+            rows.push(c.left);
+            breaks.push(chars[i - 1].ch + c.ch);
+        }
+    });
+    return rows.length ? [text ? text.left : 0, rows, breaks] : null;
+}).filter(Boolean)"""
+
+
 @pytest.mark.parametrize("width", [1366, 360])
 def test_the_editor_shows_every_line_whole_on_a_laptop_and_a_small_phone(viewport_page, width):
-    """The longest signature of any lesson wraps instead of running past the editor's edge."""
+    """The longest signature of any lesson wraps instead of running past the editor's edge; on a phone each
+    continuation row hangs deeper than its line's text (a wrap never reads as a dedent), and no row break cuts
+    an identifier in two."""
+    import re
+
     lessons = load_all()
     longest = max(lessons.values(), key=lambda ex: max(len(line) for line in ex.starter.splitlines()))
     page = viewport_page({"width": width, "height": 768 if width > 600 else 740})
@@ -441,6 +479,12 @@ def test_the_editor_shows_every_line_whole_on_a_laptop_and_a_small_phone(viewpor
     overflow = scroller.evaluate("s => s.scrollWidth - s.clientWidth")
     assert overflow <= 1, f"{longest.id}: the editor hides {overflow} px of its longest line at {width} px"
     assert page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth") <= 0
+    wrapped = page.locator('[data-testid="editor"] .cm-line').evaluate_all(WRAPPED_ROWS)
+    if width < 600:
+        assert wrapped, "at 360 px the longest line should wrap"
+    for text_left, rows, breaks in wrapped:
+        assert all(left > text_left + 1 for left in rows), (text_left, rows)
+        assert not [b for b in breaks if re.fullmatch(r"\w\w", b)], breaks
 
 
 DDP_LESSON = "ddp_mixed_precision"

@@ -121,7 +121,7 @@ def test_a_class_in_a_course_and_its_mistakes_on_the_instructors_dashboard(brows
         first = teacher.get_by_test_id("mistake-row").first
         expect(first).to_have_attribute("data-finding-id", "clip_without_unscale")
         expect(
-            teacher.locator('[data-testid="mistake-chart"] g[data-finding-id="clip_without_unscale"] rect')
+            teacher.locator('[data-testid="mistake-chart"] [data-finding-id="clip_without_unscale"] .bar')
         ).to_be_visible()
         example = first.get_by_test_id("mistake-example")
         expect(example).to_contain_text("bob")

@@ -15,6 +15,9 @@ import {
   formatValue,
   toSegments,
   scaler,
+  truncateToWidth,
+  wrapText,
+  thinTicks,
 } from "./scale.js";
 
 const SVG_NS = "http://www.w3.org/2000/svg";
@@ -27,6 +30,11 @@ const AXIS = "#9aa5b1";
 const TICK_FONT = 11;
 const LEGEND_FONT = 12;
 const TITLE_FONT = 15;
+const TITLE_LINE = 20;
+// A chart is laid out for the width it is shown at (its box's, up to WIDTH), so that its text keeps its size
+// on a phone instead of shrinking with a scaled-down 640-unit drawing; below NARROW a bar's label goes above it.
+const MIN_WIDTH = 240;
+const NARROW = 480;
 
 function el(name, attrs, parent) {
   const node = document.createElementNS(SVG_NS, name);
@@ -53,17 +61,58 @@ function px(v) {
   return Math.round(v * 100) / 100;
 }
 
+let canvasContext;
+
+// Text width as the browser will draw it (a canvas measures with the same fonts), or an estimate where no
+// canvas is there; one pixel more, so that neighbours never touch.
+function measurer(size, weight = 400) {
+  if (canvasContext === undefined) {
+    try {
+      canvasContext = document.createElement("canvas").getContext("2d") || null;
+    } catch {
+      canvasContext = null;
+    }
+  }
+  if (!canvasContext) return (t) => estimateTextWidth(t, size);
+  const font = `${weight} ${size}px ${FONT}`;
+  return (t) => {
+    canvasContext.font = font;
+    return canvasContext.measureText(String(t)).width + 1;
+  };
+}
+
+function chartWidth(parent, requested) {
+  let width = Number(requested);
+  if (!(width > 0)) {
+    const box = parent.clientWidth || 0;
+    if (!box) return WIDTH;
+    const style = typeof getComputedStyle === "function" ? getComputedStyle(parent) : null;
+    const padding = style ? (parseFloat(style.paddingLeft) || 0) + (parseFloat(style.paddingRight) || 0) : 0;
+    width = box - padding;
+  }
+  return Math.round(Math.max(MIN_WIDTH, Math.min(WIDTH, width)));
+}
+
+// The title's lines: a long one (Indonesian and Italian titles are longer) wraps instead of being cut.
+function titleLines(title, width) {
+  return title ? wrapText(title, width - 24, measurer(TITLE_FONT, 600), 5) : [];
+}
+
+function titleHeight(lines) {
+  return lines.length ? (lines.length - 1) * TITLE_LINE : 0;
+}
+
 function requireParent(parent, fnName) {
   if (!parent || typeof parent.appendChild !== "function") {
     throw new TypeError(`AmpDojo.${fnName}: parent must be a DOM element`);
   }
 }
 
-function chartRoot(kind, title, height) {
+function chartRoot(kind, title, height, width, lines) {
   const svg = el("svg", {
     xmlns: SVG_NS,
-    viewBox: `0 0 ${WIDTH} ${height}`,
-    width: WIDTH,
+    viewBox: `0 0 ${width} ${height}`,
+    width,
     height,
     role: "img",
     "aria-label": title || `${kind} chart`,
@@ -74,15 +123,16 @@ function chartRoot(kind, title, height) {
     style: "max-width:100%;height:auto;display:block",
   });
   if (title) tooltip(svg, title);
-  el("rect", { x: 0, y: 0, width: WIDTH, height, fill: "#ffffff" }, svg);
-  if (title) {
-    text(svg, truncate(title, 80), {
+  el("rect", { x: 0, y: 0, width, height, fill: "#ffffff" }, svg);
+  lines.forEach((line, i) => {
+    text(svg, line, {
       x: 12,
-      y: 22,
+      y: 22 + i * TITLE_LINE,
       "font-size": TITLE_FONT,
       "font-weight": 600,
+      class: "amp-chart-title",
     });
-  }
+  });
   return svg;
 }
 
@@ -110,12 +160,13 @@ function prepareSeries(series, logY) {
 
 function layoutLegend(prepared, left, maxWidth) {
   const rowHeight = 18;
+  const measure = measurer(LEGEND_FONT);
   const items = [];
   let x = 0;
   let row = 0;
   for (const s of prepared) {
-    const label = truncate(s.name, 40);
-    const w = 14 + 6 + estimateTextWidth(label, LEGEND_FONT) + 16;
+    const label = truncateToWidth(truncate(s.name, 40), maxWidth - 36, measure);
+    const w = 14 + 6 + measure(label) + 16;
     if (x > 0 && x + w > maxWidth) {
       x = 0;
       row++;
@@ -211,9 +262,14 @@ function drawMarkers(svg, markers, sx, top, bottom, left, right) {
     const color = safeColor(m.color, MUTED);
     const g = el("g", { class: "amp-chart-marker", "data-testid": "chart-marker", "data-x": Number(m.x) }, svg);
     el("line", { x1: x, x2: x, y1: top, y2: bottom, stroke: color, "stroke-width": 1.5, "stroke-dasharray": "4 3" }, g);
-    const label = truncate(m.label == null ? "" : String(m.label), 44);
-    const width = estimateTextWidth(label, TICK_FONT);
-    const anchorEnd = x + width + 4 > right;
+    const measure = measurer(TICK_FONT);
+    // on the side of the line with room for it, cut to that room on a narrow chart
+    let label = truncate(m.label == null ? "" : String(m.label), 44);
+    const roomRight = right - x - 4;
+    const roomLeft = x - left - 4;
+    const anchorEnd = measure(label) > roomRight && roomLeft > roomRight;
+    label = truncateToWidth(label, anchorEnd ? roomLeft : roomRight, measure);
+    const width = measure(label);
     const start = anchorEnd ? x - width - 4 : x + 4;
     row = start < lastEnd ? row + 1 : 0;
     lastEnd = start + width + 8;
@@ -242,28 +298,32 @@ export function lineChart(parent, options = {}) {
   const logY = Boolean(options.logY);
   const prepared = prepareSeries(options.series, logY);
   const data = extent(prepared);
+  const width = chartWidth(parent, options.width);
+  const lines = titleLines(title, width);
+  const tickWidth = measurer(TICK_FONT);
 
-  const x0 = data ? linearTicks(data.xMin, data.xMax, 6) : linearTicks(0, 1, 6);
+  const xTickCount = Math.max(2, Math.min(6, Math.floor((width - 80) / 70)));
+  const x0 = data ? linearTicks(data.xMin, data.xMax, xTickCount) : linearTicks(0, 1, xTickCount);
   const y0 = data
     ? logY
       ? niceLog(data.yMin, data.yMax)
       : niceLinear(data.yMin, data.yMax, 5)
     : niceLinear(0, 1, 5);
   const yTickLabels = y0.ticks.map((v) => (logY ? formatLogTick(v) : formatTick(v, y0.step)));
-  const yTickWidth = Math.max(0, ...yTickLabels.map((t) => estimateTextWidth(t, TICK_FONT)));
+  const yTickWidth = Math.max(0, ...yTickLabels.map(tickWidth));
 
   const left = Math.round(Math.min(120, Math.max(40, yTickWidth + 14)) + (yLabel ? 20 : 0));
-  const right = WIDTH - 20;
+  const right = width - 20;
   const legend = layoutLegend(prepared, left, right - left);
-  const note = skippedNote(prepared);
-  const legendTop = title ? 34 : 10;
+  const note = truncateToWidth(skippedNote(prepared), right - 12, tickWidth);
+  const legendTop = title ? 34 + titleHeight(lines) : 10;
   const noteTop = legendTop + legend.height;
   const top = noteTop + (note ? 16 : 0) + 10;
   const plotHeight = 240;
   const bottom = top + plotHeight;
   const height = bottom + (xLabel ? 44 : 28);
 
-  const svg = chartRoot("line", title, height);
+  const svg = chartRoot("line", title, height, width, lines);
   drawLegend(svg, legend, legendTop);
   if (note) {
     text(svg, note, { x: right, y: noteTop + 12, "text-anchor": "end", "font-size": TICK_FONT, fill: MUTED });
@@ -285,22 +345,25 @@ export function lineChart(parent, options = {}) {
     });
   });
   if (data) {
-    for (const v of x0.ticks) {
+    const labels = x0.ticks.map((v) => formatTick(v, x0.step));
+    const shown = new Set(thinTicks(x0.ticks.map(sx), labels.map(tickWidth)));
+    x0.ticks.forEach((v, i) => {
       const x = px(sx(v));
       el("line", { x1: x, x2: x, y1: bottom, y2: bottom + 4, stroke: AXIS }, svg);
-      text(svg, formatTick(v, x0.step), {
+      if (!shown.has(i)) return;
+      text(svg, labels[i], {
         x,
         y: bottom + 17,
         "text-anchor": "middle",
         "font-size": TICK_FONT,
         fill: MUTED,
       });
-    }
+    });
   }
   el("path", { d: `M${left} ${top}V${bottom}H${right}`, fill: "none", stroke: AXIS }, svg);
 
   if (xLabel) {
-    text(svg, truncate(xLabel, 80), {
+    text(svg, truncateToWidth(truncate(xLabel, 80), right - left, measurer(LEGEND_FONT)), {
       x: px((left + right) / 2),
       y: bottom + 38,
       "text-anchor": "middle",
@@ -309,7 +372,7 @@ export function lineChart(parent, options = {}) {
   }
   if (yLabel) {
     const cy = px((top + bottom) / 2);
-    text(svg, truncate(yLabel, 40), {
+    text(svg, truncateToWidth(truncate(yLabel, 40), plotHeight, measurer(LEGEND_FONT)), {
       x: 16,
       y: cy,
       transform: `rotate(-90 16 ${cy})`,
@@ -345,6 +408,10 @@ export function barChart(parent, options = {}) {
   requireParent(parent, "barChart");
   const title = options.title == null ? "" : String(options.title);
   const unit = options.unit == null ? "" : String(options.unit);
+  const width = chartWidth(parent, options.width);
+  const lines = titleLines(title, width);
+  const labelWidth = measurer(LEGEND_FONT);
+  const tickWidth = measurer(TICK_FONT);
   const bars = (Array.isArray(options.bars) ? options.bars : []).map((b, i) => {
     const item = b && typeof b === "object" ? b : {};
     const label = item.label == null ? `bar ${i + 1}` : String(item.label);
@@ -358,38 +425,51 @@ export function barChart(parent, options = {}) {
     };
   });
 
-  const rowHeight = 30;
-  const barHeight = 20;
-  const top = title ? 40 : 14;
-  const labelWidth = Math.max(0, ...bars.map((b) => estimateTextWidth(b.shown, LEGEND_FONT)));
-  const left = Math.round(Math.min(220, Math.max(60, labelWidth)) + 20);
-  const valueWidth = Math.max(0, ...bars.map((b) => estimateTextWidth(b.valueText, LEGEND_FONT)));
-  const right = WIDTH - Math.round(Math.min(140, Math.max(40, valueWidth)) + 16);
+  // Wide: the label left of its bar. Narrow: the label on a line of its own above the bar, so the bars keep
+  // their length and no label is cut to a few letters.
+  const narrow = width < NARROW;
+  const rowHeight = narrow ? 44 : 30;
+  const barHeight = narrow ? 16 : 20;
+  const top = (title ? 40 : 14) + titleHeight(lines);
+  const valueWidth = Math.max(0, ...bars.map((b) => labelWidth(b.valueText)));
+  const right = width - Math.round(Math.min(140, Math.max(40, valueWidth)) + 16);
+  let left;
+  if (narrow) {
+    left = 12;
+    for (const b of bars) b.shown = truncateToWidth(b.shown, width - 24, labelWidth);
+  } else {
+    const widest = Math.max(0, ...bars.map((b) => labelWidth(b.shown)));
+    left = Math.round(Math.min(220, Math.max(60, widest)) + 20);
+    for (const b of bars) b.shown = truncateToWidth(b.shown, left - 20, labelWidth);
+  }
   const rows = Math.max(1, bars.length);
   const bottom = top + rows * rowHeight;
   const height = bottom + 30;
 
-  const svg = chartRoot("bar", title, height);
+  const svg = chartRoot("bar", title, height, width, lines);
   const finite = bars.filter((b) => Number.isFinite(b.value)).map((b) => b.value);
   const lo = Math.min(0, ...finite);
   let hi = Math.max(0, ...finite);
   // No data or all zeros: show an empty 0..1 axis rather than one around zero.
   if (lo === hi) hi = 1;
-  const scale = niceLinear(lo, hi, 5);
+  const scale = niceLinear(lo, hi, Math.max(2, Math.min(5, Math.floor((right - left) / 60))));
   const sx = scaler(scale.domain, [left, right]);
 
   const grid = el("g", { class: "amp-chart-grid", stroke: GRID, "stroke-width": 1 }, svg);
-  for (const v of scale.ticks) {
+  const tickLabels = scale.ticks.map((v) => formatTick(v, scale.step));
+  const shown = new Set(thinTicks(scale.ticks.map(sx), tickLabels.map(tickWidth)));
+  scale.ticks.forEach((v, i) => {
     const x = px(sx(v));
     el("line", { x1: x, x2: x, y1: top, y2: bottom }, grid);
-    text(svg, formatTick(v, scale.step), {
+    if (!shown.has(i)) return;
+    text(svg, tickLabels[i], {
       x,
       y: bottom + 16,
       "text-anchor": "middle",
       "font-size": TICK_FONT,
       fill: MUTED,
     });
-  }
+  });
   const zero = px(sx(0));
   el("line", { x1: zero, x2: zero, y1: top, y2: bottom, stroke: AXIS }, svg);
 
@@ -398,9 +478,10 @@ export function barChart(parent, options = {}) {
   bars.forEach((b, i) => {
     const g = el("g", { class: "amp-chart-bar-row" }, svg);
     tooltip(g, `${b.label}: ${b.valueText}`);
-    const rowTop = top + i * rowHeight + (rowHeight - barHeight) / 2;
+    const rowTop = top + i * rowHeight + (narrow ? 20 : (rowHeight - barHeight) / 2);
     const mid = rowTop + barHeight / 2 + 4;
-    text(g, b.shown, { x: left - 8, y: px(mid), "text-anchor": "end", "font-size": LEGEND_FONT });
+    if (narrow) text(g, b.shown, { x: left, y: px(rowTop - 6), "font-size": LEGEND_FONT });
+    else text(g, b.shown, { x: left - 8, y: px(mid), "text-anchor": "end", "font-size": LEGEND_FONT });
     let end = zero;
     if (Number.isFinite(b.value)) {
       const a = sx(Math.min(0, b.value));

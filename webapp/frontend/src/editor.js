@@ -1,6 +1,9 @@
 import { EditorState, Prec } from "@codemirror/state";
 import {
+  Decoration,
   EditorView,
+  ViewPlugin,
+  WidgetType,
   keymap,
   lineNumbers,
   highlightActiveLine,
@@ -76,6 +79,78 @@ const marksClearOnEdit = EditorState.transactionExtender.of((tr) =>
   tr.docChanged && diagnosticCount(tr.startState) > 0 ? { effects: setDiagnosticsEffect.of([]) } : null,
 );
 
+// ---- soft wrapping that keeps Python readable ----
+// A wrapped line's continuation rows hang under the line's own text, one indent deeper (text-indent pulls the
+// first row back), so a wrap never looks like a dedent. Rows break at spaces and, inside a run with no space
+// (`torch.autocast(device_type=device_type,`), only after a comma, bracket, dot or `=`: a <wbr> there, so an
+// identifier is never cut in two.
+const HANG_COLUMNS = 4;
+const BREAK_AFTER = /[,([{.=](?=[^\s,)\]}:.=])/g;
+
+class BreakOpportunity extends WidgetType {
+  eq() {
+    return true;
+  }
+  toDOM() {
+    return document.createElement("wbr");
+  }
+  ignoreEvent() {
+    return false;
+  }
+}
+const breakOpportunity = Decoration.widget({ widget: new BreakOpportunity(), side: 1 });
+const hangs = new Map();
+
+function hang(columns) {
+  if (!hangs.has(columns)) {
+    const style = `padding-left: calc(${columns}ch + 6px); text-indent: -${columns}ch`;
+    hangs.set(columns, Decoration.line({ attributes: { style } }));
+  }
+  return hangs.get(columns);
+}
+
+function leadingColumns(text, tabSize) {
+  let columns = 0;
+  for (const ch of text) {
+    if (ch === " ") columns += 1;
+    else if (ch === "\t") columns += tabSize - (columns % tabSize);
+    else break;
+  }
+  return columns;
+}
+
+function wrapDecorations(view) {
+  const ranges = [];
+  const tabSize = view.state.tabSize;
+  for (const { from, to } of view.visibleRanges) {
+    for (let pos = from; pos <= to; ) {
+      const line = view.state.doc.lineAt(pos);
+      ranges.push(hang(leadingColumns(line.text, tabSize) + HANG_COLUMNS).range(line.from));
+      for (const m of line.text.matchAll(BREAK_AFTER)) {
+        ranges.push(breakOpportunity.range(line.from + m.index + 1));
+      }
+      pos = line.to + 1;
+    }
+  }
+  return Decoration.set(ranges, true);
+}
+
+const pythonWrapping = [
+  EditorView.lineWrapping,
+  EditorView.theme({ "&.cm-lineWrapping, & .cm-lineWrapping": { wordBreak: "normal", overflowWrap: "anywhere" } }),
+  ViewPlugin.fromClass(
+    class {
+      constructor(view) {
+        this.decorations = wrapDecorations(view);
+      }
+      update(update) {
+        if (update.docChanged || update.viewportChanged) this.decorations = wrapDecorations(update.view);
+      }
+    },
+    { decorations: (plugin) => plugin.decorations },
+  ),
+];
+
 function baseExtensions() {
   return [
     lineNumbers(),
@@ -143,7 +218,7 @@ export function createEditor(parent, options = {}) {
       EditorState.phrases.of(options.phrases || {}),
       // Long lines (a training step's signature takes up to 110 characters) wrap instead of hiding past the
       // editor's right edge: the learner sees the whole line at any width, line numbers stay those of the file.
-      EditorView.lineWrapping,
+      pythonWrapping,
       EditorView.editorAttributes.of({ "data-testid": "editor" }),
       EditorView.contentAttributes.of({
         "aria-label": "Code editor",

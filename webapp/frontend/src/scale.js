@@ -187,3 +187,60 @@ export function scaler(domain, range, log = false) {
   const span = d1 - d0 || 1;
   return (v) => range[0] + ((f(v) - d0) / span) * (range[1] - range[0]);
 }
+
+/** Cuts `text` to fit `maxWidth` (as `measure` reckons it), marking the cut with an ellipsis. */
+export function truncateToWidth(text, maxWidth, measure) {
+  const s = String(text);
+  if (measure(s) <= maxWidth) return s;
+  const chars = Array.from(s);
+  let n = chars.length - 1;
+  while (n > 1 && measure(chars.slice(0, n).join("") + "\u2026") > maxWidth) n--;
+  return chars.slice(0, n).join("") + "\u2026";
+}
+
+/**
+ * Breaks `text` into lines no wider than `maxWidth`: at spaces, and inside a word only when the word alone is
+ * wider than a line. At most `maxLines`; the last one is cut with an ellipsis if the text goes on.
+ */
+export function wrapText(text, maxWidth, measure, maxLines = 3) {
+  const words = String(text).split(/\s+/).filter(Boolean);
+  const lines = [];
+  let line = "";
+  const push = (word) => {
+    const candidate = line ? `${line} ${word}` : word;
+    if (!line || measure(candidate) <= maxWidth) line = candidate;
+    else {
+      lines.push(line);
+      line = word;
+    }
+    while (measure(line) > maxWidth && Array.from(line).length > 1) {
+      const chars = Array.from(line);
+      let n = chars.length - 1;
+      while (n > 1 && measure(chars.slice(0, n).join("")) > maxWidth) n--;
+      lines.push(chars.slice(0, n).join(""));
+      line = chars.slice(n).join("");
+    }
+  };
+  words.forEach(push);
+  if (line) lines.push(line);
+  if (lines.length <= maxLines) return lines;
+  const kept = lines.slice(0, maxLines);
+  kept[maxLines - 1] = truncateToWidth(`${kept[maxLines - 1]} ${lines[maxLines]}`, maxWidth, measure);
+  return kept;
+}
+
+/**
+ * Of tick labels centred at `positions`, the indexes to show so that no two come closer than `gap`: the
+ * first is always kept, each next one only if it clears the last kept one.
+ */
+export function thinTicks(positions, widths, gap = 6) {
+  const kept = [];
+  let end = -Infinity;
+  positions.forEach((x, i) => {
+    if (x - widths[i] / 2 >= end + gap) {
+      kept.push(i);
+      end = x + widths[i] / 2;
+    }
+  });
+  return kept;
+}

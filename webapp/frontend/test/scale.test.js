@@ -11,6 +11,8 @@ import {
   formatValue,
   toSegments,
   scaler,
+  wrapText,
+  thinTicks,
 } from "../src/scale.js";
 
 test("safeColor keeps plain colours and rejects paint references", () => {
@@ -99,4 +101,31 @@ test("scaler maps linear and log domains onto pixels", () => {
   assert.equal(lin(5), 150);
   const log = scaler([1, 100], [300, 100], true);
   assert.equal(log(10), 200);
+});
+
+test("wrapText breaks a long title at spaces into lines that fit", () => {
+  const measure = (s) => Array.from(s).length * 10; // 10 px a character
+  const title = "Selisih terhadap loss FP32 (%)";
+  const lines = wrapText(title, 140, measure);
+  assert.deepEqual(lines, ["Selisih", "terhadap loss", "FP32 (%)"]);
+  assert.ok(lines.every((l) => measure(l) <= 140), lines);
+  assert.equal(wrapText("short title", 500, measure).join("|"), "short title");
+  assert.deepEqual(wrapText("Perdita: il tuo codice e la baseline FP32", 190, measure, 5), [
+    "Perdita: il tuo",
+    "codice e la",
+    "baseline FP32",
+  ]);
+});
+
+test("wrapText cuts only a word wider than a line, and marks text past the last line", () => {
+  const measure = (s) => Array.from(s).length * 10;
+  assert.deepEqual(wrapText("abcdefghij xy", 50, measure), ["abcde", "fghij", "xy"]);
+  const lines = wrapText("one two three four five six", 40, measure, 2);
+  assert.equal(lines.length, 2);
+  assert.ok(lines[1].endsWith("\u2026") && measure(lines[1]) <= 40, lines);
+});
+
+test("thinTicks drops the labels that would touch their neighbour", () => {
+  assert.deepEqual(thinTicks([0, 20, 40, 60, 80], [30, 30, 30, 30, 30]), [0, 2, 4]);
+  assert.deepEqual(thinTicks([0, 100, 200], [30, 30, 30]), [0, 1, 2]);
 });
