@@ -32,7 +32,7 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
 
-from webapp import accounts, bounds, classroom, code_views, content, findings
+from webapp import accounts, bounds, classroom, code_views, content, findings, i18n
 from webapp.auth import gettext, instructor_required
 from webapp.courses import lesson_title
 from webapp.db import get_db
@@ -45,10 +45,9 @@ SUBMISSIONS_PER_PAGE = 20
 
 @bp.app_template_filter("when")
 def when(ts: float | None) -> str:
-    """A moment in UTC, the same for everyone in the class whatever their time zone."""
-    if ts is None:
-        return "–"
-    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    """A moment in UTC, the same for everyone in the class whatever their time zone, as the page's language writes
+    dates ("Dec 4, 2026, 1:27:41 PM UTC", "4 dic 2026, 13:27:41 UTC")."""
+    return i18n.format_moment(ts, current_lang())
 
 
 @bp.app_template_filter("day")
@@ -80,8 +79,7 @@ def median(value: float | None) -> str:
         return "–"
     if float(value).is_integer():
         return str(int(value))
-    text = f"{value:.1f}"
-    return text.replace(".", ",") if current_lang() in ("it", "id") else text
+    return i18n.format_number(value, current_lang(), ".1f")
 
 
 def _taught_course(course_id: int):
