@@ -485,6 +485,17 @@ def _pages(total: int) -> dict:
     }
 
 
+# A gradebook's separator and decimal mark: English spreadsheets read "a,0.5", Italian and Indonesian ones (whose
+# decimal mark is the comma) "a;0,5". The instructor picks one on the dashboard; the page's language is the default.
+GRADEBOOK_STYLES = {"comma": (",", "."), "semicolon": (";", ",")}
+
+
+def gradebook_style(asked: str | None, lang: str) -> str:
+    if asked in GRADEBOOK_STYLES:
+        return asked
+    return "comma" if lang == "en" else "semicolon"
+
+
 @bp.get("/courses/<int:course_id>/gradebook.csv")
 @instructor_required
 def gradebook(course_id):
@@ -493,12 +504,19 @@ def gradebook(course_id):
     lesson_ids = [item["lesson"] for item in course_lessons]
     deadlines = [item["deadline"] for item in course_lessons]
     table = classroom.progress(db, course_id)
+    style = gradebook_style(request.args.get("style"), current_lang())
     out = io.StringIO()
-    writer = csv.writer(out)
-    header = ["username"]
+    writer = csv.writer(out, delimiter=GRADEBOOK_STYLES[style][0])
+    header = [gettext("username")]
     for lesson in lesson_ids:
-        header += [f"{lesson} best score", f"{lesson} passed at", f"{lesson} deadline", f"{lesson} late"]
+        header += [
+            gettext("{lesson} best score", lesson=lesson),
+            gettext("{lesson} passed at", lesson=lesson),
+            gettext("{lesson} deadline", lesson=lesson),
+            gettext("{lesson} late", lesson=lesson),
+        ]
     writer.writerow(header)
+    yes, no = gettext("yes"), gettext("no")
     for person in classroom.learners(db, course_id):
         row = [_cell(person["username"])]
         for lesson, deadline in zip(lesson_ids, deadlines):
@@ -506,10 +524,10 @@ def gradebook(course_id):
             best = p.best_score if p else None
             passed = p is not None and p.passed_at is not None
             row += [
-                "" if best is None else f"{best:.4f}",
+                "" if best is None else f"{best:.4f}".replace(".", GRADEBOOK_STYLES[style][1]),
                 _iso(p.passed_at) if passed else "",
                 _iso(deadline),
-                ("yes" if p.late(deadline) else "no") if passed else "",
+                (yes if p.late(deadline) else no) if passed else "",
             ]
         writer.writerow(row)
     filename = f"gradebook-course-{course_id}.csv"

@@ -2,6 +2,8 @@
 webapp/i18n.py): "1 lezione superata su 2", "4 dic 2026, 13:27:41 UTC" and a
 median of "2,5" on Italian pages, each in its own way in Indonesian."""
 
+import csv
+import io
 import re
 
 import pytest
@@ -33,3 +35,39 @@ def test_the_dashboard_counts_learners_and_dates_moments_in_the_pages_language(a
     assert LEARNERS[lang] in " ".join(html.split())
     learner = teacher.get(re.search(r'href="(/teach/courses/\d+/learners/\d+)"', html).group(1))
     assert re.search(MOMENT[lang], learner.get_data(as_text=True).replace("\u202f", " ")), lang
+
+
+def gradebook(app, course, lang, style=None):  # noqa: F811
+    ada = course["learners"]["ada"]
+    grade_as(app, submit(ada), "fail", score=0.25)
+    grade_as(app, submit(course["learners"]["bob"], lesson="autocast"), "fail", score=0.5)
+    teacher = course["teacher"]
+    teacher.set_cookie("lang", lang)
+    query = f"?style={style}" if style else ""
+    return teacher.get(course["url"] + "/gradebook.csv" + query).get_data(as_text=True)
+
+
+@pytest.mark.parametrize("lang", ["it", "id"])
+def test_the_gradebook_suits_the_instructors_language_by_default(app, course, lang):  # noqa: F811
+    from webapp import i18n
+
+    rows = list(csv.reader(io.StringIO(gradebook(app, course, lang)), delimiter=";"))
+    assert rows[0][:2] == [
+        i18n.gettext("username", lang),
+        i18n.gettext("{lesson} best score", lang, lesson="grad_scaler"),
+    ]
+    assert rows[0][1] != "grad_scaler best score"
+    assert rows[1][:2] == ["ada", "0,2500"]  # a decimal comma, which a semicolon keeps apart from the next cell
+
+
+def test_the_instructor_picks_an_english_spreadsheets_separator_on_an_italian_page(app, course):  # noqa: F811
+    rows = list(csv.reader(io.StringIO(gradebook(app, course, "it", "comma"))))
+    assert rows[1][:2] == ["ada", "0.2500"] and rows[0][0] == "nome utente"
+
+
+@pytest.mark.parametrize(("lang", "picked"), [("en", "comma"), ("it", "semicolon"), ("id", "semicolon")])
+def test_the_dashboards_gradebook_format_defaults_from_the_language(app, course, lang, picked):  # noqa: F811
+    teacher = course["teacher"]
+    teacher.set_cookie("lang", lang)
+    html = teacher.get(course["url"]).get_data(as_text=True)
+    assert re.search(rf'<option value="{picked}" selected>', html), lang
