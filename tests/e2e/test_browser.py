@@ -286,10 +286,15 @@ def english_left(text: str, lang: str) -> list[str]:
     ui = jsonlib.loads((ROOT / "webapp" / "translations" / f"{lang}.json").read_text(encoding="utf-8"))
     left = [e for e, t in ui.items() if " " in e and e != t and not re.search(r"\{\w+\}", e) and e in text]
     translated = grader_catalog(lang)
+
+    def forms(entry) -> list[str]:  # a plural entry is a dict by CLDR category
+        return list(entry.values()) if isinstance(entry, dict) else [entry]
+
     for key, english in EN.items():
-        for fragment in re.split(r"\{[^}]*\}", english.replace("`", "")):
+        theirs = " ".join(forms(translated[key])).replace("`", "")
+        for fragment in re.split(r"\{[^}]*\}", " ".join(forms(english)).replace("`", "")):
             fragment = fragment.strip(" :;,.()")
-            if len(fragment.split()) >= 3 and fragment not in translated[key].replace("`", "") and fragment in text:
+            if len(fragment.split()) >= 3 and fragment not in theirs and fragment in text:
                 left.append(f"{key}: {fragment}")
     return left
 
