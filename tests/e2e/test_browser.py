@@ -306,6 +306,7 @@ def test_the_results_page_shows_no_english_in_another_language(
 ):
     """The interface and every grader message, fix and figure in the learner's language."""
     import json as jsonlib
+    import re
 
     from .conftest import DESKTOP, PHONE
 
@@ -323,6 +324,7 @@ def test_the_results_page_shows_no_english_in_another_language(
     text = " ".join(page.locator("body").inner_text().split())
     assert not english_left(text, lang), english_left(text, lang)
     assert ui["Your task"] in text and ui["Failed: see the checks below"] in text
+    assert re.search(r"\d,\d+%", text) and not re.search(r"\d\.\d+%", text)  # figures with a decimal comma
     from grader.wording.catalog import render
 
     assert render("backward_inside_autocast.fix", {}, lang).replace("`", "") in text  # `code` is shown as code
