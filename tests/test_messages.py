@@ -17,8 +17,18 @@ TRANSLATIONS = Path(catalog.__file__).parent / "translations"
 FORMATTER = string.Formatter()
 
 
-def fields(template: str) -> set[str]:
+def fields(template) -> set[str]:
+    """A template's parameters; a plural entry's are its "other" form's, and every form must have them."""
+    if isinstance(template, dict):
+        assert "other" in template and set(template) <= {"zero", "one", "two", "few", "many", "other"}, template
+        forms = [fields(form) for form in template.values()]
+        assert all(f == forms[0] for f in forms), template
+        return forms[0]
     return {name for _, name, _, _ in FORMATTER.parse(template) if name}
+
+
+def forms(template) -> list[str]:
+    return list(template.values()) if isinstance(template, dict) else [template]
 
 
 @pytest.mark.parametrize("lang", ["it", "id"])
@@ -26,7 +36,7 @@ def test_every_message_is_translated_with_the_same_parameters(lang):
     catalog = json.loads((TRANSLATIONS / f"{lang}.json").read_text(encoding="utf-8"))
     assert set(catalog) == set(EN), {"missing": sorted(set(EN) - set(catalog)), "stale": sorted(set(catalog) - set(EN))}
     for key, english in EN.items():
-        assert catalog[key].strip(), key
+        assert all(form.strip() for form in forms(catalog[key])), key
         assert fields(catalog[key]) == fields(english), (lang, key)
 
 
@@ -139,7 +149,29 @@ def test_measured_figures_are_worded_once_for_every_language():
         "loss vs FP32 0.10% (step 3), needs at most 2.00%",
         "update vs FP32 (worst: 0.0.weight) 0.40%, needs at most 5.00%",
     ]
-    assert measured_in_words(check, "it")[0] == "loss rispetto a FP32 0.10% (step 3), richiesto: al massimo 2.00%"
+    assert measured_in_words(check, "it")[0] == "loss rispetto a FP32 0,10% (step 3), richiesto: al massimo 2,00%"
+    assert "0,40%" in measured_in_words(check, "id")[1] and "5,00%" in measured_in_words(check, "id")[1]
+
+
+@pytest.mark.parametrize(
+    ("lang", "one", "two"),
+    [("en", "1 mistake in", "2 mistakes in"), ("it", "1 errore nell", "2 errori nell"), ("id", "1 ", "2 ")],
+)
+def test_a_count_message_takes_the_plural_form_of_its_count(lang, one, two):
+    first = say("layer.module", name="model.0")
+    assert render("call_order.mistakes", {"n": 1, "first": first}, lang).startswith(one)
+    assert render("call_order.mistakes", {"n": 2, "first": first}, lang).startswith(two)
+
+
+def test_a_plural_category_a_catalog_lacks_falls_back_to_other():
+    assert render("report.count.pass", {"n": 1_000_000}, "it") == "1000000 superati"  # CLDR: "many" in Italian
+    assert render("report.count.pass", {"n": 1}, "it") == "1 superato"
+
+
+@pytest.mark.parametrize(("lang", "text"), [("en", "12.35%"), ("it", "12,35%"), ("id", "12,35%")])
+def test_a_message_writes_its_figures_with_the_languages_decimal_symbol(lang, text):
+    rendered = render("parity.pass", {"steps": 8, "loss": 0.12345, "update": 0.5}, lang)
+    assert text in rendered and "8" in rendered
 
 
 def test_a_message_with_wrong_parameters_is_data_not_an_exception():

@@ -66,7 +66,20 @@ def test_report_speaks_the_chosen_language_from_the_message_catalog(failing):
     assert re.search("NO      Ordine delle chiamate +" + re.escape(render("backward_inside_autocast", {}, "it")), text)
     assert "come correggere: " + render("backward_inside_autocast.fix", {}, "it") in text
     assert "loss rispetto a FP32 " in text
-    assert "non superato · 1 non superati, 2 superati, 1 non applicabili · punteggio 67%" in text
+    assert "non superato · 1 non superato, 2 superati, 1 non applicabile · punteggio 67%" in text
+
+
+@pytest.mark.parametrize("lang", ["it", "id"])
+def test_report_writes_its_figures_and_counts_as_the_language_does(failing, lang):
+    from grader.wording.catalog import render
+
+    result, src = failing
+    text = " ".join(printed(result, src, io.StringIO(), lang=lang).split())
+    took = f"{result.duration_s:.1f}".replace(".", ",")
+    assert render("report.took", {"seconds": took}, lang) in text  # "20,3 s": a decimal comma
+    assert re.search(r"\d,\d+%", text) and not re.search(r"\d\.\d+%", text)  # the figures: 0,13%, never 0.13%
+    counts = render("report.count.fail", {"n": 1}, lang) + ", " + render("report.count.pass", {"n": 2}, lang)
+    assert counts in text
 
 
 def test_what_the_code_prints_cannot_redraw_the_report(failing):

@@ -32,7 +32,7 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
 
-from webapp import accounts, bounds, classroom, code_views, content, findings
+from webapp import accounts, bounds, classroom, code_views, content, findings, i18n
 from webapp.auth import gettext, instructor_required
 from webapp.courses import lesson_title
 from webapp.db import get_db
@@ -44,10 +44,9 @@ SUBMISSIONS_PER_PAGE = 20
 
 @bp.app_template_filter("when")
 def when(ts: float | None) -> str:
-    """A moment in UTC, the same for everyone in the class whatever their time zone."""
-    if ts is None:
-        return "–"
-    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    """A moment in UTC, the same for everyone in the class whatever their time zone, as the page's language writes
+    dates ("Dec 4, 2026, 1:27:41 PM UTC", "4 dic 2026, 13:27:41 UTC")."""
+    return i18n.format_moment(ts, current_lang())
 
 
 @bp.app_template_filter("day")
@@ -79,8 +78,7 @@ def median(value: float | None) -> str:
         return "–"
     if float(value).is_integer():
         return str(int(value))
-    text = f"{value:.1f}"
-    return text.replace(".", ",") if current_lang() in ("it", "id") else text
+    return i18n.format_number(value, current_lang(), ".1f")
 
 
 def _taught_course(course_id: int):
@@ -481,6 +479,17 @@ def _pages(total: int) -> dict:
     }
 
 
+# A gradebook's separator and decimal mark: English spreadsheets read "a,0.5", Italian and Indonesian ones (whose
+# decimal mark is the comma) "a;0,5". The instructor picks one on the dashboard; the page's language is the default.
+GRADEBOOK_STYLES = {"comma": (",", "."), "semicolon": (";", ",")}
+
+
+def gradebook_style(asked: str | None, lang: str) -> str:
+    if asked in GRADEBOOK_STYLES:
+        return asked
+    return "comma" if lang == "en" else "semicolon"
+
+
 @bp.get("/courses/<int:course_id>/gradebook.csv")
 @instructor_required
 def gradebook(course_id):
@@ -489,12 +498,19 @@ def gradebook(course_id):
     lesson_ids = [item["lesson"] for item in course_lessons]
     deadlines = [item["deadline"] for item in course_lessons]
     table = classroom.progress(db, course_id)
+    style = gradebook_style(request.args.get("style"), current_lang())
     out = io.StringIO()
-    writer = csv.writer(out)
-    header = ["username"]
+    writer = csv.writer(out, delimiter=GRADEBOOK_STYLES[style][0])
+    header = [gettext("username")]
     for lesson in lesson_ids:
-        header += [f"{lesson} best score", f"{lesson} passed at", f"{lesson} deadline", f"{lesson} late"]
+        header += [
+            gettext("{lesson} best score", lesson=lesson),
+            gettext("{lesson} passed at", lesson=lesson),
+            gettext("{lesson} deadline", lesson=lesson),
+            gettext("{lesson} late", lesson=lesson),
+        ]
     writer.writerow(header)
+    yes, no = gettext("yes"), gettext("no")
     for person in classroom.learners(db, course_id):
         row = [_cell(person["username"])]
         for lesson, deadline in zip(lesson_ids, deadlines):
@@ -502,10 +518,10 @@ def gradebook(course_id):
             best = p.best_score if p else None
             passed = p is not None and p.passed_at is not None
             row += [
-                "" if best is None else f"{best:.4f}",
+                "" if best is None else f"{best:.4f}".replace(".", GRADEBOOK_STYLES[style][1]),
                 _iso(p.passed_at) if passed else "",
                 _iso(deadline),
-                ("yes" if p.late(deadline) else "no") if passed else "",
+                (yes if p.late(deadline) else no) if passed else "",
             ]
         writer.writerow(row)
     filename = f"gradebook-course-{course_id}.csv"

@@ -3,7 +3,11 @@ language has one JSON catalog (webapp/translations/<lang>.json) used by the
 templates (`_("...")`) and by the browser script (`t("...")`, the catalog
 travels in the page). A missing entry shows the English text, and
 tests/webapp/test_i18n.py fails the build for any string of the templates or
-the script that a catalog lacks. Placeholders are `{name}`."""
+the script that a catalog lacks. Placeholders are `{name}`. A text that counts
+something is a dict by CLDR plural category ({"one": ..., "other": ...}), its
+count the `n` value, in every catalog where the language tells the counts
+apart (English too: en.json holds English's own plural forms only), and its
+figures are written as the page's language writes them (grader/wording/locales.py)."""
 
 from __future__ import annotations
 
@@ -11,20 +15,31 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
+from grader.wording.locales import choose, format_in, moment, number
+
 TRANSLATIONS = Path(__file__).resolve().parent / "translations"
 
 
 @lru_cache(maxsize=8)
-def catalog(lang: str) -> dict[str, str]:
+def catalog(lang: str) -> dict[str, str | dict[str, str]]:
     path = TRANSLATIONS / f"{lang}.json"
-    if lang == "en" or not path.exists():
+    if not path.exists():
         return {}
     return json.loads(path.read_text(encoding="utf-8"))
 
 
 def gettext(text: str, lang: str, **values) -> str:
-    translated = catalog(lang).get(text) or text
-    return translated.format(**values) if values else translated
+    translated = choose(catalog(lang).get(text), values, lang) or text
+    return format_in(translated, lang, **values) if values else translated
+
+
+def format_moment(ts: float | None, lang: str) -> str:
+    """A moment in UTC (the same for a whole class) as the page's language writes dates: "4 dic 2026, 13:27:41"."""
+    return "–" if ts is None else moment(ts, lang)
+
+
+def format_number(value: float | None, lang: str, spec: str = "") -> str:
+    return "–" if value is None else number(value, lang, spec)
 
 
 def noop_gettext(text: str) -> str:

@@ -7,7 +7,10 @@ the learner's language without a second copy of the wording.
 
 A parameter may itself be a message (a layer's description inside "... never
 trained"), a list of messages (joined with "; "), or a lesson's own text
-({"en": ..., "it": ...}); all are rendered in the same language."""
+({"en": ..., "it": ...}); all are rendered in the same language. A message
+that counts something is a dict by CLDR plural category, its count the `n`
+parameter ({"one": "{n} passed", "other": ...}), and its figures are written
+with the language's decimal symbol (grader/wording/locales.py)."""
 
 from __future__ import annotations
 
@@ -18,11 +21,12 @@ from functools import lru_cache
 from pathlib import Path
 
 from grader.wording.catalog_checks import CHECKS
+from grader.wording.locales import choose, format_in
 
 TRANSLATIONS = Path(__file__).resolve().parent / "translations"
 LANGS = ("en", "it", "id")
 
-EN: dict[str, str] = {
+EN: dict[str, str | dict[str, str]] = {
     **CHECKS,  # the checks' messages and findings (grader/wording/catalog_checks.py)
     # -- a submission's errors (the kind stays in the result for tools) ----------------------------------
     "error.at_line": "line {line}: {message}",
@@ -148,7 +152,7 @@ EN: dict[str, str] = {
     "report.note": "note",
     "report.fix": "fix:",
     "report.printed": "What your code printed",
-    "report.printed_more": "... {n} more lines",
+    "report.printed_more": {"one": "... {n} more line", "other": "... {n} more lines"},
     "stage.static": "reading your code",
     "stage.baseline": "running the FP32 baseline",
     "stage.starting": "starting your code",
@@ -263,7 +267,7 @@ def _plain(value):
 
 
 @lru_cache(maxsize=8)
-def catalog(lang: str) -> dict[str, str]:
+def catalog(lang: str) -> dict[str, str | dict[str, str]]:
     if lang == "en" or lang not in LANGS:
         return EN
     return {**EN, **json.loads((TRANSLATIONS / f"{lang}.json").read_text(encoding="utf-8"))}
@@ -282,17 +286,18 @@ def value_in(value, lang: str):
 
 
 def render(key: str, params: dict | None = None, lang: str = "en") -> str:
-    """The message in `lang` (English where a catalog lacks it). A key the catalog does not know, or parameters
-    that do not fit its template, come back as the key itself rather than an exception: results are data."""
-    template = catalog(lang).get(key) or EN.get(key)
+    """The message in `lang` (English where a catalog lacks it), its plural form chosen by its `n` and its numbers
+    written as `lang` writes them. A key the catalog does not know, or parameters that do not fit its template,
+    come back as the key itself rather than an exception: results are data."""
+    template = choose(catalog(lang).get(key) or EN.get(key), params, lang)
     if template is None:
         return key
     values = {k: value_in(v, lang) for k, v in (params or {}).items()}
     try:
-        return template.format(**values)
+        return format_in(template, lang, **values)
     except (KeyError, IndexError, ValueError, TypeError):
         try:
-            return EN[key].format(**values)
+            return format_in(choose(EN[key], params, "en"), lang, **values)
         except (KeyError, IndexError, ValueError, TypeError):
             return key
 

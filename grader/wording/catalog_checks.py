@@ -3,7 +3,7 @@ fix: the largest part of the catalog (grader/wording/catalog.py), kept apart so
 that each file reads on a few screens. Keys are finding ids (`<id>` and
 `<id>.fix`, variants as `<id>.<variant>`) and check messages (`<check>.<case>`)."""
 
-CHECKS: dict[str, str] = {
+CHECKS: dict[str, str | dict[str, str]] = {
     # -- call order: findings and their fixes -------------------------------------------------------------
     "master_weights_16bit": "the model's parameters are {dtypes}: the model itself was cast to 16-bit (.half(), "
     ".bfloat16() or .to(float16)), so the optimizer updates 16-bit weights and small updates "
@@ -192,7 +192,10 @@ CHECKS: dict[str, str] = {
     # -- call order: the check's message ------------------------------------------------------------------
     "call_order.pass": "the AMP calls happen in the right order",
     "call_order.untraced": "no step could be traced",
-    "call_order.mistakes": "{n} mistakes in the order of AMP calls; the first: {first}",
+    "call_order.mistakes": {
+        "one": "{n} mistake in the order of AMP calls: {first}",
+        "other": "{n} mistakes in the order of AMP calls; the first: {first}",
+    },
     # -- parity -------------------------------------------------------------------------------------------
     "parity.no_tolerance": "the exercise sets no parity tolerance for {dtype}",
     "parity.loss": "the loss differs from the FP32 run by {dev:.1%} at step {step} (allowed {tol:.1%}): {mine:.4f} "
@@ -299,7 +302,10 @@ CHECKS: dict[str, str] = {
     "rank runs them",
     # -- profiling a given step (grader/checks/profiling.py) ----------------------------------------------
     "bottleneck.pass": "{answer} names what the grader's profile of the given step shows: {names}",
-    "bottleneck.mistakes": "{n} differences from the grader's profile of the given step; the first: {first}",
+    "bottleneck.mistakes": {
+        "one": "{n} difference from the grader's profile of the given step: {first}",
+        "other": "{n} differences from the grader's profile of the given step; the first: {first}",
+    },
     "bottleneck_no_answer": "the file assigns no {name} at module level: after profiling the given step, say what "
     "the profile showed",
     "bottleneck_no_answer.fix": 'write, at the top level of the file, {name} = {{"host_sync", ...}} with the names '
@@ -315,37 +321,59 @@ CHECKS: dict[str, str] = {
     "bottleneck_not_in_profile.fix": "name only what the profile shows: read its table again",
     "bottleneck_unjudged": "{name!r} cannot be confirmed on {device}: a CPU has no device memory to copy to or from",
     "bottleneck_unjudged.fix": "it is judged when the lesson is graded on a GPU",
-    "bottleneck.saw.host_sync": "{n} host sync(s) per step ({ops}, line {lines} of the given step)",
-    "bottleneck.saw.float32_matmul": "{n} matmul(s) per step in float32 ({ops}, line {lines} of the given step)",
-    "bottleneck.saw.host_device_copy": "{n} copy(ies) between host and device per step ({ops}, line {lines} of the "
-    "given step)",
+    "bottleneck.saw.host_sync": {
+        "one": "{n} host sync per step ({ops}, line {lines} of the given step)",
+        "other": "{n} host syncs per step ({ops}, line {lines} of the given step)",
+    },
+    "bottleneck.saw.float32_matmul": {
+        "one": "{n} matmul per step in float32 ({ops}, line {lines} of the given step)",
+        "other": "{n} matmuls per step in float32 ({ops}, line {lines} of the given step)",
+    },
+    "bottleneck.saw.host_device_copy": {
+        "one": "{n} copy between host and device per step ({ops}, line {lines} of the given step)",
+        "other": "{n} copies between host and device per step ({ops}, line {lines} of the given step)",
+    },
     "host_syncs.pass": "no host sync in the fixed step ({n} per step; the given step has {given})",
-    "host_syncs.mistakes": "{n} host syncs per step are left; the first: {first}",
-    "host_sync_value": "the step reads a tensor's value on the host ({op}, {n} times in {steps} steps): .item(), "
-    "float(), int(), bool(), an f-string or `if tensor:` make the host wait until the device has "
-    "finished everything queued before it",
+    "host_syncs.mistakes": {
+        "one": "{n} host sync per step is left: {first}",
+        "other": "{n} host syncs per step are left; the first: {first}",
+    },
+    "host_sync_value": {
+        "one": "the step reads a tensor's value on the host ({op}, {n} time in {steps} steps): .item(), float(), int(), bool(), an f-string or `if tensor:` make the host wait until the device has finished everything queued before it",
+        "other": "the step reads a tensor's value on the host ({op}, {n} times in {steps} steps): .item(), float(), int(), bool(), an f-string or `if tensor:` make the host wait until the device has finished everything queued before it",
+    },
     "host_sync_value.fix": "keep the value on the device (loss.detach()); read it on the host only every N steps, or "
     "after training",
-    "host_sync_print": "the step prints or converts a tensor on the host ({op}, {n} times in {steps} steps): "
-    "print(tensor), str(), tolist() and numpy() copy it to the host and wait for the device",
+    "host_sync_print": {
+        "one": "the step prints or converts a tensor on the host ({op}, {n} time in {steps} steps): print(tensor), str(), tolist() and numpy() copy it to the host and wait for the device",
+        "other": "the step prints or converts a tensor on the host ({op}, {n} times in {steps} steps): print(tensor), str(), tolist() and numpy() copy it to the host and wait for the device",
+    },
     "host_sync_print.fix": "do not print tensors inside the step; keep them on the device and print plain numbers "
     "every N steps",
-    "host_sync_data_dependent": "the step runs an op whose output size depends on the values ({op}, {n} times in "
-    "{steps} steps): a boolean mask or nonzero() makes the host wait to learn the size",
+    "host_sync_data_dependent": {
+        "one": "the step runs an op whose output size depends on the values ({op}, {n} time in {steps} steps): a boolean mask or nonzero() makes the host wait to learn the size",
+        "other": "the step runs an op whose output size depends on the values ({op}, {n} times in {steps} steps): a boolean mask or nonzero() makes the host wait to learn the size",
+    },
     "host_sync_data_dependent.fix": "keep shapes fixed: multiply by the mask or use torch.where instead of indexing "
     "with it",
-    "host_sync_explicit": "the step calls {op} ({n} times in {steps} steps): the host waits until the device has "
-    "finished all its work",
+    "host_sync_explicit": {
+        "one": "the step calls {op} ({n} time in {steps} steps): the host waits until the device has finished all its work",
+        "other": "the step calls {op} ({n} times in {steps} steps): the host waits until the device has finished all its work",
+    },
     "host_sync_explicit.fix": "remove it: work on one stream runs in order by itself; synchronize only to time code",
-    "host_sync_to_host": "the step copies a tensor to the host ({op}, {n} times in {steps} steps), which waits for "
-    "the device",
+    "host_sync_to_host": {
+        "one": "the step copies a tensor to the host ({op}, {n} time in {steps} steps), which waits for the device",
+        "other": "the step copies a tensor to the host ({op}, {n} times in {steps} steps), which waits for the device",
+    },
     "host_sync_to_host.fix": "keep it on the device; copy to the host only what you print, every N steps",
     "host_sync_cuda_only": "on CUDA the step calls {call} every step, in a branch that runs only on CUDA: the host waits there for the GPU to finish (on a CPU the branch never runs, so the grader read it from the source)",
     "host_sync_cuda_only.note": "on CUDA the step would call {call} every step (a branch that runs only on CUDA): the host waits there for the GPU; harmless for correctness, but it costs time on a GPU",
     "host_sync_cuda_only.fix": "remove it, or read the value on the host only every N steps; synchronize only to time code",
     "matmul_dtypes.pass": "every matmul of the fixed step ran in {dtype} ({n} per step)",
-    "matmul_dtypes.mistakes": "{n} matmuls per step ran in float32 where autocast would run them in 16-bit; the "
-    "first: {first}",
+    "matmul_dtypes.mistakes": {
+        "one": "{n} matmul per step ran in float32 where autocast would run it in 16-bit: {first}",
+        "other": "{n} matmuls per step ran in float32 where autocast would run them in 16-bit; the first: {first}",
+    },
     "matmul_dtypes.none": "no matmul was seen in the fixed step, so their dtypes could not be checked",
     "matmul_dtypes.given_numbers": "the trained weights moved like the given step's float32 matmuls, not like 16-bit "
     "ones: measured from the given step's run, they went {toward:.0%} of the way "
@@ -354,26 +382,41 @@ CHECKS: dict[str, str] = {
     "numbers_of_given_step": "the numbers show the given step's float32 matmuls",
     "numbers_of_given_step.fix": "run every matmul under autocast, and do not patch the grader",
     "matmul.no_module": "an op outside the model's layers ({op})",
-    "float32_autocast_disabled": "{layer} ran its matmul in float32 inside a region where autocast was turned off "
-    "({op}, {n} times in {steps} steps)",
+    "float32_autocast_disabled": {
+        "one": "{layer} ran its matmul in float32 inside a region where autocast was turned off ({op}, {n} time in {steps} steps)",
+        "other": "{layer} ran its matmul in float32 inside a region where autocast was turned off ({op}, {n} times in {steps} steps)",
+    },
     "float32_autocast_disabled.fix": "remove the autocast(enabled=False) block and the .float() cast around it: "
     "under autocast the layer runs in 16-bit, and autocast keeps the ops that need "
     "float32 (softmax, losses, norms) in float32 by itself",
-    "float32_outside_autocast": "{layer} ran its matmul in float32 outside the autocast region ({op}, {n} times in "
-    "{steps} steps)",
+    "float32_outside_autocast": {
+        "one": "{layer} ran its matmul in float32 outside the autocast region ({op}, {n} time in {steps} steps)",
+        "other": "{layer} ran its matmul in float32 outside the autocast region ({op}, {n} times in {steps} steps)",
+    },
     "float32_outside_autocast.fix": "move it into the `with torch.autocast(...)` block, with the rest of the forward "
     "pass and the loss",
-    "float32_under_autocast": "{layer} ran its matmul in float32 although autocast was on ({op}, {n} times in "
-    "{steps} steps)",
+    "float32_under_autocast": {
+        "one": "{layer} ran its matmul in float32 although autocast was on ({op}, {n} time in {steps} steps)",
+        "other": "{layer} ran its matmul in float32 although autocast was on ({op}, {n} times in {steps} steps)",
+    },
     "float32_under_autocast.fix": "do not turn autocast off, or cast to float32, around this op",
     "transfers.not_applicable": "copies between host and device are seen only on a GPU ({device} has no device "
     "memory): not applicable here",
     "transfers.pass": "no copy between host and device in the fixed step ({n} per step; the given step has {given})",
-    "transfers.mistakes": "{n} copies between host and device per step are left; the first: {first}",
-    "copy_to_device": "the step copies {size} from host memory to the device ({op}, {n} times in {steps} steps)",
+    "transfers.mistakes": {
+        "one": "{n} copy between host and device per step is left: {first}",
+        "other": "{n} copies between host and device per step are left; the first: {first}",
+    },
+    "copy_to_device": {
+        "one": "the step copies {size} from host memory to the device ({op}, {n} time in {steps} steps)",
+        "other": "the step copies {size} from host memory to the device ({op}, {n} times in {steps} steps)",
+    },
     "copy_to_device.fix": "make the tensor once, on the device, and reuse it (e.g. keep it in a module-level "
     "variable after the first step); create tensors with device=... rather than moving them",
-    "copy_to_host": "the step copies {size} from the device to host memory ({op}, {n} times in {steps} steps)",
+    "copy_to_host": {
+        "one": "the step copies {size} from the device to host memory ({op}, {n} time in {steps} steps)",
+        "other": "the step copies {size} from the device to host memory ({op}, {n} times in {steps} steps)",
+    },
     "copy_to_host.fix": "keep the tensor on the device; copy to the host only what you print, every N steps",
     "step_time.not_applicable": "the step's time is graded on CUDA only ({device} here): not applicable here",
     "step_time.measured": "{ratio:.2f}x faster than the given step (95% interval {low:.2f}x to {high:.2f}x over "

@@ -12,24 +12,25 @@ from dataclasses import asdict
 
 from grader.results import ERROR, FAIL, NOT_APPLICABLE, PASS, CheckResult
 from grader.wording.catalog import EN, render, value_in
+from grader.wording.locales import fixed, number, percent
 
 
-def pct(value: float) -> str:
-    return f"{value:.2%}" if abs(value) < 0.1 else f"{value:.1%}"
+def pct(value: float, lang: str = "en") -> str:
+    return percent(value, lang, 2 if abs(value) < 0.1 else 1)
 
 
-def size(n: float) -> str:
-    return f"{n / 2**20:.1f} MiB" if abs(n) >= 102400 else f"{n / 1024:.1f} KiB"
+def size(n: float, lang: str = "en") -> str:
+    return f"{fixed(n / 2**20, lang, 1)} MiB" if abs(n) >= 102400 else f"{fixed(n / 1024, lang, 1)} KiB"
 
 
-def _parity(m: dict, t: dict, say) -> list[tuple]:
+def _parity(m: dict, t: dict, say, lang: str) -> list[tuple]:
     rows = []
     if "max_loss_rel_diff" in m:
         rows.append(
             (
                 say("measure.loss"),
-                say("measure.at_step", value=pct(m["max_loss_rel_diff"]), step=m.get("at_step")),
-                say("measure.at_most", x=pct(t["loss_rtol"])) if "loss_rtol" in t else None,
+                say("measure.at_step", value=pct(m["max_loss_rel_diff"], lang), step=m.get("at_step")),
+                say("measure.at_most", x=pct(t["loss_rtol"], lang)) if "loss_rtol" in t else None,
             )
         )
     if m.get("max_update_rel_diff") is not None:
@@ -37,36 +38,36 @@ def _parity(m: dict, t: dict, say) -> list[tuple]:
         rows.append(
             (
                 name,
-                pct(m["max_update_rel_diff"]),
-                say("measure.at_most", x=pct(t["update_rtol"])) if "update_rtol" in t else None,
+                pct(m["max_update_rel_diff"], lang),
+                say("measure.at_most", x=pct(t["update_rtol"], lang)) if "update_rtol" in t else None,
             )
         )
     return rows
 
 
-def _coverage(m: dict, t: dict, say) -> list[tuple]:
+def _coverage(m: dict, t: dict, say, lang: str) -> list[tuple]:
     if "fraction_16bit" not in m:
         return []
     rows = [
         (
             say("measure.fraction_16bit"),
-            pct(m["fraction_16bit"]),
-            say("measure.at_least", x=pct(t["min_fraction"])) if "min_fraction" in t else None,
+            pct(m["fraction_16bit"], lang),
+            say("measure.at_least", x=pct(t["min_fraction"], lang)) if "min_fraction" in t else None,
         )
     ]
     if "distance_toward_amp" in m and m.get("distance_to_fp32", 1) <= m.get("distance_near", 0):
-        rows.append((say("measure.toward_amp"), pct(m["distance_toward_amp"]), say("measure.toward_amp_needs")))
+        rows.append((say("measure.toward_amp"), pct(m["distance_toward_amp"], lang), say("measure.toward_amp_needs")))
     return rows
 
 
-def _memory(m: dict, t: dict, say) -> list[tuple]:
+def _memory(m: dict, t: dict, say, lang: str) -> list[tuple]:
     if "ratio" not in m:
         return []
     rows = [
         (
             say("measure.peak"),
-            say("measure.peak_value", size=size(m["peak_bytes"]), ratio=pct(m["ratio"])),
-            say("measure.at_most", x=pct(t["max_ratio"])) if "max_ratio" in t else None,
+            say("measure.peak_value", size=size(m["peak_bytes"], lang), ratio=pct(m["ratio"], lang)),
+            say("measure.at_most", x=pct(t["max_ratio"], lang)) if "max_ratio" in t else None,
         )
     ]
     if m.get("retained_bytes_per_step"):
@@ -74,8 +75,8 @@ def _memory(m: dict, t: dict, say) -> list[tuple]:
         rows.append(
             (
                 say("measure.kept"),
-                size(most),
-                say("measure.at_most", x=size(t["max_retained_bytes_per_step"]))
+                size(most, lang),
+                say("measure.at_most", x=size(t["max_retained_bytes_per_step"], lang))
                 if "max_retained_bytes_per_step" in t
                 else None,
             )
@@ -83,13 +84,13 @@ def _memory(m: dict, t: dict, say) -> list[tuple]:
     return rows
 
 
-def _overflow(m: dict, t: dict, say) -> list[tuple]:
+def _overflow(m: dict, t: dict, say, lang: str) -> list[tuple]:
     if "params_changed" not in m:
         return []
     scales = (
         "?"
         if m.get("scale_before") is None or m.get("scale_after") is None
-        else (f"{m['scale_before']:g} → {m['scale_after']:g}")
+        else f"{number(m['scale_before'], lang, 'g')} → {number(m['scale_after'], lang, 'g')}"
     )
     return [
         (say("measure.overflow_changed", step=m["step"]), str(m["params_changed"]), say("measure.none")),
@@ -97,7 +98,7 @@ def _overflow(m: dict, t: dict, say) -> list[tuple]:
     ]
 
 
-def _speedup(m: dict, t: dict, say) -> list[tuple]:
+def _speedup(m: dict, t: dict, say, lang: str) -> list[tuple]:
     if "speedup" not in m:
         return []
     return [
@@ -105,29 +106,29 @@ def _speedup(m: dict, t: dict, say) -> list[tuple]:
             say("measure.speedup"),
             say(
                 "measure.speedup_value",
-                ratio=f"{m['speedup']:.2f}",
-                low=f"{m['ci95_low']:.2f}",
-                high=f"{m['ci95_high']:.2f}",
+                ratio=fixed(m["speedup"], lang),
+                low=fixed(m["ci95_low"], lang),
+                high=fixed(m["ci95_high"], lang),
                 rounds=m["rounds"],
             ),
-            say("measure.lower_bound", x=f"{t['min_speedup']:.2f}") if "min_speedup" in t else None,
+            say("measure.lower_bound", x=fixed(t["min_speedup"], lang)) if "min_speedup" in t else None,
         )
     ]
 
 
-def _ranks(m: dict, t: dict, say) -> list[tuple]:
+def _ranks(m: dict, t: dict, say, lang: str) -> list[tuple]:
     if m.get("max_rank_update_rel_diff") is None:
         return []
     return [
         (
             say("measure.rank_update", name=m.get("worst_param") or "-", rank=m.get("worst_rank")),
-            f"{m['max_rank_update_rel_diff']:.2g}",
-            say("measure.at_most", x=f"{t['update_rtol']:g}") if "update_rtol" in t else None,
+            number(m["max_rank_update_rel_diff"], lang, ".2g"),
+            say("measure.at_most", x=number(t["update_rtol"], lang, "g")) if "update_rtol" in t else None,
         )
     ]
 
 
-def _bottleneck(m: dict, t: dict, say) -> list[tuple]:
+def _bottleneck(m: dict, t: dict, say, lang: str) -> list[tuple]:
     if m.get("names") is None:
         return []
     return [
@@ -140,7 +141,7 @@ def _bottleneck(m: dict, t: dict, say) -> list[tuple]:
 
 
 def _counted(key: str, mine: str, given: str):
-    def rows(m: dict, t: dict, say) -> list[tuple]:
+    def rows(m: dict, t: dict, say, lang: str) -> list[tuple]:
         if mine not in m:
             return []
         limit = t.get("max_per_step", t.get("max_float32_per_step"))
@@ -152,14 +153,16 @@ def _counted(key: str, mine: str, given: str):
             )
         ]
         if "toward_reference" in m:
-            out.append((say("measure.toward_reference"), pct(m["toward_reference"]), say("measure.toward_amp_needs")))
+            out.append(
+                (say("measure.toward_reference"), pct(m["toward_reference"], lang), say("measure.toward_amp_needs"))
+            )
         return out
 
     return rows
 
 
-def _step_time(m: dict, t: dict, say) -> list[tuple]:
-    return [(say("measure.step_time"), value, needs) for _, value, needs in _speedup(m, t, say)]
+def _step_time(m: dict, t: dict, say, lang: str) -> list[tuple]:
+    return [(say("measure.step_time"), value, needs) for _, value, needs in _speedup(m, t, say, lang)]
 
 
 ROWS = {
@@ -184,7 +187,7 @@ def measured_rows(check: CheckResult | dict, lang: str = "en") -> list[tuple[str
     fn = ROWS.get(c.get("id"))
     if fn is None:
         return []
-    rows = fn(c.get("measured") or {}, c.get("threshold") or {}, lambda key, **p: render(key, p, lang))
+    rows = fn(c.get("measured") or {}, c.get("threshold") or {}, lambda key, **p: render(key, p, lang), lang)
     return [
         (name, value, render("measure.needs", {"x": needs}, lang) if needs else None) for name, value, needs in rows
     ]
@@ -278,7 +281,7 @@ def stage_in_words(stage: str, info: dict, lang: str = "en") -> str:
             return phrase(f"stage.{stage}", lang)
         text = phrase(f"stage.{stage}_round", lang, n=info["rounds"])
         speed = info.get("speedup")
-        return text + (", " + phrase("stage.so_far", lang, x=f"{speed:.2f}") if isinstance(speed, float) else "")
+        return text + (", " + phrase("stage.so_far", lang, x=fixed(speed, lang)) if isinstance(speed, float) else "")
     if stage == "check":
         return phrase(
             "stage.check", lang, check=info.get("check", "?"), verdict=verdict(info.get("status", "error"), lang)
@@ -302,10 +305,12 @@ def summary_in_words(doc: dict, lang: str = "en", wall_s: float | None = None) -
     parts = [phrase("report.summary.syntax" if syntax else f"report.summary.{doc['status']}", lang)]
     if counts := counts_in_words(doc, lang):
         parts.append(counts)
-    took = f"{doc['duration_s']:.1f}"
+    took = fixed(doc["duration_s"], lang, 1)
     parts.append(phrase("report.score", lang, n=round(doc["score"] * 100)))
     if wall_s is None:
         parts.append(phrase("report.took", lang, seconds=took))
     else:
-        parts.append(phrase("report.took_wall", lang, seconds=took, wall=f"{max(wall_s, doc['duration_s']):.1f}"))
+        parts.append(
+            phrase("report.took_wall", lang, seconds=took, wall=fixed(max(wall_s, doc["duration_s"]), lang, 1))
+        )
     return " · ".join(parts)

@@ -286,7 +286,7 @@ def test_the_example_page_says_whose_and_when_marks_the_cited_line_and_leads_bac
     assert example.status_code == 200
     html = example.get_data(as_text=True)
     assert re.search(r'data-testid="submission-author">By bob<', html)
-    assert re.search(r'data-testid="submission-time">submitted \d{4}-\d\d-\d\d \d\d:\d\d UTC<', html)
+    assert re.search(r'data-testid="submission-time">submitted \w{3} \d\d?, \d{4}, \d\d?:\d\d:\d\d\W[AP]M UTC<', html)
     marked = re.search(r'<span class="hll" data-testid="cited-line">(.*?)\n', html, re.S).group(1)
     assert ">2</span>" in marked and "x" in marked  # line 2, `x = 1`, and only it
     assert html.count('class="hll"') == 1

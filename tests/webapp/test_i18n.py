@@ -39,8 +39,39 @@ def test_every_interface_string_is_translated_with_its_placeholders(lang):
     missing = sorted(ui_strings() - set(catalog))
     assert not missing, f"{lang}.json lacks: {missing}"
     for english, translated in catalog.items():
-        assert translated.strip(), (lang, english)
-        assert sorted(PLACEHOLDER.findall(english)) == sorted(PLACEHOLDER.findall(translated)), (lang, english)
+        for form in forms(translated):
+            assert form.strip(), (lang, english)
+            assert sorted(PLACEHOLDER.findall(english)) == sorted(PLACEHOLDER.findall(form)), (lang, english)
+
+
+def forms(entry) -> list[str]:
+    """A catalog entry's texts: a plural entry's forms by CLDR category ("other" always among them)."""
+    if isinstance(entry, dict):
+        assert "other" in entry and set(entry) <= {"zero", "one", "two", "few", "many", "other"}, entry
+        return list(entry.values())
+    return [entry]
+
+
+@pytest.mark.parametrize("lang", ["en", "it", "id"])
+def test_a_plural_entry_counts_its_n_by_the_languages_rules(lang):
+    from babel import Locale
+
+    plurals = {k: v for k, v in i18n.catalog(lang).items() if isinstance(v, dict)}
+    assert plurals or lang == "id", lang  # Indonesian tells no counts apart
+    for english, entry in plurals.items():
+        assert "{n}" in english, english
+        one = entry.get(Locale.parse(lang).plural_form(1), entry["other"])
+        assert i18n.gettext(english, lang, n=1, total=4) == one.format(n=1, total=4)
+        assert i18n.gettext(english, lang, n=2, total=4) == entry["other"].format(n=2, total=4)
+        assert i18n.gettext(english, lang, n=10**6, total=4) == entry["other"].format(n=10**6, total=4)  # not "many"
+
+
+def test_english_has_plural_forms_only_in_its_own_catalog():
+    assert all(isinstance(v, dict) for v in i18n.catalog("en").values())
+    assert (
+        i18n.gettext("{n} learners", "en", n=1) == "1 learner"
+        and i18n.gettext("{n} learners", "en", n=2) == "2 learners"
+    )
 
 
 def visible_text(page: str) -> str:

@@ -1,9 +1,22 @@
-// Numbers and times as the results panel shows them.
+// Numbers and times as the results panel shows them, in the page's language (Intl): "0,13", "4 dic 2026, 13:27".
+
+import { pageLanguage } from "./i18n.js";
 
 export function formatNumber(value, digits) {
   if (typeof value !== "number" || !isFinite(value)) return String(value);
-  if (Math.abs(value) >= 1e6) return value.toExponential(2);
-  return Number(value.toFixed(digits === undefined ? 4 : digits)).toString();
+  if (Math.abs(value) >= 1e6) return swapDecimal(value.toExponential(2));
+  return new Intl.NumberFormat(pageLanguage(), { maximumFractionDigits: digits === undefined ? 4 : digits,
+                                                 useGrouping: false }).format(value);
+}
+
+// A fraction as a whole percentage: 0.67 → "67%" (Intl writes the sign where the language does).
+export function formatPercent(fraction) {
+  return new Intl.NumberFormat(pageLanguage(), { style: "percent", maximumFractionDigits: 0 }).format(fraction);
+}
+
+function swapDecimal(text) {
+  const point = new Intl.NumberFormat(pageLanguage()).formatToParts(0.5).find((p) => p.type === "decimal");
+  return point ? text.replace(".", point.value) : text;
 }
 
 export function median(values) {
@@ -12,9 +25,10 @@ export function median(values) {
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
-// A submission's time (seconds since the epoch) in the browser's locale.
+// A submission's time (seconds since the epoch) as the page's language writes dates, in the browser's time zone.
 export function timeAgo(seconds) {
-  return new Date(seconds * 1000).toLocaleString();
+  return new Intl.DateTimeFormat(pageLanguage(), { dateStyle: "medium", timeStyle: "short" })
+    .format(new Date(seconds * 1000));
 }
 
 // A learner's line as the error box shows it: "12 | code", and under a syntax error a caret at SyntaxError's

@@ -3,14 +3,14 @@
 
 import { tr } from "./i18n.js";
 import { clear, el } from "./dom.js";
-import { timeAgo } from "./format.js";
+import { formatPercent, timeAgo } from "./format.js";
 
 // A submission summary's badge: { state, label, score } (score "" until it has one).
 export function historyEntry(s) {
   const state = s.cancelled ? "cancelled" : s.status === "done" ? s.result_status : s.status;
   const labels = { pass: tr("Passed"), fail: tr("Failed"), error: tr("Error"), queued: tr("Queued"),
                    running: tr("Running"), cancelled: tr("Cancelled") };
-  const score = s.status === "done" && typeof s.score === "number" ? Math.round(s.score * 100) + "%" : "";
+  const score = s.status === "done" && typeof s.score === "number" ? formatPercent(s.score) : "";
   return { state, label: labels[state] || state, score };
 }
 

@@ -17,7 +17,7 @@ function focusableScrollers(doc) {
 }
 
 export function startPage(win, doc) {
-  setCatalog(readCatalog(doc));
+  setCatalog(readCatalog(doc), doc.documentElement.lang);
   const page = readPageData(doc);
   const env = {
     win,
