@@ -97,7 +97,7 @@ def test_a_syntax_error_in_the_terminal_is_named_shown_whole_with_a_caret_and_ne
     summary = next(ln for ln in lines if ln.startswith("="))
     assert "errore di sintassi: il tuo codice non è stato eseguito" in summary
     assert "il tuo codice si è fermato" not in result.output
-    assert re.search(r"la valutazione ha richiesto \d+\.\d s, l'intero comando \d+\.\d s", summary), summary
+    assert re.search(r"la valutazione ha richiesto \d+,\d s, l'intero comando \d+,\d s", summary), summary
     assert "Bloccato? `grader hint autocast` mostra un suggerimento" in result.output
 
 
