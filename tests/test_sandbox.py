@@ -294,6 +294,17 @@ def test_containers_of_a_dead_grader_are_swept(launchers):
     assert left.id not in [c.id for c in launcher.engine.containers.list(all=True, sparse=True)]
 
 
+@pytest.mark.slow
+def test_a_reply_the_grader_refuses_ends_its_container_without_waiting_on_the_engine(launchers, all_exercises):
+    """The grader stops reading an oversized reply and kills the container; what the container still sends must
+    be drained and dropped, or the engine's kill and status calls wait on the undrained stream for their whole
+    client timeout (it once held one grading 100 s, against 8 s in bwrap)."""
+    started = time.monotonic()
+    result = _attack("oversized_params", "docker", launchers, all_exercises)
+    assert result.status == "error" and result.error.kind == "protocol", result.error
+    assert time.monotonic() - started < 45
+
+
 def _attack(name: str, backend: str, launchers, all_exercises, launcher=None, exercise: str = "autocast"):
     launcher = launcher or launchers(backend)
     source = (ATTACKS / f"{name}.py").read_text().replace("__MARKER__", "x")

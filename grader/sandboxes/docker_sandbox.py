@@ -8,11 +8,13 @@ with a DeviceRequest (the same as `--gpus`) when grading on CUDA."""
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import signal
 import socket
 import struct
 import threading
+import time
 from pathlib import Path
 
 from grader.sandboxes.launcher import WORKER_PACKAGE, Launcher, make_workdir, tree_hash, worker_env
@@ -23,6 +25,8 @@ IMAGE = os.environ.get("AMP_DOJO_IMAGE", "amp-dojo-grader")
 INSIDE = "/sandbox"
 HASH_LABEL = "org.amp-dojo.grader-hash"
 OWNER_LABEL = "org.amp-dojo.owner"  # host:pid of the grading process that started the container
+TOGGLE_TRIES = 5  # a pause or unpause the engine refuses on a running container (ContainerHandle._toggle)
+TOGGLE_PAUSE_S = 0.2  # the wait before the next try grows by this much each time
 
 
 def code_hash() -> str:
@@ -92,9 +96,12 @@ class ContainerHandle:
             ):
                 close()
             raise
+        self._frozen = False
+        self._discard = False  # set by kill(): nobody reads the pipes any more
+        for fd in (self._out_w, self._err_w):
+            os.set_blocking(fd, False)  # _forward waits itself, so that kill() can end the wait
         self._pump = threading.Thread(target=self._demultiplex, daemon=True)
         self._pump.start()
-        self._frozen = False
 
     def _demultiplex(self):
         """Docker frames: 1 byte stream id, 3 zero bytes, 4 bytes big-endian length, payload."""
@@ -107,7 +114,7 @@ class ContainerHandle:
                 payload = self._read_exact(length)
                 if payload is None:
                     break
-                os.write(self._out_w if stream == 1 else self._err_w, payload)
+                self._forward(self._out_w if stream == 1 else self._err_w, payload)
         except OSError:
             pass
         finally:
@@ -116,6 +123,18 @@ class ContainerHandle:
                     os.close(fd)
                 except OSError:
                     pass
+
+    def _forward(self, fd: int, payload: bytes):
+        """Into a pipe, waiting while it is full, until kill(): from then on what the container still sends is
+        dropped. The attach stream must keep being read to the end, or the engine's kill waits on it: a reply
+        the grader refused to read on (128 MiB of parameters) once held each kill and status call for their
+        whole 30 s client timeout."""
+        view = memoryview(payload)
+        while view and not self._discard:
+            try:
+                view = view[os.write(fd, view) :]
+            except BlockingIOError:
+                select.select([], [fd], [], 0.1)
 
     def _read_exact(self, n: int) -> bytes | None:
         data = b""
@@ -144,25 +163,37 @@ class ContainerHandle:
 
     def freeze(self):
         """The cgroup freezer stops every process in the container, forked ones included."""
-        import docker
-
-        try:
-            self.container.pause()
-        except docker.errors.APIError as exc:  # it stopped: the caller reports how
-            raise OSError(f"cannot pause the container: {exc.explanation}") from None
+        self._toggle("pause")
         self._frozen = True
 
     def thaw(self):
-        import docker
-
         if self._frozen:
             self._frozen = False
+            self._toggle("unpause")
+
+    def _toggle(self, action: str):
+        """Pauses or unpauses, trying again while the container still runs: runc's freezer refuses now and then
+        under load ("unable to freeze", moby/moby#48205), and a live learner's process must not be reported dead
+        for it. Only a container that has stopped is the worker's end (OSError: the caller words how it ended);
+        an engine that keeps refusing a live one is the grader's problem, never the learner's."""
+        import docker
+        from grader.errors import EnvironmentProblem
+
+        for attempt in range(TOGGLE_TRIES):
             try:
-                self.container.unpause()
+                getattr(self.container, action)()
+                return
             except docker.errors.APIError as exc:
-                raise OSError(f"cannot unpause the container: {exc.explanation}") from None
+                if not self.alive():
+                    raise OSError(f"cannot {action} the container: {exc.explanation}") from None
+                refusal = exc.explanation
+            time.sleep(TOGGLE_PAUSE_S * (attempt + 1))
+        raise EnvironmentProblem(
+            f"the container engine would not {action} a running sandbox ({TOGGLE_TRIES} tries: {refusal})"
+        )
 
     def kill(self):
+        self._discard = True
         try:
             self.container.kill()
         except Exception:  # noqa: BLE001 - already stopped or gone
