@@ -8,6 +8,7 @@ skipped, unless AMP_DOJO_REQUIRE_BROWSER is set (CI), which makes them fail."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -58,11 +59,25 @@ def _no_browser(reason: str):
     pytest.skip(f"{reason} (set AMP_DOJO_REQUIRE_BROWSER=1 to make this a failure)")
 
 
+def shared_trusted_runs(tmp_path_factory) -> Path:
+    """One folder of trusted runs (FP32 baseline, reference) for every app of this test run, on every xdist
+    worker: a lesson's trusted runs depend on nothing a test does, and computing them again for each test
+    module took minutes of emulated bfloat16 on CPUs without it. Writes are atomic (DirectoryStore)."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the run's folder, above each worker's own
+    folder = base / "e2e-trusted-runs"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
 @pytest.fixture(scope="module")
 def live_app(tmp_path_factory):
     """`amp-dojo serve` + one `amp-dojo worker`: temp database and queue, device cpu,
-    sandbox bwrap (local, explicitly allowed, only where bubblewrap cannot run)."""
-    app = LiveApp(tmp_path_factory.mktemp("e2e-app"))
+    sandbox bwrap (local, explicitly allowed, only where bubblewrap cannot run); trusted runs shared."""
+    app = LiveApp(
+        tmp_path_factory.mktemp("e2e-app"), settings={"TRUSTED_RUNS": str(shared_trusted_runs(tmp_path_factory))}
+    )
     if app.sandbox_note:
         print(f"e2e: bwrap unavailable ({app.sandbox_note}); grading with SANDBOX=local")
     app.start(timeout=90)
