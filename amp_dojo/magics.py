@@ -134,8 +134,8 @@ class GradeMagics(Magics):
             f"# {localize(ex.title, lang)}\n\n{localize(ex.lesson, lang)}\n\n## {phrase('notebook.task', lang)}\n\n"
             f"{localize(ex.task, lang)}\n\n{phrase('notebook.write', lang)}: "
             f"`def {entry.name}({', '.join(entry.params)})`"
-            f" → {entry.returns}\n\n```python\n{ex.starter.rstrip()}\n```\n\n"
+            f" → {entry.returns}\n\n```python\n{ex.starter_in(lang).rstrip()}\n```\n\n"
             f"{phrase('notebook.next_cell', lang, lesson=ex.id)}\n"
         )
         display(Markdown(text))
-        self.shell.set_next_input(f"%%grade {ex.id}\n{ex.starter.rstrip()}\n", replace=False)
+        self.shell.set_next_input(f"%%grade {ex.id}\n{ex.starter_in(lang).rstrip()}\n", replace=False)

@@ -80,6 +80,7 @@ def test_show_and_start_print_their_next_commands_in_the_chosen_language(tmp_pat
     target = tmp_path / "mine.py"
     wrote = invoke("start", "autocast", target, LANG="it_IT.UTF-8").output
     assert wrote.strip() == f"scritto {target}; modificalo, poi esegui: grader check autocast {target}"
+    assert "# TODO: esegui il forward pass e la loss dentro torch.autocast" in target.read_text()  # its comments too
 
 
 def test_a_syntax_error_in_the_terminal_is_named_shown_whole_with_a_caret_and_never_ran(tmp_path):

@@ -128,3 +128,36 @@ def test_a_lesson_id_in_two_folders_is_reported_once_loaded(tmp_path, monkeypatc
     problems = []
     assert "autocast" in load_all(problems=problems)
     assert any("already has a lesson 'autocast'" in p.message for p in problems)
+
+
+def test_a_starter_translation_may_reword_its_comments_and_learners_of_that_language_get_it():
+    exercise = load_exercise_file(ROOT / "exercises" / "autocast.yaml")
+    assert "# TODO: esegui il forward pass" in exercise.starter_in("it")
+    assert "# TODO: jalankan forward pass" in exercise.starter_in("id")
+    assert exercise.starter_in("en") == exercise.starter
+    assert exercise.starter_in("it").replace("esegui il forward pass e la loss dentro", "") != exercise.starter
+
+
+@pytest.mark.parametrize(
+    "edit,says",
+    [
+        (
+            lambda t: t.replace("    # TODO: esegui", "    output = None  # TODO: esegui"),
+            "its line 7 has 'output = None",
+        ),
+        (
+            lambda t: t.replace("        optimizer.step()\n        return loss\n  id:", "        return loss\n  id:"),
+            "its line",
+        ),
+        (lambda t: t.replace("        return loss\n  id:", "        return loss\n    x = 1\n  id:"), "goes on after"),
+        (lambda t: t.replace("    # TODO: esegui", "    ( # TODO: esegui"), "is not Python"),
+    ],
+    ids=["a_changed_line", "a_line_left_out", "a_line_added", "not_python"],
+)
+def test_a_starter_translation_that_changes_the_code_names_the_language_and_the_line(tmp_path, edit, says):
+    path = _copy(tmp_path, edit)
+    _, problems = parse_exercise(path)
+    assert [p.field for p in problems] == ["starter_translations.it"], problems
+    lines = path.read_text().splitlines()
+    assert lines[problems[0].line - 2 : problems[0].line] == ["starter_translations:", "  it: |"]
+    assert says in problems[0].message

@@ -30,6 +30,7 @@ def test_a_notebook_grades_its_cells_in_the_sandbox_and_saves_the_verdicts(tmp_p
             cell("%%grade autocast --device cpu\n" + ex.starter),
             cell("%%grade autocast --device cpu\n" + ex.reference + "\nKERNEL_RAN_IT = True\n"),
             cell("'train_step' in globals() or 'KERNEL_RAN_IT' in globals()"),
+            cell("%grade_show autocast --lang it"),
         ]
     )
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
@@ -52,6 +53,8 @@ def test_a_notebook_grades_its_cells_in_the_sandbox_and_saves_the_verdicts(tmp_p
     assert not [o for c in nb.cells for o in c.outputs if o.output_type in ("stream", "error")]  # no warning
     assert "FAIL" in nb.cells[2].outputs[0].data["text/plain"]  # the plain report for text-only frontends
     assert nb.cells[4].outputs[0].data["text/plain"] == "False", "the kernel ran a graded cell"
+    italian = nb.cells[5].outputs[0].data["text/markdown"]
+    assert ex.starter_in("it").strip() in italian and "# TODO: esegui il forward pass" in italian
 
 
 def test_the_verdict_html_escapes_what_the_code_controls_and_numbers_lines_of_the_cell():

@@ -160,7 +160,7 @@ def public_lesson(ex: Exercise, lang: str) -> dict:
         "lesson_html": str(markdown(localize(ex.lesson, lang))),
         "task": localize(ex.task, lang),
         "task_html": str(markdown(localize(ex.task, lang))),
-        "starter": ex.starter,
+        "starter": ex.starter_in(lang),
         "baseline": ex.baseline,
         "entrypoint": ex.entrypoint.model_dump(),
         "hints": [localize(h, lang) for h in ex.hints],

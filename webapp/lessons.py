@@ -66,7 +66,12 @@ def lesson(lesson_id):
     db = get_db()
     history = store.history(db, learner_id(), lesson_id)
     page = {
-        "lesson": {"id": ex.id, "title": localize(ex.title, lang), "starter": ex.starter, "baseline": ex.baseline},
+        "lesson": {
+            "id": ex.id,
+            "title": localize(ex.title, lang),
+            "starter": ex.starter_in(lang),
+            "baseline": ex.baseline,
+        },
         "history": history,
         "check_titles": content.check_titles(ex, lang),
         "urls": {

@@ -104,7 +104,7 @@ def start(exercise_id, path, force, lang):
     path = path or Path(f"{ex.id}.py")
     if path.exists() and not force:
         raise GraderError(f"{path} exists; use --force to overwrite it")
-    path.write_text(ex.starter, encoding="utf-8")
+    path.write_text(ex.starter_in(lang), encoding="utf-8")
     click.echo(phrase("start.wrote", lang, path=path, command=again(f"grader check {ex.id} {path}", lang)))
 
 

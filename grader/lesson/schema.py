@@ -10,6 +10,7 @@ from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
 from grader.lesson.base import IDENTIFIER, Strict, Text, require_english
 from grader.lesson.check_specs import PROFILE_CHECKS, CheckSpec
+from grader.lesson.code_tokens import first_code_difference
 
 
 class QuizQuestion(Strict):
@@ -301,6 +302,11 @@ class Exercise(Strict):
     task: Text
     entrypoint: Entrypoint
     starter: str
+    starter_translations: dict[Literal["it", "id"], str] = Field(
+        default_factory=dict,
+        description="the starter with its comments in another language: the same code token for token, other "
+        "comments; learners of that language get it (web page, `grader start`, notebook)",
+    )
     reference: str
     baseline: str
     hints: list[Text] = Field(min_length=1)
@@ -334,6 +340,17 @@ class Exercise(Strict):
                     f"runs once, before any step's data exists; it can take {', '.join(once)}"
                 )
         return self
+
+    @model_validator(mode="after")
+    def _translations_are_the_starter(self):
+        for lang, code in self.starter_translations.items():
+            if (difference := first_code_difference(self.starter, code)) is not None:
+                raise ValueError(f"starter_translations.{lang}: {difference}")
+        return self
+
+    def starter_in(self, lang: str) -> str:
+        """The starter a learner of `lang` gets: its translation, else the English one."""
+        return self.starter_translations.get(lang, self.starter)
 
     @model_validator(mode="after")
     def _consistent(self):

@@ -71,3 +71,20 @@ def test_the_dashboards_gradebook_format_defaults_from_the_language(app, course,
     teacher.set_cookie("lang", lang)
     html = teacher.get(course["url"]).get_data(as_text=True)
     assert re.search(rf'<option value="{picked}" selected>', html), lang
+
+
+@pytest.mark.parametrize(
+    ("lang", "comment"),
+    [
+        ("en", "# TODO: run the forward pass and the loss under torch.autocast"),
+        ("it", "# TODO: esegui il forward pass e la loss dentro torch.autocast"),
+        ("id", "# TODO: jalankan forward pass dan loss di dalam torch.autocast"),
+    ],
+)
+def test_the_starter_comes_with_its_comments_in_the_pages_language(client, lang, comment):
+    assert comment in client.get(f"/api/lessons/autocast?lang={lang}").get_json()["starter"]
+    client.set_cookie("lang", lang)
+    page = client.get("/lessons/autocast").get_data(as_text=True)
+    assert comment in page
+    others = {"en", "it", "id"} - {lang}
+    assert not any("# TODO: " + {"en": "run", "it": "esegui", "id": "jalankan"}[o] in page for o in others)
