@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from grader.checks import profiling
 from grader.judge import static
-from grader.judge.devices import amp_dtype_for, resolve_device
+from grader.judge.devices import amp_dtype_for, resolve_device, speed_kind_of, threshold_for
 from grader.judge.drive import (
     ForcedOverflow,
     Progress,
@@ -105,9 +105,10 @@ def run(
         static_findings += static.cuda_only_host_syncs(source, exercise.entrypoint.name, note=True)
     start = starting_point(exercise, device)
     speed_spec = exercise.check("speedup")
-    needs_timing = speed_spec is not None and kind in speed_spec.min_speedup
     given_spec = exercise.check("step_time")  # a profiling lesson: the fixed step timed against the given one
-    times_given = given_spec is not None and kind in given_spec.min_speedup
+    speed = speed_kind_of(exercise, device, result.amp_dtype)  # cuda, cpu_amx or cpu: what thresholds apply
+    needs_timing = speed_spec is not None and threshold_for(speed_spec.min_speedup, speed) is not None
+    times_given = given_spec is not None and threshold_for(given_spec.min_speedup, speed) is not None
     profiled = any(c.id in profiling.CHECK_IDS for c in exercise.checks)
     wl = workload_of(exercise, device)
     sub_data, traces, base_worker, sub_worker, timing, futures = RunData(), [], None, None, None, {}
@@ -190,7 +191,9 @@ def run(
             progress("timing", rounds=0)
             with budget_paused(sub_worker):
                 hold.alone()
-            plan = timing_plan or TimingPlan(budget_s=speed_spec.budget_s, threshold=speed_spec.min_speedup[kind])
+            plan = timing_plan or TimingPlan(
+                budget_s=speed_spec.budget_s, threshold=threshold_for(speed_spec.min_speedup, speed)
+            )
             timing = time_interleaved(base_worker, sub_worker, wl.steps, plan, progress)
             with budget_paused(sub_worker):
                 hold.alone() if alone_throughout else hold.share()
@@ -199,7 +202,9 @@ def run(
             progress("timing_given", rounds=0)
             with budget_paused(sub_worker):
                 hold.alone()
-            plan = timing_plan or TimingPlan(budget_s=given_spec.budget_s, threshold=given_spec.min_speedup[kind])
+            plan = timing_plan or TimingPlan(
+                budget_s=given_spec.budget_s, threshold=threshold_for(given_spec.min_speedup, speed)
+            )
             given_timing = time_interleaved(
                 given_worker, sub_worker, wl.steps, plan, lambda stage, **kw: progress("timing_given", **kw)
             )
@@ -230,7 +235,7 @@ def run(
             base, ref = (window(r, sub_data.overflow["step"]) if r is not None else None for r in (base, ref))
         evidence = Evidence(base, ref, start.state, start.layers, given, source, given_timing)
         result.checks = judged(
-            lambda: evaluate(exercise, kind, result.amp_dtype, static_findings, sub_data, evidence, timing),
+            lambda: evaluate(exercise, kind, result.amp_dtype, static_findings, sub_data, evidence, timing, speed),
             result,
             exercise,
         )
@@ -238,7 +243,9 @@ def run(
         if given is not None and result.error is None:
             result.plots["profile"] = profiling.plot(sub_data.census, given.census, given.top_ops, kind)
     if result.error is not None:
-        result.checks = judged(lambda: error_checks(exercise, kind, result, traces, static_findings), result, exercise)
+        result.checks = judged(
+            lambda: error_checks(exercise, kind, result, traces, static_findings, speed), result, exercise
+        )
     for c in result.checks:
         progress("check", check=c.id, status=c.status)
     result.notes = [f for c in result.checks for f in c.findings if f.severity == "info"]

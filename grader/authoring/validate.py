@@ -96,13 +96,14 @@ def lesson_code_problems(path: Path, exercise) -> list[str]:
     """The lesson's own Python (workload.setup, lesson checks) run here first, so an error in it is reported
     at its line in the YAML file, not as a failed grading."""
     out = []
-    for kind in ("cpu", "cuda") if exercise.workload.cuda is not None else ("cpu",):
+    for kind in ("cpu", "cuda", "cpu_amx"):
+        override = getattr(exercise.workload, kind, None)
+        if kind != "cpu" and override is None:
+            continue
         wl = exercise.workload.for_device(kind)
         if wl.setup is None:
             continue
-        where = (
-            ("workload", "cuda", "setup") if kind == "cuda" and exercise.workload.cuda.setup else ("workload", "setup")
-        )
+        where = ("workload", kind, "setup") if override is not None and override.setup else ("workload", "setup")
         try:
             problem = workload.build_problem(wl.model_dump())
         except workload.SetupError as exc:

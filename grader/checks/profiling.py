@@ -23,6 +23,8 @@ import ast
 from dataclasses import dataclass, field
 
 from grader.checks import census_summary, parity
+from grader.checks.speedup import measured_speedup
+from grader.lesson.check_specs import threshold_for
 from grader.results import ERROR, FAIL, NOT_APPLICABLE, PASS, CheckResult, Finding, finding, message_of
 from grader.wording.catalog import say
 from grader.wording.phrases import size
@@ -67,18 +69,22 @@ class ProfileEvidence:
     cuda_only: list = field(
         default_factory=list
     )  # host syncs on branches that run on CUDA only (grader/judge/static.py)
+    speed: str = ""  # the kind timed thresholds are looked up by: cuda, cpu_amx or cpu (default: device_type)
 
 
-def not_applicable(spec, device_kind: str) -> CheckResult:
+def not_applicable(spec, device_kind: str, why: str | None = None) -> CheckResult:
+    if why:
+        return CheckResult(spec.id, NOT_APPLICABLE, say("speedup.not_applicable_cpu", why=why), weight=spec.weight)
     key = "transfers.not_applicable" if spec.id == "transfers" else "step_time.not_applicable"
     return CheckResult(spec.id, NOT_APPLICABLE, say(key, device=device_kind), weight=spec.weight)
 
 
-def inapplicable(spec, device_kind: str) -> CheckResult | None:
+def inapplicable(spec, device_kind: str, speed: str | None = None, why: str | None = None) -> CheckResult | None:
+    """`speed`: the kind timed thresholds are looked up by (cpu_amx on a CPU whose 16-bit matmuls are fast)."""
     if spec.id == "transfers" and device_kind != "cuda":
         return not_applicable(spec, device_kind)
-    if spec.id == "step_time" and device_kind not in spec.min_speedup:
-        return not_applicable(spec, device_kind)
+    if spec.id == "step_time" and threshold_for(spec.min_speedup, speed or device_kind) is None:
+        return not_applicable(spec, device_kind, why)
     return None
 
 
@@ -313,7 +319,7 @@ def transfers(spec, ev: ProfileEvidence) -> CheckResult:
 def step_time(spec, ev: ProfileEvidence) -> CheckResult:
     """Only reached where the device has a threshold, so the fixed step was timed against the given one."""
     timing = ev.timing
-    need = spec.min_speedup[ev.device_type]
+    need = threshold_for(spec.min_speedup, ev.speed or ev.device_type)
     after_sub, after_given = timing.after_params
     dev, name = parity.worst(parity.update_deviations(after_sub, after_given, ev.start))
     if not dev <= 3 * ev.update_rtol:
@@ -324,22 +330,15 @@ def step_time(spec, ev: ProfileEvidence) -> CheckResult:
             {"max_update_rel_diff": dev},
             weight=spec.weight,
         )
-    est = timing.estimate
-    measured = {
-        "speedup": round(est.ratio, 3),
-        "ci95_low": round(est.low, 3),
-        "ci95_high": round(est.high, 3),
-        "rounds": est.rounds,
-        "steps_per_block": timing.steps_per_block,
-        "timed_s": round(timing.elapsed_s, 2),
-    }
+    est, measured, cores = measured_speedup(timing)
     threshold = {"min_speedup": need}
     text = say("step_time.measured", ratio=est.ratio, low=est.low, high=est.high, rounds=est.rounds)
     if est.low >= need:
         return CheckResult(
             spec.id, PASS, say("speedup.pass", measured=text, need=need), measured, threshold, weight=spec.weight
         )
-    parts = [say("speedup.fail", measured=text, need=need)] + ([say("speedup.noisy")] if est.high >= need else [])
+    parts = [say("speedup.fail", measured=text, need=need), *cores]
+    parts += [say("speedup.noisy")] if est.high >= need else []
     return CheckResult(spec.id, FAIL, parts, measured, threshold, weight=spec.weight)
 
 

@@ -163,6 +163,29 @@ class TimingResult:
     after_params: tuple = ()  # (submission, baseline) parameters once timing is over
     losses: dict = field(default_factory=lambda: {"baseline": [], "submission": []})  # of the timed steps
     next_step: int = 0  # the first step index that timing did not use
+    # CPU seconds each worker's processes used in their timed blocks, all threads summed (None: not seen)
+    cpu_s: dict = field(default_factory=lambda: {"baseline": 0.0, "submission": 0.0})
+    device: str = "cpu"
+
+    def cores(self, role: str) -> float | None:
+        """How many cores a worker kept busy while timed, on average (on a CPU; None where not seen)."""
+        wall = sum(self.baseline_s if role == "baseline" else self.submission_s)
+        cpu = self.cpu_s.get(role)
+        if cpu is None or wall <= 0 or self.device.startswith("cuda"):
+            return None
+        return cpu / wall
+
+    def per_core(self) -> RatioEstimate:
+        """The speedup per core: on a CPU the FP32 baseline computes on one core, so a submission that keeps
+        more busy (torch.set_num_threads, processes of its own) has its times weighed by the cores it used,
+        and threads buy no speedup; 16-bit matmuls must. On CUDA, and where the cores cannot be seen, the
+        measured estimate as it is."""
+        est = self.estimate
+        sub, base = self.cores("submission"), self.cores("baseline")
+        if est is None or sub is None or base is None:
+            return est
+        weight = max(1.0, sub) / max(1.0, base)
+        return RatioEstimate(est.ratio / weight, est.low / weight, est.high / weight, est.rounds)
 
 
 def time_interleaved(
@@ -170,30 +193,35 @@ def time_interleaved(
 ) -> TimingResult:
     """Warm-up, then rounds of one block each, order alternating, the idle worker frozen."""
 
-    def timed(worker, other, start, count, losses=None):
+    def timed(worker, other, start, count, losses=None, role=None):
         other.freeze()
         try:
+            cpu0 = worker.cpu_seconds() if role else None
             t0 = time.perf_counter()
             reply = _ok(worker.request({"cmd": "steps", "start": start, "count": count}), code=code_of(worker))
             elapsed = time.perf_counter() - t0
+            cpu1 = worker.cpu_seconds() if role else None
         finally:
             other.thaw()
+        if role is not None:
+            seen = cpu0 is not None and cpu1 is not None and result.cpu_s.get(role) is not None
+            result.cpu_s[role] = result.cpu_s[role] + (cpu1 - cpu0) if seen else None
         if losses is not None:
             with malformed_is_protocol():
                 losses += _floats(reply, "losses", expected=count)
         return elapsed
 
     step = first_step
+    result = TimingResult(device=base.spec.device if base.spec is not None else "cpu")
     warm = [timed(base, sub, step, plan.warmup_steps), timed(sub, base, step, plan.warmup_steps)]
     step += plan.warmup_steps
-    k = plan.block_steps(min(warm) / plan.warmup_steps)
-    result = TimingResult(steps_per_block=k)
+    k = result.steps_per_block = plan.block_steps(min(warm) / plan.warmup_steps)
     started = time.perf_counter()
     while True:
         order = [(base, sub), (sub, base)] if len(result.baseline_s) % 2 == 0 else [(sub, base), (base, sub)]
         for worker, other in order:
             role = "baseline" if worker is base else "submission"
-            elapsed = timed(worker, other, step, k, result.losses[role])
+            elapsed = timed(worker, other, step, k, result.losses[role], role)
             (result.baseline_s if worker is base else result.submission_s).append(elapsed)
         step += k
         result.estimate = estimate(result.baseline_s, result.submission_s)

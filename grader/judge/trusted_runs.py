@@ -27,6 +27,7 @@ import torch
 
 from grader.checks import profiling
 from grader.errors import EnvironmentProblem
+from grader.judge.cache import user_cache_dir  # noqa: F401 - part of the public surface (runner)
 from grader.judge.devices import resolve_device
 from grader.judge.drive import ForcedOverflow, RunData, collect_params, drive
 from grader.judge.protocol import StepFailure, _ok, code_of, malformed_is_protocol
@@ -118,15 +119,6 @@ class KeyValueStore:
 
     def put(self, name: str, data: bytes) -> None:
         self.huey.put(self.PREFIX + name, data)
-
-
-def user_cache_dir() -> Path:
-    """Where `grader check` keeps trusted runs: $AMP_DOJO_CACHE, else $XDG_CACHE_HOME/amp-dojo, else
-    ~/.cache/amp-dojo."""
-    if os.environ.get("AMP_DOJO_CACHE"):
-        return Path(os.environ["AMP_DOJO_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "amp-dojo" / "trusted-runs"
 
 
 def fetch(store, name: str, make):

@@ -9,6 +9,7 @@ import subprocess
 from dataclasses import dataclass
 
 from grader.errors import EnvironmentProblem, ExerciseError
+from grader.judge.devices import workload_kind
 from grader.judge.protocol import StepFailure, _traces, code_of, malformed_is_protocol, prepare_trace, rank_replies
 from grader.lesson.schema import Exercise
 from grader.sandboxes.limits import WorkerSpec
@@ -23,10 +24,10 @@ def spawn_worker(
     launcher, exercise: Exercise, code: str, filename: str, device: str, trace: bool, ranks: int | None = None
 ) -> WorkerProcess:
     """Starts the process (it imports torch while the grader does other work); `init_worker` waits for it."""
-    kind = "cuda" if device.startswith("cuda") else "cpu"
     ranks = ranks or exercise.workload.ranks
+    public = exercise.public(workload_kind(exercise, device))
     try:
-        worker = launcher.start(WorkerSpec(code, filename, exercise.public(kind), device, trace=trace, ranks=ranks))
+        worker = launcher.start(WorkerSpec(code, filename, public, device, trace=trace, ranks=ranks))
     except (OSError, subprocess.SubprocessError) as exc:
         raise EnvironmentProblem(f"the {launcher.name} sandbox could not start a worker: {exc}") from None
     worker.ranks = ranks
@@ -92,4 +93,4 @@ def starting_point(exercise: Exercise, device: str) -> Start:
 
 
 def workload_of(exercise: Exercise, device: str):
-    return exercise.workload.for_device("cuda" if device.startswith("cuda") else "cpu")
+    return exercise.workload.for_device(workload_kind(exercise, device))

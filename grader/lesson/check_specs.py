@@ -9,6 +9,15 @@ from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
 from grader.lesson.base import IDENTIFIER, Strict, Text, require_english
 
+FAST_CPU = "cpu_amx"  # a CPU whose 16-bit matmuls run on AMX, faster than float32: lessons key thresholds by it
+
+
+def threshold_for(min_speedup: dict, kind: str) -> float | None:
+    """A fast CPU is held to its own threshold, else to a plain `cpu` one; a plain CPU only to `cpu`."""
+    if kind == FAST_CPU:
+        return min_speedup.get(FAST_CPU, min_speedup.get("cpu"))
+    return min_speedup.get(kind)
+
 
 class Tolerance(Strict):
     loss_rtol: float = Field(gt=0, description="largest allowed |loss - loss_fp32| / |loss_fp32| at any step")
@@ -72,8 +81,9 @@ class OverflowCheck(Strict):
 
 class SpeedupCheck(Strict):
     id: Literal["speedup"]
-    min_speedup: dict[Literal["cpu", "cuda"], float] = Field(
-        description="lower bound of baseline/submission step time that must be cleared, per device kind"
+    min_speedup: dict[Literal["cpu", "cpu_amx", "cuda"], float] = Field(
+        description="lower bound of baseline/submission step time that must be cleared, per device kind: cuda, "
+        "cpu_amx (a CPU whose 16-bit matmuls run on AMX), cpu (any CPU; cpu_amx falls back to it)"
     )
     budget_s: float = Field(30.0, gt=0, description="time spent on timing rounds at most")
     weight: float = Field(1.0, gt=0)
@@ -131,7 +141,7 @@ class TransfersCheck(Strict):
 
 class StepTimeCheck(Strict):
     id: Literal["step_time"]
-    min_speedup: dict[Literal["cpu", "cuda"], float] = Field(
+    min_speedup: dict[Literal["cpu", "cpu_amx", "cuda"], float] = Field(
         description="lower bound of given-step time / fixed-step time that must be cleared, per device kind"
     )
     budget_s: float = Field(30.0, gt=0, description="time spent on timing rounds at most")

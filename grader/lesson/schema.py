@@ -244,6 +244,11 @@ class Workload(Strict):
         "(docs/security.md); only ever tightens it",
     )
     cuda: WorkloadOverride | None = Field(None, description="what changes when grading on CUDA")
+    cpu_amx: WorkloadOverride | None = Field(
+        None,
+        description="what changes when grading on a CPU whose 16-bit matmuls run on AMX "
+        "(faster than float32 there, so a larger model can show a speedup); elsewhere the CPU workload is graded",
+    )
 
     @model_validator(mode="after")
     def _one_source(self):
@@ -259,11 +264,10 @@ class Workload(Strict):
         return self
 
     def for_device(self, kind: str) -> Workload:
-        """The workload as graded on `kind` ("cpu" or "cuda"), overrides applied."""
-        if kind != "cuda" or self.cuda is None:
-            return self.model_copy(update={"cuda": None})
-        changes = {k: v for k, v in self.cuda if v is not None}
-        return self.model_copy(update={**changes, "cuda": None})
+        """The workload as graded on `kind` ("cpu", "cpu_amx" or "cuda"), its override applied."""
+        override = {"cuda": self.cuda, "cpu_amx": self.cpu_amx}.get(kind)
+        changes = {k: v for k, v in override if v is not None} if override is not None else {}
+        return self.model_copy(update={**changes, "cuda": None, "cpu_amx": None})
 
 
 class ExampleExpectation(Strict):
@@ -361,7 +365,7 @@ class Exercise(Strict):
         if self.check("overflow") and "scaler" not in self.entrypoint.params:
             raise ValueError("the overflow check needs a GradScaler: add scaler to entrypoint.params")
         if (over := self.check("overflow")) is not None and over.at_step is not None:
-            steps = min(self.workload.for_device(kind).steps for kind in ("cpu", "cuda"))
+            steps = min(self.workload.for_device(kind).steps for kind in ("cpu", "cpu_amx", "cuda"))
             if over.at_step >= steps - 1:
                 raise ValueError(
                     f"checks: overflow.at_step {over.at_step} leaves no step after it to grade the "

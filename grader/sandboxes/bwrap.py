@@ -23,7 +23,7 @@ from grader.errors import EnvironmentProblem
 from grader.sandboxes.cgroups import Cgroup
 from grader.sandboxes.launcher import WORKER_PACKAGE, Launcher, make_workdir, rlimits, worker_env
 from grader.sandboxes.limits import Limits, scratch_sizes
-from grader.sandboxes.process import ProcessHandle, WorkerProcess
+from grader.sandboxes.process import ProcessHandle, WorkerProcess, cpu_seconds_of, pids_in_namespace
 
 INSIDE = "/sandbox"
 PACKAGE_ROOT = "/opt/amp-dojo"
@@ -174,18 +174,18 @@ class NamespaceHandle(ProcessHandle):
         except (OSError, IndexError):
             return []
         found = []
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit():
-                continue
+        for pid in pids_in_namespace(ns):
             try:
-                if os.readlink(f"/proc/{entry.name}/ns/pid") != ns:
-                    continue
-                status = Path(f"/proc/{entry.name}/status").read_text()
+                status = Path(f"/proc/{pid}/status").read_text()
             except OSError:
                 continue
             nspids = next((ln.split()[1:] for ln in status.splitlines() if ln.startswith("NSpid:")), [])
-            found.append((int(entry.name), int(nspids[-1]) if nspids else 0))
+            found.append((pid, int(nspids[-1]) if nspids else 0))
         return found
+
+    def cpu_seconds(self) -> float | None:
+        """Every process in the sandbox's PID namespace, one that left the process group too."""
+        return cpu_seconds_of(host for host, _inside in self._sandbox_pids())
 
     def signal_worker(self, sig):
         for host, inside in self._sandbox_pids():

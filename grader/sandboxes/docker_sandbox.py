@@ -19,7 +19,7 @@ from pathlib import Path
 
 from grader.sandboxes.launcher import WORKER_PACKAGE, Launcher, make_workdir, tree_hash, worker_env
 from grader.sandboxes.limits import Limits, scratch_sizes
-from grader.sandboxes.process import WorkerProcess
+from grader.sandboxes.process import WorkerProcess, cpu_seconds_of, pids_in_namespace
 
 IMAGE = os.environ.get("AMP_DOJO_IMAGE", "amp-dojo-grader")
 INSIDE = "/sandbox"
@@ -97,6 +97,7 @@ class ContainerHandle:
                 close()
             raise
         self._frozen = False
+        self._pid_ns: str | None = None  # the container's PID namespace, as the host names it
         self._discard = False  # set by kill(): nobody reads the pipes any more
         for fd in (self._out_w, self._err_w):
             os.set_blocking(fd, False)  # _forward waits itself, so that kill() can end the wait
@@ -160,6 +161,16 @@ class ContainerHandle:
             self.container.kill(signal=int(sig))
         except Exception:  # noqa: BLE001 - it may have gone already
             pass
+
+    def cpu_seconds(self) -> float | None:
+        """The container's processes as the host sees them (None where the engine is on another machine)."""
+        if self._pid_ns is None:
+            try:
+                self.container.reload()
+                self._pid_ns = os.readlink(f"/proc/{self.container.attrs['State']['Pid']}/ns/pid")
+            except Exception:  # noqa: BLE001 - no answer or no such process here: no figure, as with a remote engine
+                return None
+        return cpu_seconds_of(pids_in_namespace(self._pid_ns))
 
     def freeze(self):
         """The cgroup freezer stops every process in the container, forked ones included."""
