@@ -68,24 +68,25 @@ def chart_text_problems(page) -> list[str]:
     }""")
 
 
-def table_problems(page, settle_s: float = 5.0) -> list[str]:
-    """For every data table: a body row that is not stacked into a card, a cell without its column's label
-    shown before it, or a cell, or anything in one, cut off or past the screen's edge. The page's script still
+def table_problems(page, settle_s: float = 5.0, tables: str = "table.data-table") -> list[str]:
+    """For every data table (or every table `tables` selects): a body row that is not stacked into a card, a cell
+    without its column's label shown before it, or a cell, or anything in one, cut off or past the screen's edge. The page's script still
     writes dates and counts in the page's language (Intl) just after load, which lays cards out again: the
     problems are those still there once the page has had `settle_s` to settle. (A run once failed here on the
     learner's course page and passed when run again; a script still laying the page out is the likely cause,
     not a proven one.)"""
     deadline = time.monotonic() + settle_s
-    while (problems := _table_problems_now(page)) and time.monotonic() < deadline:
+    while (problems := _table_problems_now(page, tables)) and time.monotonic() < deadline:
         page.wait_for_timeout(250)
     return problems
 
 
-def _table_problems_now(page) -> list[str]:
-    return page.evaluate("""() => {
+def _table_problems_now(page, tables: str) -> list[str]:
+    return page.evaluate(
+        """(tables) => {
         const problems = [];
         const width = window.innerWidth;
-        for (const table of document.querySelectorAll("table.data-table")) {
+        for (const table of document.querySelectorAll(tables)) {
             const name = table.dataset.testid || table.className;
             if (table.getBoundingClientRect().right > width + 0.5) problems.push(`${name}: past the screen`);
             for (const row of table.querySelectorAll("tbody tr")) {
@@ -113,7 +114,9 @@ def _table_problems_now(page) -> list[str]:
             }
         }
         return problems;
-    }""")
+    }""",
+        tables,
+    )
 
 
 @pytest.mark.parametrize("lang", LANGS)
@@ -159,6 +162,37 @@ def test_title_and_task_come_before_the_editor_and_charts_keep_their_text_apart_
     assert sideways_scroll(page) <= 0
     bars.first.scroll_into_view_if_needed()
     screenshot(page, f"phone-{width}-{lang}-bar-chart")
+    assert not js_errors, js_errors
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_profiler_table_is_stacked_into_cards_at_360_px(viewport_page, js_errors, screenshot, lang):
+    """The profiling lesson's torch.profiler table: one card per op, each figure labelled with its column, nothing
+    scrolling sideways inside its card or the page. At 1366 px it stays a table."""
+    page = viewport_page(phone(360))
+    page.goto("/lessons/profiling")
+    choose_language(page, lang)
+    page.get_by_test_id("run-button").click()
+    expect(page.get_by_test_id("result-status")).to_have_attribute("data-status", "fail", timeout=GRADING_TIMEOUT_MS)
+    ops = page.get_by_test_id("profile-ops")
+    expect(ops.locator("tbody tr").first).to_be_visible()
+    assert ops.locator("tbody tr").count() >= 3
+    assert table_problems(page, tables="table.profile-table") == []
+    assert ops.evaluate("figure => figure.scrollWidth - figure.clientWidth") <= 0, "the card scrolls sideways"
+    assert sideways_scroll(page) <= 0
+    labels = (
+        ops.locator("tbody tr")
+        .first.locator("td")
+        .evaluate_all("cells => cells.map((c) => getComputedStyle(c, '::before').content)")
+    )
+    headers = ops.locator("thead th").all_inner_texts()[1:]
+    assert labels == [f'"{h}"' for h in headers], (labels, headers)  # each figure named in the page's language
+    ops.scroll_into_view_if_needed()
+    screenshot(page, f"phone-360-{lang}-profiler-table")
+
+    page.set_viewport_size(DESKTOP)
+    assert ops.locator("thead").evaluate("h => getComputedStyle(h).position") != "absolute"
+    assert ops.locator("tbody tr").first.evaluate("r => getComputedStyle(r).display") == "table-row"
     assert not js_errors, js_errors
 
 
