@@ -132,7 +132,7 @@ def test_title_and_task_come_before_the_editor_and_charts_keep_their_text_apart_
     title = page.locator("#lesson-title").bounding_box()
     task = page.locator(".task").bounding_box()
     editor = page.get_by_test_id("editor").bounding_box()
-    lesson_text = page.locator(".lesson-text > .prose").bounding_box()
+    lesson_text = page.locator(".lesson-body").bounding_box()
     assert title["y"] < 250, f"the title starts {title['y']:.0f} px down"
     assert title["y"] + title["height"] <= task["y"] < editor["y"], (title, task, editor)
     assert editor["y"] < lesson_text["y"], "the lesson's text comes after the editor on a phone"
@@ -196,15 +196,61 @@ def test_the_profiler_table_is_stacked_into_cards_at_360_px(viewport_page, js_er
     assert not js_errors, js_errors
 
 
+PARTS = ["#lesson-title", ".task", ".workbench", ".lesson-body", ".hints", ".quiz"]
+
+
+@pytest.mark.parametrize("size", ["phone", "laptop"])
+def test_the_keyboard_and_screen_readers_meet_title_task_and_editor_before_the_lesson_text(
+    viewport_page, js_errors, size
+):
+    """The lesson page's parts are in the page's own order as a phone shows them, not moved there by CSS: a
+    screen reader reads title, task, editor, lesson text, hints, quiz; Tab from the breadcrumb reaches the editor
+    before any control of the lesson's text, hints or quiz (at 1366 px as well, where the editor is beside them)."""
+    page = viewport_page(phone(390) if size == "phone" else DESKTOP)
+    page.goto(f"/lessons/{LESSON}")
+    expect(page.get_by_test_id("editor")).to_be_visible()
+    in_dom_order = page.evaluate(
+        """(parts) => parts.map((s) => document.querySelector(s)).every((part, i, all) =>
+            i === 0 || (all[i - 1].compareDocumentPosition(part) & Node.DOCUMENT_POSITION_FOLLOWING))""",
+        PARTS,
+    )
+    assert in_dom_order, "the page's parts are not in the order title, task, editor, text, hints, quiz"
+    if size == "phone":
+        tops = [page.locator(part).first.bounding_box()["y"] for part in PARTS]
+        assert tops == sorted(tops), dict(zip(PARTS, tops))  # and shown in that order
+
+    page.locator(".lesson-head .breadcrumb a").focus()
+    met = []
+    for _ in range(30):
+        page.keyboard.press("Tab")
+        met.append(
+            page.evaluate("""() => {
+                const a = document.activeElement;
+                if (a.closest(".cm-content")) return "editor";
+                const where = a.closest(".lesson-body, .hints, .quiz");
+                if (where) return "lesson text: " + where.className + " " + a.textContent.trim().slice(0, 30);
+                return a.dataset.testid || a.id || a.tagName;
+            }""")
+        )
+        if met[-1] == "editor" or met[-1].startswith("lesson text"):
+            break
+    assert met[-1] == "editor", met
+    assert not js_errors, js_errors
+
+
 def test_the_laptop_layout_keeps_the_editor_beside_the_lesson_text(viewport_page, js_errors, screenshot):
     page = viewport_page(DESKTOP)
     page.goto(f"/lessons/{LESSON}")
     expect(page.get_by_test_id("editor")).to_be_visible()
-    text = page.locator(".lesson-text").bounding_box()
+    text = page.locator(".lesson-body").bounding_box()
     bench = page.locator(".workbench").bounding_box()
     assert bench["x"] >= text["x"] + text["width"], (text, bench)
-    assert abs(bench["y"] - text["y"]) < 5, (text, bench)
-    assert page.locator(".task").bounding_box()["y"] > page.locator(".lesson-text > .prose").bounding_box()["y"]
+    head = page.locator(".lesson-head").bounding_box()
+    assert abs(bench["y"] - head["y"]) < 5, (head, bench)
+    assert head["y"] + head["height"] <= text["y"] and abs(head["x"] - text["x"]) < 1, (head, text)
+    assert page.locator(".task").bounding_box()["y"] > text["y"] + text["height"] - 1
+    hints, quiz = page.locator(".hints").bounding_box(), page.locator(".quiz").bounding_box()
+    assert page.locator(".task").bounding_box()["y"] < hints["y"] < quiz["y"], (hints, quiz)
     assert page.locator(".site-header").evaluate("h => getComputedStyle(h).position") == "sticky"
     assert sideways_scroll(page) <= 0
     screenshot(page, "desktop-lesson")
