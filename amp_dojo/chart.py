@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from html import escape
 
+from grader.wording.locales import number
 from grader.wording.phrases import phrase
 
 WIDTH, HEIGHT = 480, 230
@@ -26,8 +27,9 @@ def _ticks(low: float, high: float, count: int = 4) -> list[float]:
     return [first + i * step for i in range(int((high - first) / step + 1e-9) + 1)]
 
 
-def _fmt(value: float) -> str:
-    return f"{value:.3g}"
+def _fmt(value: float, lang: str) -> str:
+    """An axis label, with `lang`'s decimal symbol ("2,25" in Italian)."""
+    return number(value, lang, ".3g")
 
 
 def loss_svg(submission: list[float], baseline: list[float], lang: str = "en") -> str:
@@ -53,7 +55,7 @@ def loss_svg(submission: list[float], baseline: list[float], lang: str = "en") -
         out.append(
             f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{ty:.1f}" y2="{ty:.1f}" stroke="currentColor" '
             f'stroke-opacity="0.15"/><text x="{LEFT - 6}" y="{ty + 4:.1f}" text-anchor="end">'
-            f"{_fmt(tick)}</text>"
+            f"{_fmt(tick, lang)}</text>"
         )
     every = max(1, math.ceil(steps / 10))
     for i in range(0, steps, every):

@@ -4,6 +4,7 @@ result is shown in the learner's language from one source of wording."""
 
 import json
 import string
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -62,6 +63,7 @@ def sample(name: str):
         "before",
         "after",
         "limit",
+        "amount",
     }
     if name in numeric:
         return 0.123
@@ -184,3 +186,52 @@ def test_a_message_with_wrong_parameters_is_data_not_an_exception():
 def test_unknown_message_keys_are_refused_where_they_are_written():
     with pytest.raises(KeyError):
         say("no_such_message")
+
+
+def _stored(check: CheckResult) -> dict:
+    """A check as a result document holds it: through JSON, as the web app stores it and reads it back."""
+    return json.loads(json.dumps(asdict(check)))
+
+
+LEAKING = [{"peak_bytes": 40 * 2**20, "retained_bytes": 3 * 2**19} for _ in range(4)]  # 1.5 MiB kept per step
+BASELINE = [{"peak_bytes": 32 * 2**20, "retained_bytes": 0} for _ in range(4)]
+
+
+@pytest.mark.parametrize(("lang", "point"), [("en", "."), ("it", ","), ("id", ",")])
+def test_a_size_a_check_measures_is_written_in_the_learners_language(lang, point):
+    from grader.checks import memory
+    from grader.lesson.check_specs import MemoryCheck
+
+    spec = MemoryCheck(id="memory", max_ratio={"cpu": 0.9})
+    leak = memory.check(spec, "cpu", LEAKING, BASELINE)
+    assert leak.status == "fail" and leak.findings[0].id == "memory_leak"
+    shown = localized({"checks": [_stored(leak)], "notes": [], "error": None}, lang)["checks"][0]
+    grow = f" 1{point}5 MiB "
+    assert grow in shown["message"] and grow in shown["findings"][0]["message"], shown
+    assert " 1.5 MiB " in leak.message  # the English text, kept for tools and logs
+
+    kept = [{"peak_bytes": 40 * 2**20, "retained_bytes": 0} for _ in range(4)]
+    peak = memory.check(spec, "cpu", kept, BASELINE)
+    shown = localized({"checks": [_stored(peak)], "notes": [], "error": None}, lang)["checks"][0]
+    assert f"40{point}0 MiB" in shown["message"] and f"32{point}0 MiB" in shown["message"], shown["message"]
+
+
+@pytest.mark.parametrize(("lang", "size"), [("en", "1.5 KiB"), ("it", "1,5 KiB"), ("id", "1,5 KiB")])
+def test_a_copys_size_is_written_in_the_learners_language(lang, size):
+    from grader.checks import profiling
+    from grader.lesson.check_specs import TransfersCheck
+
+    def copies(n_bytes):
+        events = [{"ev": "copy", "dir": "h2d", "op": "torch.tensor", "line": 5, "n": 1, "bytes": n_bytes}]
+        return [{"step": i, "events": events} for i in range(3)]
+
+    ev = profiling.ProfileEvidence("", "cuda", "bfloat16", copies(1536), copies(1536))
+    result = profiling.transfers(TransfersCheck(id="transfers"), ev)
+    assert result.findings and result.findings[0].id == "copy_to_device"
+    shown = localized({"checks": [_stored(result)], "notes": [], "error": None}, lang)["checks"][0]
+    assert f" {size} " in shown["findings"][0]["message"], shown["findings"][0]["message"]
+
+
+def test_a_size_stored_as_words_by_an_older_grader_still_renders():
+    """Results graded before sizes became messages hold the English words; they are shown as they are."""
+    assert render("memory_leak", {"grow": "1.5 MiB"}, "it").startswith("ogni step ha lasciato allocati 1.5 MiB")

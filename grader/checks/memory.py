@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from grader.results import FAIL, NOT_APPLICABLE, PASS, CheckResult, finding
 from grader.wording.catalog import say
-from grader.wording.phrases import size
+from grader.wording.phrases import amount
 
 # What one step may leave allocated and still count as keeping nothing: the returned loss and the
 # scaler's bookkeeping are a few bytes; a kept output, loss graph or activation is kilobytes to megabytes.
@@ -49,7 +49,7 @@ def check(spec, device_kind: str, sub_steps: list[dict] | None, base_steps: list
     }
     threshold = {"max_ratio": limit, "max_retained_bytes_per_step": LEAK_BYTES}
     if leaks(sub_steps):
-        grow = size(sum(kept) / len(kept))
+        grow = amount(sum(kept) / len(kept))
         return CheckResult(
             "memory",
             FAIL,
@@ -59,7 +59,7 @@ def check(spec, device_kind: str, sub_steps: list[dict] | None, base_steps: list
             [finding("memory_leak", grow=grow)],
             weight=spec.weight,
         )
-    figures = {"peak": size(sub_peak), "ratio": ratio, "base": size(base_peak), "limit": limit}
+    figures = {"peak": amount(sub_peak), "ratio": ratio, "base": amount(base_peak), "limit": limit}
     if ratio <= limit:
         return CheckResult("memory", PASS, say("memory.pass", **figures), measured, threshold, weight=spec.weight)
     return CheckResult("memory", FAIL, say("memory.fail", **figures), measured, threshold, weight=spec.weight)

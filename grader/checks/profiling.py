@@ -27,7 +27,7 @@ from grader.checks.speedup import measured_speedup
 from grader.lesson.check_specs import threshold_for
 from grader.results import ERROR, FAIL, NOT_APPLICABLE, PASS, CheckResult, Finding, finding, message_of
 from grader.wording.catalog import say
-from grader.wording.phrases import size
+from grader.wording.phrases import amount
 from grader.worker import census
 
 CHECK_IDS = ("bottleneck", "host_syncs", "matmul_dtypes", "transfers", "step_time")
@@ -311,7 +311,9 @@ def transfers(spec, ev: ProfileEvidence) -> CheckResult:
         if (key, e["line"]) not in seen:
             seen.add((key, e["line"]))
             findings.append(
-                finding(key, e["line"], op=e["op"], n=e["n"], steps=_steps(ev), size=size(e["bytes"] / max(e["n"], 1)))
+                finding(
+                    key, e["line"], op=e["op"], n=e["n"], steps=_steps(ev), size=amount(e["bytes"] / max(e["n"], 1))
+                )
             )
     return _failed(spec, findings, worst, "transfers.mistakes", measured, threshold)
 

@@ -84,6 +84,9 @@ EN: dict[str, str | dict[str, str]] = {
     "measure.toward_amp_needs": "about 100% when the 16-bit work is real",
     "measure.peak": "peak memory",
     "measure.peak_value": "{size} ({ratio} of the FP32 baseline's)",
+    # a size in bytes, as a parameter of another message (phrases.amount): written when that message is
+    "size.mib": "{amount:.1f} MiB",
+    "size.kib": "{amount:.1f} KiB",
     "measure.kept": "kept alive after each step (most)",
     "measure.overflow_changed": "weight tensors changed by the overflowed step {step}",
     "measure.scale": "loss scale before → after",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from grader.results import ERROR, FAIL, NOT_APPLICABLE, PASS, CheckResult
-from grader.wording.catalog import EN, render, value_in
+from grader.wording.catalog import EN, Said, render, say, value_in
 from grader.wording.locales import fixed, number, percent
 
 
@@ -19,8 +19,16 @@ def pct(value: float, lang: str = "en") -> str:
     return percent(value, lang, 2 if abs(value) < 0.1 else 1)
 
 
+def amount(n: float) -> Said:
+    """`n` bytes as a message ("1.5 MiB"), for a check to pass as a parameter of its own message: the figure is
+    written with the learner's decimal symbol when that message is ("1,5 MiB" in Italian), not in English now."""
+    return say("size.mib", amount=n / 2**20) if abs(n) >= 102400 else say("size.kib", amount=n / 1024)
+
+
 def size(n: float, lang: str = "en") -> str:
-    return f"{fixed(n / 2**20, lang, 1)} MiB" if abs(n) >= 102400 else f"{fixed(n / 1024, lang, 1)} KiB"
+    """`n` bytes in words, in `lang`: "1.5 MiB", "1,5 MiB"."""
+    said = amount(n)
+    return render(said.key, said.params, lang)
 
 
 def _parity(m: dict, t: dict, say, lang: str) -> list[tuple]:

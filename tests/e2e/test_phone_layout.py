@@ -68,24 +68,25 @@ def chart_text_problems(page) -> list[str]:
     }""")
 
 
-def table_problems(page, settle_s: float = 5.0) -> list[str]:
-    """For every data table: a body row that is not stacked into a card, a cell without its column's label
-    shown before it, or a cell, or anything in one, cut off or past the screen's edge. The page's script still
+def table_problems(page, settle_s: float = 5.0, tables: str = "table.data-table") -> list[str]:
+    """For every data table (or every table `tables` selects): a body row that is not stacked into a card, a cell
+    without its column's label shown before it, or a cell, or anything in one, cut off or past the screen's edge. The page's script still
     writes dates and counts in the page's language (Intl) just after load, which lays cards out again: the
     problems are those still there once the page has had `settle_s` to settle. (A run once failed here on the
     learner's course page and passed when run again; a script still laying the page out is the likely cause,
     not a proven one.)"""
     deadline = time.monotonic() + settle_s
-    while (problems := _table_problems_now(page)) and time.monotonic() < deadline:
+    while (problems := _table_problems_now(page, tables)) and time.monotonic() < deadline:
         page.wait_for_timeout(250)
     return problems
 
 
-def _table_problems_now(page) -> list[str]:
-    return page.evaluate("""() => {
+def _table_problems_now(page, tables: str) -> list[str]:
+    return page.evaluate(
+        """(tables) => {
         const problems = [];
         const width = window.innerWidth;
-        for (const table of document.querySelectorAll("table.data-table")) {
+        for (const table of document.querySelectorAll(tables)) {
             const name = table.dataset.testid || table.className;
             if (table.getBoundingClientRect().right > width + 0.5) problems.push(`${name}: past the screen`);
             for (const row of table.querySelectorAll("tbody tr")) {
@@ -113,7 +114,9 @@ def _table_problems_now(page) -> list[str]:
             }
         }
         return problems;
-    }""")
+    }""",
+        tables,
+    )
 
 
 @pytest.mark.parametrize("lang", LANGS)
@@ -129,7 +132,7 @@ def test_title_and_task_come_before_the_editor_and_charts_keep_their_text_apart_
     title = page.locator("#lesson-title").bounding_box()
     task = page.locator(".task").bounding_box()
     editor = page.get_by_test_id("editor").bounding_box()
-    lesson_text = page.locator(".lesson-text > .prose").bounding_box()
+    lesson_text = page.locator(".lesson-body").bounding_box()
     assert title["y"] < 250, f"the title starts {title['y']:.0f} px down"
     assert title["y"] + title["height"] <= task["y"] < editor["y"], (title, task, editor)
     assert editor["y"] < lesson_text["y"], "the lesson's text comes after the editor on a phone"
@@ -162,15 +165,92 @@ def test_title_and_task_come_before_the_editor_and_charts_keep_their_text_apart_
     assert not js_errors, js_errors
 
 
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_profiler_table_is_stacked_into_cards_at_360_px(viewport_page, js_errors, screenshot, lang):
+    """The profiling lesson's torch.profiler table: one card per op, each figure labelled with its column, nothing
+    scrolling sideways inside its card or the page. At 1366 px it stays a table."""
+    page = viewport_page(phone(360))
+    page.goto("/lessons/profiling")
+    choose_language(page, lang)
+    page.get_by_test_id("run-button").click()
+    expect(page.get_by_test_id("result-status")).to_have_attribute("data-status", "fail", timeout=GRADING_TIMEOUT_MS)
+    ops = page.get_by_test_id("profile-ops")
+    expect(ops.locator("tbody tr").first).to_be_visible()
+    assert ops.locator("tbody tr").count() >= 3
+    assert table_problems(page, tables="table.profile-table") == []
+    assert ops.evaluate("figure => figure.scrollWidth - figure.clientWidth") <= 0, "the card scrolls sideways"
+    assert sideways_scroll(page) <= 0
+    labels = (
+        ops.locator("tbody tr")
+        .first.locator("td")
+        .evaluate_all("cells => cells.map((c) => getComputedStyle(c, '::before').content)")
+    )
+    headers = ops.locator("thead th").all_inner_texts()[1:]
+    assert labels == [f'"{h}"' for h in headers], (labels, headers)  # each figure named in the page's language
+    ops.scroll_into_view_if_needed()
+    screenshot(page, f"phone-360-{lang}-profiler-table")
+
+    page.set_viewport_size(DESKTOP)
+    assert ops.locator("thead").evaluate("h => getComputedStyle(h).position") != "absolute"
+    assert ops.locator("tbody tr").first.evaluate("r => getComputedStyle(r).display") == "table-row"
+    assert not js_errors, js_errors
+
+
+PARTS = ["#lesson-title", ".task", ".workbench", ".lesson-body", ".hints", ".quiz"]
+
+
+@pytest.mark.parametrize("size", ["phone", "laptop"])
+def test_the_keyboard_and_screen_readers_meet_title_task_and_editor_before_the_lesson_text(
+    viewport_page, js_errors, size
+):
+    """The lesson page's parts are in the page's own order as a phone shows them, not moved there by CSS: a
+    screen reader reads title, task, editor, lesson text, hints, quiz; Tab from the breadcrumb reaches the editor
+    before any control of the lesson's text, hints or quiz (at 1366 px as well, where the editor is beside them)."""
+    page = viewport_page(phone(390) if size == "phone" else DESKTOP)
+    page.goto(f"/lessons/{LESSON}")
+    expect(page.get_by_test_id("editor")).to_be_visible()
+    in_dom_order = page.evaluate(
+        """(parts) => parts.map((s) => document.querySelector(s)).every((part, i, all) =>
+            i === 0 || (all[i - 1].compareDocumentPosition(part) & Node.DOCUMENT_POSITION_FOLLOWING))""",
+        PARTS,
+    )
+    assert in_dom_order, "the page's parts are not in the order title, task, editor, text, hints, quiz"
+    if size == "phone":
+        tops = [page.locator(part).first.bounding_box()["y"] for part in PARTS]
+        assert tops == sorted(tops), dict(zip(PARTS, tops))  # and shown in that order
+
+    page.locator(".lesson-head .breadcrumb a").focus()
+    met = []
+    for _ in range(30):
+        page.keyboard.press("Tab")
+        met.append(
+            page.evaluate("""() => {
+                const a = document.activeElement;
+                if (a.closest(".cm-content")) return "editor";
+                const where = a.closest(".lesson-body, .hints, .quiz");
+                if (where) return "lesson text: " + where.className + " " + a.textContent.trim().slice(0, 30);
+                return a.dataset.testid || a.id || a.tagName;
+            }""")
+        )
+        if met[-1] == "editor" or met[-1].startswith("lesson text"):
+            break
+    assert met[-1] == "editor", met
+    assert not js_errors, js_errors
+
+
 def test_the_laptop_layout_keeps_the_editor_beside_the_lesson_text(viewport_page, js_errors, screenshot):
     page = viewport_page(DESKTOP)
     page.goto(f"/lessons/{LESSON}")
     expect(page.get_by_test_id("editor")).to_be_visible()
-    text = page.locator(".lesson-text").bounding_box()
+    text = page.locator(".lesson-body").bounding_box()
     bench = page.locator(".workbench").bounding_box()
     assert bench["x"] >= text["x"] + text["width"], (text, bench)
-    assert abs(bench["y"] - text["y"]) < 5, (text, bench)
-    assert page.locator(".task").bounding_box()["y"] > page.locator(".lesson-text > .prose").bounding_box()["y"]
+    head = page.locator(".lesson-head").bounding_box()
+    assert abs(bench["y"] - head["y"]) < 5, (head, bench)
+    assert head["y"] + head["height"] <= text["y"] and abs(head["x"] - text["x"]) < 1, (head, text)
+    assert page.locator(".task").bounding_box()["y"] > text["y"] + text["height"] - 1
+    hints, quiz = page.locator(".hints").bounding_box(), page.locator(".quiz").bounding_box()
+    assert page.locator(".task").bounding_box()["y"] < hints["y"] < quiz["y"], (hints, quiz)
     assert page.locator(".site-header").evaluate("h => getComputedStyle(h).position") == "sticky"
     assert sideways_scroll(page) <= 0
     screenshot(page, "desktop-lesson")

@@ -248,21 +248,26 @@ function chartTable(parent, kind, spec) {
   parent.appendChild(table);
 }
 
+// Each row is headed by its op; each cell carries its column's name (data-label), which a phone shows before it
+// when the rows are stacked into cards (app.css), as the course and dashboard tables are.
 function topOpsTable(profile) {
   const cuda = profile.device === "cuda";
   const figure = el("figure", { className: "chart-card profile-ops", dataset: { testid: "profile-ops" } });
   figure.appendChild(el("figcaption", { text: tr("The grader's torch.profiler table of one given step, busiest first") }));
-  const head = el("tr", {}, el("th", { scope: "col", text: tr("op") }), el("th", { scope: "col", text: tr("calls") }),
-    el("th", { scope: "col", text: tr("self CPU (ms)") }),
-    cuda ? el("th", { scope: "col", text: tr("self CUDA (ms)") }) : null,
-    el("th", { scope: "col", text: tr("input dtypes") }));
+  const names = { calls: tr("calls"), cpu: tr("self CPU (ms)"), cuda: tr("self CUDA (ms)"), dtypes: tr("input dtypes") };
+  const head = el("tr", {}, el("th", { scope: "col", text: tr("op") }), el("th", { scope: "col", text: names.calls }),
+    el("th", { scope: "col", text: names.cpu }),
+    cuda ? el("th", { scope: "col", text: names.cuda }) : null,
+    el("th", { scope: "col", text: names.dtypes }));
   const table = el("table", { className: "profile-table" }, el("thead", {}, head));
   const body = el("tbody");
   for (const row of profile.given.top_ops) {
-    body.appendChild(el("tr", {}, el("td", {}, el("code", { text: row.op })), el("td", { text: String(row.calls) }),
-      el("td", { text: formatNumber(row.self_cpu_us / 1000, 3) }),
-      cuda ? el("td", { text: formatNumber((row.self_device_us || 0) / 1000, 3) }) : null,
-      el("td", { text: (row.dtypes || []).join(", ") })));
+    body.appendChild(el("tr", {}, el("th", { scope: "row" }, el("code", { text: row.op })),
+      el("td", { className: "num", text: String(row.calls), dataset: { label: names.calls } }),
+      el("td", { className: "num", text: formatNumber(row.self_cpu_us / 1000, 3), dataset: { label: names.cpu } }),
+      cuda ? el("td", { className: "num", text: formatNumber((row.self_device_us || 0) / 1000, 3),
+        dataset: { label: names.cuda } }) : null,
+      el("td", { text: (row.dtypes || []).join(", ") || "–", dataset: { label: names.dtypes } })));
   }
   table.appendChild(body);
   figure.appendChild(table);
