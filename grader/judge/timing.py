@@ -216,12 +216,13 @@ def time_interleaved(
     warm = [timed(base, sub, step, plan.warmup_steps), timed(sub, base, step, plan.warmup_steps)]
     step += plan.warmup_steps
     k = result.steps_per_block = plan.block_steps(min(warm) / plan.warmup_steps)
+    on_cuda = result.device.startswith("cuda")  # the host's cores say nothing of a GPU's work: not read there
     started = time.perf_counter()
     while True:
         order = [(base, sub), (sub, base)] if len(result.baseline_s) % 2 == 0 else [(sub, base), (base, sub)]
         for worker, other in order:
             role = "baseline" if worker is base else "submission"
-            elapsed = timed(worker, other, step, k, result.losses[role], role)
+            elapsed = timed(worker, other, step, k, result.losses[role], None if on_cuda else role)
             (result.baseline_s if worker is base else result.submission_s).append(elapsed)
         step += k
         result.estimate = estimate(result.baseline_s, result.submission_s)
