@@ -394,7 +394,7 @@ class WorkerProcess:
         read = getattr(self.handle, "cpu_seconds", None)
         try:
             return read() if read is not None else None
-        except OSError:
+        except (OSError, ValueError):
             return None
 
     def freeze(self):
