@@ -64,6 +64,7 @@ def sample(name: str):
         "after",
         "limit",
         "amount",
+        "cores",
     }
     if name in numeric:
         return 0.123
