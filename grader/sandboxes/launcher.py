@@ -44,6 +44,9 @@ def worker_env(home: str, threads: int, pythonpath: str = str(GRADER_ROOT)) -> d
         # Kineto (the profiler behind the memory check) logs each profiler start and stop at level 5 ("USDT");
         # 6 silences it, so the learner's output holds only what their code printed
         "KINETO_LOG_LEVEL": "6",
+        # A learner's torch.compile on a CPU: inductor would first precompile its common headers into one file
+        # of hundreds of MiB, past the sandbox's file-size limit; each kernel compiles without it
+        "TORCHINDUCTOR_CPP_CACHE_PRECOMPILE_HEADERS": "0",
         **OFFLINE_AND_LOOPBACK,
     }
     for name in PASSED_TO_WORKERS:

@@ -18,7 +18,6 @@ grading process."""
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 from collections import Counter
@@ -26,6 +25,8 @@ from contextlib import contextmanager
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
+
+from grader.worker.watching import watching
 
 # What the learner answers with, and what a profile can show: each name is a symptom a profile makes visible.
 CATEGORIES = ("host_sync", "float32_matmul", "host_device_copy")
@@ -208,7 +209,7 @@ class Census:
         census = self
 
         def host_read(original, op):
-            @functools.wraps(original)
+            @watching(original)
             def read(self_, *args, **kwargs):
                 if census.active and not census._quiet and census._on_device(self_):
                     census.note(("sync", "print" if op == "print" else "host_read", op))
@@ -221,7 +222,7 @@ class Census:
             return read
 
         def explicit(original, op):
-            @functools.wraps(original)
+            @watching(original)
             def synchronize(*args, **kwargs):
                 if census.active:
                     census.note(("sync", "explicit", op))
@@ -230,7 +231,7 @@ class Census:
             return synchronize
 
         def guarded(original, label):
-            @functools.wraps(original)
+            @watching(original)
             def call(*args, **kwargs):
                 if census.active and sys._getframe(1).f_code.co_filename == census.path:
                     census.evaded.append(label)
@@ -242,7 +243,7 @@ class Census:
             """On a CPU `.cpu()` returns the tensor itself and dispatches nothing; on a GPU it is a blocking copy
             to the host (which _copy sees there). Counted on a CPU as the sync it would be."""
 
-            @functools.wraps(original)
+            @watching(original)
             def cpu(self_, *args, **kwargs):
                 if census.active and not census._quiet and census.device_type == "cpu":
                     census.note(("sync", "to_host", "tensor.cpu"))
@@ -340,6 +341,11 @@ class CensusMode(TorchDispatchMode):
         super().__init__()
         self.census = census
         self.lost = False
+
+    @classmethod
+    def ignore_compile_internals(cls) -> bool:
+        """As PrecisionMode's (grader/worker/precision.py): never a reason for dynamo to run a frame eagerly."""
+        return True
 
     def __enter__(self):
         self.census.active = True

@@ -50,6 +50,7 @@ class _DynamoUntilUsed(types.ModuleType):
 
 
 _STAND_IN: _DynamoUntilUsed | None = None
+_PATCHED: list = []  # (fn, its stand-in): the functions whose __dynamo_disable cache holds a stand-in
 
 
 def real_loaded() -> bool:
@@ -66,7 +67,18 @@ def _load_real():
             delattr(torch, "_dynamo")
     real = importlib.import_module("torch._dynamo")
     torch._dynamo = real
+    _hand_back()
     return real
+
+
+def _hand_back():
+    """From here on PyTorch's own torch._disable_dynamo caches the real disabled function on first call, as it
+    would have without the stand-ins: a stand-in left in that cache would be a frame dynamo traces into (and
+    recompiles on, once per operator it sees) where PyTorch's disabled function is opaque to it."""
+    while _PATCHED:
+        fn, stand_in = _PATCHED.pop()
+        if getattr(fn, "__dynamo_disable", None) is stand_in:
+            delattr(fn, "__dynamo_disable")
 
 
 def _lazily_disabled(fn, recursive: bool):
@@ -118,6 +130,8 @@ def install() -> int:
             for value in list(vars(owner).values()):
                 target = _disabled_target(value, compile_file)
                 if target is not None and not hasattr(target[0], "__dynamo_disable"):
-                    setattr(target[0], "__dynamo_disable", _lazily_disabled(*target))
+                    stand_in = _lazily_disabled(*target)
+                    setattr(target[0], "__dynamo_disable", stand_in)
+                    _PATCHED.append((target[0], stand_in))
                     done += 1
     return done

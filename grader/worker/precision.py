@@ -5,6 +5,8 @@ ran under. The call trace (grader/worker/tracing.py) guards it against patching.
 
 from __future__ import annotations
 
+import weakref
+
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry, sdpa_backward_flop_count, sdpa_flop_count
@@ -43,6 +45,26 @@ for _name, _count in (
         EXTRA_FLOPS[getattr(torch.ops.aten, _name)] = _count
 
 
+_COUNTING: list = [None]  # the PrecisionMode of the step being counted, if any
+_HOOKED: weakref.WeakSet = weakref.WeakSet()  # modules that carry the hooks below
+
+
+def _push(module, args):
+    if torch.compiler.is_compiling():  # traced into a compiled forward: nothing, and nothing to guard on
+        return
+    mode = _COUNTING[0]
+    if mode is not None:
+        mode._stack.append(mode._names.get(id(module), type(module).__name__))
+
+
+def _pop(module, args, output):
+    if torch.compiler.is_compiling():
+        return
+    mode = _COUNTING[0]
+    if mode is not None and mode._stack:
+        mode._stack.pop()
+
+
 class PrecisionMode(TorchDispatchMode):
     """Counts matmul/conv FLOPs by dtype and by the module that ran them, and
     notes loss ops with the autocast state they ran under. Ops arrive here
@@ -56,24 +78,27 @@ class PrecisionMode(TorchDispatchMode):
         self.loss_values: list[float] = []
         self._stack: list[str] = []
         self._names = module_names
-        self._handles = []
+
+    @classmethod
+    def ignore_compile_internals(cls) -> bool:
+        """A learner's torch.compile compiles as it would without the grader (a mode that does not say this
+        makes dynamo run every frame eagerly), and the mode sees what the compiled code runs through the
+        dispatcher (inductor's calls of matmul kernels; fused pointwise kernels it never sees)."""
+        return True
 
     def attach(self, model: torch.nn.Module):
+        """The module hooks stay once registered (adding and removing them around the counted steps would make
+        a compiled model recompile on the next step); between counted steps they find no mode and do nothing."""
+        _COUNTING[0] = self
         for module in model.modules():
-            self._handles.append(module.register_forward_pre_hook(self._push))
-            self._handles.append(module.register_forward_hook(self._pop))
+            if module not in _HOOKED:
+                module.register_forward_pre_hook(_push)
+                module.register_forward_hook(_pop)
+                _HOOKED.add(module)
 
     def detach(self):
-        for handle in self._handles:
-            handle.remove()
-        self._handles.clear()
-
-    def _push(self, module, args):
-        self._stack.append(self._names.get(id(module), type(module).__name__))
-
-    def _pop(self, module, args, output):
-        if self._stack:
-            self._stack.pop()
+        if _COUNTING[0] is self:
+            _COUNTING[0] = None
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}

@@ -8,13 +8,13 @@ submission file), so diagnostics can point at the line to change."""
 
 from __future__ import annotations
 
-import functools
 import sys
 import weakref
 
 import torch
 
 from grader.worker.precision import PrecisionMode
+from grader.worker.watching import watching
 
 
 class Recorder:
@@ -63,6 +63,7 @@ class Recorder:
         self._wrap_clipping()
         self._wrap_model_casts()
         self._wrap_functions()
+        self._wrap_compile()
         from torch.optim.optimizer import register_optimizer_step_pre_hook
 
         register_optimizer_step_pre_hook(self._on_optimizer_step)
@@ -113,10 +114,15 @@ class Recorder:
     def watch_model(self, model: torch.nn.Module):
         self.models.append(model)
 
+        # A compiled forward runs these hooks inside its graph: while dynamo traces them they do nothing (a frame
+        # lookup would break the learner's graph), so a compiled forward leaves no forward event
         def pre(module, args):
-            self._forward_autocast = self.autocast_on()
+            if not torch.compiler.is_compiling():
+                self._forward_autocast = self.autocast_on()
 
         def post(module, args, output):
+            if torch.compiler.is_compiling():
+                return
             dtype = str(output.dtype).replace("torch.", "") if isinstance(output, torch.Tensor) else None
             self.emit("forward", autocast=self._forward_autocast, dtype=dtype)
 
@@ -161,7 +167,7 @@ class Recorder:
         enter, exit_ = cls.__enter__, cls.__exit__
         rec = self
 
-        @functools.wraps(enter)
+        @watching(enter)
         def __enter__(self_):
             result = enter(self_)
             rec._autocast_stack.append((self_.device, bool(self_._enabled)))
@@ -175,7 +181,7 @@ class Recorder:
             )
             return result
 
-        @functools.wraps(exit_)
+        @watching(exit_)
         def __exit__(self_, *exc):
             rec.emit("autocast_exit", device_type=self_.device)
             if rec._autocast_stack:
@@ -195,7 +201,7 @@ class Recorder:
                 value = float(first.detach().float().sum()) if first.numel() else None
                 rec.emit("backward", scaled=first in rec._scaled, autocast=rec.autocast_on(), value=value)
 
-        @functools.wraps(tensor_backward)
+        @watching(tensor_backward)
         def backward(self_, *args, **kwargs):
             if rec._in_backward:
                 return tensor_backward(self_, *args, **kwargs)
@@ -206,7 +212,7 @@ class Recorder:
             finally:
                 rec._in_backward = False
 
-        @functools.wraps(autograd_backward)
+        @watching(autograd_backward)
         def autograd_bw(tensors, *args, **kwargs):
             if rec._in_backward:
                 return autograd_backward(tensors, *args, **kwargs)
@@ -227,7 +233,7 @@ class Recorder:
         rec = self
         original = torch.autograd.grad
 
-        @functools.wraps(original)
+        @watching(original)
         def grad(outputs, inputs, *args, **kwargs):
             first = outputs[0] if isinstance(outputs, (list, tuple)) else outputs
             if isinstance(first, torch.Tensor) and not rec._in_backward:
@@ -246,7 +252,7 @@ class Recorder:
         rec = self
         scale, unscale_, step, update = cls.scale, cls.unscale_, cls.step, cls.update
 
-        @functools.wraps(scale)
+        @watching(scale)
         def scale_w(self_, outputs):
             result = scale(self_, outputs)
             if isinstance(outputs, torch.Tensor):
@@ -261,12 +267,12 @@ class Recorder:
                     rec._scaled.add(result)
             return result
 
-        @functools.wraps(unscale_)
+        @watching(unscale_)
         def unscale_w(self_, optimizer):
             rec.emit("unscale_", optimizer=rec.optimizer_index(optimizer), enabled=bool(self_.is_enabled()))
             return unscale_(self_, optimizer)
 
-        @functools.wraps(step)
+        @watching(step)
         def step_w(self_, optimizer, *args, **kwargs):
             rec.emit("scaler_step", optimizer=rec.optimizer_index(optimizer), enabled=bool(self_.is_enabled()))
             rec._in_scaler_step = True
@@ -275,7 +281,7 @@ class Recorder:
             finally:
                 rec._in_scaler_step = False
 
-        @functools.wraps(update)
+        @watching(update)
         def update_w(self_, *args, **kwargs):
             rec.emit("update")
             return update(self_, *args, **kwargs)
@@ -302,7 +308,7 @@ class Recorder:
             original = cls.zero_grad
 
             def make(original, owner):
-                @functools.wraps(original)
+                @watching(original)
                 def zero_grad(self_, set_to_none: bool = True):
                     rec.emit("zero_grad", owner=owner, set_to_none=bool(set_to_none))
                     return original(self_, set_to_none)
@@ -319,7 +325,7 @@ class Recorder:
             original = getattr(torch.nn.Module, name)
 
             def make(original, name):
-                @functools.wraps(original)
+                @watching(original)
                 def cast(self_, *args, **kwargs):
                     values = list(args) + list(kwargs.values())
                     if name != "to" or any(v in low for v in values if isinstance(v, torch.dtype)):
@@ -329,6 +335,19 @@ class Recorder:
                 return cast
 
             setattr(torch.nn.Module, name, make(original, name))
+
+    def _wrap_compile(self):
+        """Where the learner calls torch.compile, and on what (compiling inside every step wraps the model again
+        each time)."""
+        rec = self
+        original = torch.compile
+
+        @watching(original)
+        def compile(model=None, *args, **kwargs):
+            rec.emit("compile", target=type(model).__name__ if model is not None else None)
+            return original(model, *args, **kwargs)
+
+        torch.compile = compile
 
     def _wrap_functions(self):
         """Custom torch.autograd.Function calls made from the learner's file: the class name and the dtypes
@@ -341,7 +360,7 @@ class Recorder:
             values = values if isinstance(values, (list, tuple)) else [values]
             return [str(v.dtype).replace("torch.", "") for v in values if isinstance(v, torch.Tensor)]
 
-        @functools.wraps(original)
+        @watching(original)
         def apply(cls, *args, **kwargs):
             out = original(cls, *args, **kwargs)
             if rec.active and sys._getframe(1).f_code.co_filename == rec.path:
@@ -367,7 +386,7 @@ class Recorder:
                 continue
 
             def make(original, name):
-                @functools.wraps(original)
+                @watching(original)
                 def clip(*args, **kwargs):
                     key = "clip_value" if name == "clip_grad_value_" else "max_norm"
                     value = args[1] if len(args) > 1 else kwargs.get(key)

@@ -11,12 +11,11 @@ The rules that read them are in grader/checks/accelerate_calls.py."""
 
 from __future__ import annotations
 
-import functools
-
 import torch
 from torch import nn
 
 from grader.worker.tracing_distributed import holds_lesson_model
+from grader.worker.watching import watching
 
 # The public ways to prepare: all at once, or one object at a time (the same preparation underneath).
 PREPARES = ("prepare", "prepare_model", "prepare_optimizer", "prepare_scheduler")
@@ -55,7 +54,7 @@ def install(rec) -> list[tuple[object, str]]:
         Accelerator.accumulate,
     )
 
-    @functools.wraps(init)
+    @watching(init)
     def init_w(self_, *args, **kwargs):
         result = init(self_, *args, **kwargs)
         rec.emit(
@@ -68,7 +67,7 @@ def install(rec) -> list[tuple[object, str]]:
     inside = []  # prepare() calls prepare_model() and friends: one event for the learner's call
 
     def preparing(original):
-        @functools.wraps(original)
+        @watching(original)
         def prepare_w(self_, *args, **kwargs):
             if inside:
                 return original(self_, *args, **kwargs)
@@ -88,13 +87,13 @@ def install(rec) -> list[tuple[object, str]]:
 
         return prepare_w
 
-    @functools.wraps(backward)
+    @watching(backward)
     def backward_w(self_, loss, **kwargs):
         rec.emit("accelerator_backward", value=_number(loss), accumulation_steps=int(self_.gradient_accumulation_steps))
         return backward(self_, loss, **kwargs)
 
     def clipping(original, fn, key):
-        @functools.wraps(original)
+        @watching(original)
         def clip(self_, parameters, *args, **kwargs):
             value = args[0] if args else kwargs.get(key)
             rec.emit("accelerator_clip", fn=fn, value=_number(value), sync_gradients=bool(self_.sync_gradients))
@@ -102,7 +101,7 @@ def install(rec) -> list[tuple[object, str]]:
 
         return clip
 
-    @functools.wraps(accumulate)
+    @watching(accumulate)
     def accumulate_w(self_, *models):
         return _Entered(
             accumulate(self_, *models), lambda: rec.emit("accumulate", sync_gradients=bool(self_.sync_gradients))

@@ -9,11 +9,12 @@ that read these events are in grader/checks/ddp_calls.py."""
 
 from __future__ import annotations
 
-import functools
 import weakref
 
 import torch
 from torch import nn
+
+from grader.worker.watching import watching
 
 
 def holds_lesson_model(rec, module) -> bool:
@@ -37,7 +38,7 @@ def install(rec) -> list[tuple[object, str]]:
     wrapped = weakref.WeakSet()  # modules handed to DDP, and the DDP wrappers around them
     init, forward, no_sync = DDP.__init__, DDP.forward, DDP.no_sync
 
-    @functools.wraps(init)
+    @watching(init)
     def ddp_init(self_, module, *args, **kwargs):
         param = next(module.parameters(), None) if isinstance(module, nn.Module) else None
         rec.emit(
@@ -51,7 +52,7 @@ def install(rec) -> list[tuple[object, str]]:
             wrapped.add(module)
         return result
 
-    @functools.wraps(forward)
+    @watching(forward)
     def ddp_forward(self_, *args, **kwargs):
         if rec.active:  # whose module: only in traced steps, never timed ones
             rec.emit(
@@ -61,7 +62,7 @@ def install(rec) -> list[tuple[object, str]]:
             )
         return forward(self_, *args, **kwargs)
 
-    @functools.wraps(no_sync)
+    @watching(no_sync)
     def ddp_no_sync(self_, *args, **kwargs):
         rec.emit("no_sync")
         return no_sync(self_, *args, **kwargs)
@@ -73,7 +74,7 @@ def install(rec) -> list[tuple[object, str]]:
         original = getattr(nn.Module, name)
 
         def make(original, name):
-            @functools.wraps(original)
+            @watching(original)
             def move(self_, *args, **kwargs):
                 if self_ in wrapped:
                     rec.emit("moved_after_wrap", to=name)
@@ -86,7 +87,7 @@ def install(rec) -> list[tuple[object, str]]:
 
     all_reduce = c10d.all_reduce
 
-    @functools.wraps(all_reduce)
+    @watching(all_reduce)
     def all_reduce_w(tensor, *args, **kwargs):
         on_grad = any(tensor is p.grad for model in rec.models for p in model.parameters())
         rec.emit("all_reduce", on_grad=on_grad)
