@@ -377,6 +377,20 @@ CHECKS: dict[str, str | dict[str, str]] = {
         "other": "the step copies a tensor to the host ({op}, {n} times in {steps} steps), which waits for the device",
     },
     "host_sync_to_host.fix": "keep it on the device; copy to the host only what you print, every N steps",
+    "compile_every_step": "torch.compile was called in {steps} steps: each call wraps the model again (and checks "
+    "dynamo's guards again); compiling belongs before the training loop",
+    "compile_every_step.fix": "call torch.compile(model) once, before the first step (or keep the compiled model and "
+    "reuse it), and call the compiled model in every step",
+    "recompiled": "dynamo compiled again at step {step} ({n} steps compiled after the first): something the "
+    "compiled code depends on changes between steps (a Python number, a shape, a flag)",
+    "recompiled.fix": "keep what the compiled code reads constant across steps (pass changing numbers as tensors), "
+    "or mark a changing size dynamic (torch._dynamo.mark_dynamic)",
+    "graph_breaks": {
+        "one": "the compiled code has {n} graph break: dynamo ran part of it eagerly",
+        "other": "the compiled code has {n} graph breaks: dynamo ran parts of it eagerly",
+    },
+    "graph_breaks.fix": "remove what breaks the graph from the compiled code (.item(), print, data-dependent Python "
+    "branches); TORCH_LOGS=graph_breaks names each one",
     "host_sync_cuda_only": "on CUDA the step calls {call} every step, in a branch that runs only on CUDA: the host waits there for the GPU to finish (on a CPU the branch never runs, so the grader read it from the source)",
     "host_sync_cuda_only.note": "on CUDA the step would call {call} every step (a branch that runs only on CUDA): the host waits there for the GPU; harmless for correctness, but it costs time on a GPU",
     "host_sync_cuda_only.fix": "remove it, or read the value on the host only every N steps; synchronize only to time code",

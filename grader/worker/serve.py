@@ -208,7 +208,7 @@ class Worker:
         return fn
 
     def steps(self, msg: dict) -> dict:
-        from grader.worker import memory, workload
+        from grader.worker import compiling, memory, workload
 
         self._backend_flags()
         losses, scales, reply = [], [], {}
@@ -223,6 +223,7 @@ class Worker:
             precision = None
             if rec and msg.get("trace"):
                 rec.events, rec.active = [], True
+            compiled_before = compiling.counts()
             if msg.get("coverage"):
                 precision = PrecisionMode(rec, self.module_names)
                 for model in self.problem.models.values():
@@ -278,6 +279,8 @@ class Worker:
                 err.payload["step"] = step
                 raise err
             if rec and msg.get("trace"):
+                if (event := compiling.step_event(compiled_before)) is not None:
+                    rec.events.append(event)
                 dtypes = sorted({str(p.dtype).replace("torch.", "") for p in self.problem.parameters()})
                 reply.setdefault("traces", []).append({"step": step, "events": rec.events, "param_dtypes": dtypes})
             if precision is not None:

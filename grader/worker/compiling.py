@@ -1,0 +1,30 @@
+"""What torch.compile did during a step, from dynamo's own counters: frames compiled, graphs, graph breaks.
+Read only once the real torch._dynamo is loaded (grader/worker/lazy_dynamo.py), so a step that compiles
+nothing costs nothing."""
+
+from __future__ import annotations
+
+from grader.worker import lazy_dynamo
+
+
+def counts() -> dict | None:
+    """Dynamo's running totals, or None while nothing has compiled."""
+    if not lazy_dynamo.real_loaded():
+        return None
+    from torch._dynamo.utils import counters
+
+    return {
+        "frames": int(counters["frames"].get("ok", 0)),
+        "graphs": int(counters["stats"].get("unique_graphs", 0)),
+        "graph_breaks": int(sum(counters["graph_break"].values())),
+    }
+
+
+def step_event(before: dict | None) -> dict | None:
+    """The trace event of one step's compilation: what the totals grew by since `before` (None: no event)."""
+    after = counts()
+    if after is None:
+        return None
+    before = before or dict.fromkeys(after, 0)
+    grown = {k: after[k] - before.get(k, 0) for k in after}
+    return {"ev": "compiled", "line": None, **grown, "total_frames": after["frames"]}
