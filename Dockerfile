@@ -1,4 +1,5 @@
-# The grading image: Python, PyTorch and the grader's worker, nothing else.
+# The grading image: Python, PyTorch, the grader's worker and the C++ compiler inductor needs for a learner's
+# torch.compile on a CPU (g++, Python's headers: in the Debian base scripts/build-image makes), nothing else.
 # Reference solutions and results never enter it: the grader passes each
 # worker its own code and the public part of the exercise at run time.
 #

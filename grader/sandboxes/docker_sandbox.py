@@ -306,7 +306,9 @@ class DockerLauncher(Launcher):
             read_only=True,
             cap_drop=["ALL"],
             security_opt=["no-new-privileges"],
-            tmpfs={"/tmp": f"rw,nosuid,nodev,size={tmp}"},
+            # exec: inductor loads the kernels it compiles for a learner's torch.compile from /tmp (Docker's tmpfs is
+            # noexec unless told); bwrap's /tmp allows it too, and the code could run machine code through ctypes
+            tmpfs={"/tmp": f"rw,exec,nosuid,nodev,size={tmp}"},
             shm_size=shm,  # tmp_bytes in all (scratch_sizes)
             volumes={str(workdir): {"bind": INSIDE, "mode": "ro"}},
             mem_limit=limits.memory_bytes,
