@@ -116,18 +116,42 @@ def test_torch_compile_in_every_step_is_noted_at_its_line(exercises):
     assert every.splitlines()[note.line - 1].strip().startswith("_compiled[id(model)] = torch.compile(model)")
 
 
-def _trace(step, *events):
-    return {"step": step, "events": list(events)}
-
-
 def test_recompiles_and_graph_breaks_are_told_from_dynamos_counts():
-    first = {"ev": "compiled", "line": None, "frames": 2, "graphs": 2, "graph_breaks": 1}
-    again = {"ev": "compiled", "line": None, "frames": 1, "graphs": 1, "graph_breaks": 0}
-    quiet = {"ev": "compiled", "line": None, "frames": 0, "graphs": 0, "graph_breaks": 0}
-    found = {f.id: f for f in call_order.compilation([_trace(0, first), _trace(1, quiet), _trace(2, again)])}
+    first = {"step": 0, "frames": 2, "graphs": 2, "graph_breaks": 1}
+    quiet = {"step": 1, "frames": 0, "graphs": 0, "graph_breaks": 0}
+    again = {"step": 5, "frames": 1, "graphs": 1, "graph_breaks": 0}
+    found = {f.id: f for f in call_order.compilation([], [first, quiet, again])}
     assert set(found) == {"recompiled", "graph_breaks"}
-    assert "step 2" in found["recompiled"].message and all(f.severity == "info" for f in found.values())
-    assert call_order.compilation([_trace(0, {**first, "graph_breaks": 0}), _trace(1, quiet)]) == []
+    assert "step 5" in found["recompiled"].message and all(f.severity == "info" for f in found.values())
+    assert call_order.compilation([], [{**first, "graph_breaks": 0}, quiet]) == []
+
+
+RECOMPILES_LATE = """
+import torch
+import torch.nn.functional as F
+
+_compiled, _steps = {}, [0]
+
+
+def train_step(model, optimizer, inputs, targets, device_type, amp_dtype):
+    if id(model) not in _compiled:
+        _compiled[id(model)] = torch.compile(lambda x, k: model(x) * (k / k))
+    k = 1.0 if _steps[0] < 5 else 2.0  # a Python number the graph is specialised on changes at step 5
+    _steps[0] += 1
+    optimizer.zero_grad()
+    with torch.autocast(device_type=device_type, dtype=amp_dtype):
+        loss = F.cross_entropy(_compiled[id(model)](inputs, k), targets)
+    loss.backward()
+    optimizer.step()
+    return loss
+"""
+
+
+def test_a_recompile_past_the_traced_steps_is_noted_with_its_step(exercises):
+    result = runner.run(exercises["autocast"], RECOMPILES_LATE, device="cpu", launcher=launcher_for("bwrap"))
+    assert result.status == "pass", result.error
+    note = next(n for n in result.notes if n.id == "recompiled")
+    assert "step 5" in note.message
 
 
 def test_once_dynamo_is_loaded_pytorch_caches_its_own_disabled_functions():
@@ -139,8 +163,7 @@ def test_once_dynamo_is_loaded_pytorch_caches_its_own_disabled_functions():
         "lazy_dynamo.install()\n"
         "import torch\n"
         "patched = list(lazy_dynamo._PATCHED)\n"
-        "torch.compile\n"  # touching torch._dynamo through torch.compile's module loads the real one
-        "torch._dynamo.config\n"
+        "torch._dynamo.config\n"  # any use of torch._dynamo loads the real one
         "left = [fn for fn, stand_in in patched if getattr(fn, '__dynamo_disable', None) is stand_in]\n"
         "print(len(patched) > 0, lazy_dynamo.real_loaded(), len(left))\n"
     )

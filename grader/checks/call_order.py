@@ -259,25 +259,23 @@ def diagnose(traces: list[dict], ctx: dict) -> list[Finding]:
             findings += library.step_rules(events, ctx)
         for f in findings:
             found.setdefault(f.id, f)
-    for f in compilation([t for t in traces if t.get("phase") != "prepare"]):
+    for f in compilation([t for t in traces if t.get("phase") != "prepare"], ctx.get("compiled", [])):
         found.setdefault(f.id, f)
     return list(found.values())
 
 
-def compilation(traces: list[dict]) -> list[Finding]:
-    """What torch.compile did, across the steps (advice: compiled code that trains right is right): torch.compile
-    called in more than one step, dynamo compiling again after the first step that compiled (a recompile), and
-    graph breaks. The counts come from dynamo's own counters in the learner's process."""
+def compilation(traces: list[dict], compiled: list[dict]) -> list[Finding]:
+    """What torch.compile did (advice: compiled code that trains right is right): torch.compile called in more
+    than one traced step, dynamo compiling again after the first step that compiled (a recompile), and graph
+    breaks. `compiled` is dynamo's own counts per step of the whole run (grader/worker/compiling.py)."""
     out = []
     calls = [(t.get("step"), e) for t in traces for e in t["events"] if e["ev"] == "compile"]
     if len({step for step, _ in calls}) > 1:
         out.append(finding("compile_every_step", calls[0][1]["line"], severity="info", steps=len(calls)))
-    compiled = [(t.get("step"), e) for t in traces for e in t["events"] if e["ev"] == "compiled"]
-    first = next((step for step, e in compiled if isinstance(e.get("frames"), int) and e["frames"] > 0), None)
-    again = [step for step, e in compiled if step != first and isinstance(e.get("frames"), int) and e["frames"] > 0]
-    if first is not None and again:
-        out.append(finding("recompiled", None, severity="info", step=again[0], n=len(again)))
-    breaks = sum(e["graph_breaks"] for _, e in compiled if isinstance(e.get("graph_breaks"), int))
+    working = [c["step"] for c in compiled if c["frames"] > 0]
+    if len(working) > 1:
+        out.append(finding("recompiled", None, severity="info", step=working[1], n=len(working) - 1))
+    breaks = sum(c["graph_breaks"] for c in compiled)
     if breaks > 0:
         out.append(finding("graph_breaks", None, severity="info", n=breaks))
     return out

@@ -36,6 +36,8 @@ class LessonEvidence:
     scales: list[float] = field(default_factory=list)
     overflow_step: int | None = None  # the step the grader made overflow in every run (its trace is "overflow")
     reference_scales: list[float] = field(default_factory=list)  # the reference solution's scale per step
+    # per step that torch.compile worked in, dynamo's counts: {"step", "frames", "graphs", "graph_breaks"}
+    compiled: list[dict] = field(default_factory=list)
 
     @property
     def events(self) -> list[dict]:

@@ -16,6 +16,7 @@ from grader.checks import overflow
 from grader.judge.protocol import (
     StepFailure,
     _census,
+    _compiled,
     _coverage,
     _floats,
     _memory,
@@ -58,6 +59,7 @@ class RunData:
     overflow: dict | None = None  # the forced-overflow step: weights before and after, scale before and after
     ranks: list[RunData] = field(default_factory=list)  # each rank's own evidence, where the code ran as several
     census: list[dict] = field(default_factory=list)  # per step: syncs, copies, matmul dtypes (grader/worker/census.py)
+    compiled: list[dict] = field(default_factory=list)  # per step that torch.compile worked in: dynamo's counts
     top_ops: list[dict] | None = None  # torch.profiler's busiest ops of one step (a trusted run of a given step)
     seconds: float | None = None  # a trusted run's own time, from loading its code to its parameters (budget)
 
@@ -179,6 +181,7 @@ def drive(
                     mine.memory += _memory(reply["memory"])
                 if census:
                     mine.census += _census(reply.get("census"))
+                mine.compiled += _compiled(reply.get("compiled"))
         if forced and _overflow_seen(worker, data, step, before):
             break  # the weights took the inf: what follows would be the grader's doing, not the learner's
     if n > 1:
@@ -190,6 +193,7 @@ def _combine_ranks(data: RunData):
     data.losses = [sum(values) / len(values) for values in zip(*(r.losses for r in ranks))]
     data.scales = list(ranks[0].scales)
     data.census = list(ranks[0].census)
+    data.compiled = list(ranks[0].compiled)
     data.traces = [t for r in ranks for t in r.traces]
     data.coverage = None
     for r in ranks:  # copies: merging adds into the first one, which stays that rank's own evidence

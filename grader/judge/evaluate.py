@@ -139,7 +139,8 @@ def evaluate(
         if (na := inapplicable(spec, kind, speed, amp_dtype)) is not None:
             out.append(na)
         elif spec.id == "call_order":
-            out.append(call_order.check(spec, all_traces(sub), _ctx(exercise, kind, amp_dtype), static_findings))
+            ctx = {**_ctx(exercise, kind, amp_dtype), "compiled": sub.compiled}
+            out.append(call_order.check(spec, all_traces(sub), ctx, static_findings))
         elif spec.id == "parity":
             out.append(
                 parity.check(
@@ -190,6 +191,7 @@ def evaluate(
                         sub.scales,
                         sub.overflow["step"] if sub.overflow else None,
                         ev.reference.scales if ev.reference else [],
+                        sub.compiled,
                     ),
                 )
             )

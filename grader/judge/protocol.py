@@ -8,7 +8,8 @@ Commands, one JSON object per line (judge -> worker):
     {"cmd": "init", "spec": ...}     -> {"ok": true, "params": n, "trace"?: prepare's calls}
     {"cmd": "steps", "start": i, "count": n, "trace"?, "coverage"?, "memory"?, "profile"?, "overflow"?, "skip"?,
      "torch_profile"?}              -> {"ok": true, "losses": [n floats], "scales": [...], "traces"?: [...],
-                                        "coverage"?: {...}, "memory"?: [...], "census"?: [...], "top_ops"?: [...]}
+                                        "coverage"?: {...}, "memory"?: [...], "census"?: [...], "top_ops"?: [...],
+                                        "compiled"?: [{step, frames, graphs, graph_breaks}]}
     {"cmd": "save"}                  -> {"ok": true, "params": base64 of torch.save({name: float tensor})}
     {"cmd": "exit"}
 A failure is {"ok": false, "error": {"kind": one of ERROR_KINDS, "message": str, "said"?: {"key", "params"},
@@ -380,6 +381,21 @@ def _census(steps) -> list[dict]:
             )
         out.append({"step": s["step"] if _count(s["step"]) else None, "events": clean})
     return out
+
+
+COMPILED_FIELDS = ("frames", "graphs", "graph_breaks")
+
+
+def _compiled(steps) -> list[dict]:
+    """What torch.compile did in one step (grader/worker/compiling.py): dynamo's counts, nothing else."""
+    if steps is None:
+        return []
+    if not isinstance(steps, list) or len(steps) != 1:
+        raise TypeError("compiled")
+    s = steps[0]
+    if not isinstance(s, dict) or not all(_count(s.get(k)) for k in ("step", *COMPILED_FIELDS)):
+        raise TypeError("compiled")
+    return [{k: s[k] for k in ("step", *COMPILED_FIELDS)}]
 
 
 def _count(v) -> bool:

@@ -233,7 +233,7 @@ class Census:
         def guarded(original, label):
             @watching(original)
             def call(*args, **kwargs):
-                if census.active and sys._getframe(1).f_code.co_filename == census.path:
+                if census.active and sys._getframe(2).f_code.co_filename == census.path:  # (1) is watching's call
                     census.evaded.append(label)
                 return original(*args, **kwargs)
 

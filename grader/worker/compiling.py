@@ -20,11 +20,10 @@ def counts() -> dict | None:
     }
 
 
-def step_event(before: dict | None) -> dict | None:
-    """The trace event of one step's compilation: what the totals grew by since `before` (None: no event)."""
+def grown(before: dict | None) -> dict | None:
+    """What the totals grew by during one step, since `before` (None while nothing has compiled)."""
     after = counts()
     if after is None:
         return None
     before = before or dict.fromkeys(after, 0)
-    grown = {k: after[k] - before.get(k, 0) for k in after}
-    return {"ev": "compiled", "line": None, **grown, "total_frames": after["frames"]}
+    return {k: after[k] - before.get(k, 0) for k in after}

@@ -278,9 +278,9 @@ class Worker:
                 err = StepError.worded("tampering", "error.tampering", names=", ".join(changed[:4]))
                 err.payload["step"] = step
                 raise err
+            if (grown := compiling.grown(compiled_before)) is not None:
+                reply.setdefault("compiled", []).append({"step": step, **grown})
             if rec and msg.get("trace"):
-                if (event := compiling.step_event(compiled_before)) is not None:
-                    rec.events.append(event)
                 dtypes = sorted({str(p.dtype).replace("torch.", "") for p in self.problem.parameters()})
                 reply.setdefault("traces", []).append({"step": step, "events": rec.events, "param_dtypes": dtypes})
             if precision is not None:

@@ -363,7 +363,7 @@ class Recorder:
         @watching(original)
         def apply(cls, *args, **kwargs):
             out = original(cls, *args, **kwargs)
-            if rec.active and sys._getframe(1).f_code.co_filename == rec.path:
+            if rec.active and sys._getframe(2).f_code.co_filename == rec.path:  # (1) is watching's call
                 rec.emit(
                     "function",
                     name=cls.__name__,
