@@ -173,7 +173,7 @@ def run(
             measure_memory=exercise.check("memory") is not None,
             data=sub_data,
             progress=lambda step: progress(
-                "step", n=step + 1, total=wl.steps, limit_s=step_limit(sub_worker, launcher.limits)
+                "step", n=step + 1, total=wl.steps, limit_s=step_limit(sub_worker, sub_worker.limits)
             ),
             census=profiled,
             overflow=ForcedOverflow.of(exercise, device),

@@ -6,7 +6,7 @@ against what they started from."""
 from __future__ import annotations
 
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from grader.errors import EnvironmentProblem, ExerciseError
 from grader.judge.devices import workload_kind
@@ -31,8 +31,17 @@ def spawn_worker(
     except (OSError, subprocess.SubprocessError) as exc:
         raise EnvironmentProblem(f"the {launcher.name} sandbox could not start a worker: {exc}") from None
     worker.ranks = ranks
+    worker.limits = lesson_limits(worker.limits, exercise)
     worker.params_limit = params_reply_limit(starting_point(exercise, device).state, ranks)
     return worker
+
+
+def lesson_limits(limits, exercise: Exercise):
+    """The sandbox's limits with the lesson's own step timeout, within what the admin allows lessons."""
+    wanted = exercise.workload.step_timeout_s
+    if wanted is None or wanted <= limits.step_timeout_s:
+        return limits
+    return replace(limits, step_timeout_s=min(wanted, max(limits.lesson_step_timeout_max_s, limits.step_timeout_s)))
 
 
 def init_worker(launcher, worker: WorkerProcess) -> WorkerProcess:

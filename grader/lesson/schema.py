@@ -236,6 +236,13 @@ class Workload(Strict):
         description="libraries the learner's code uses that the grader imports first and "
         "traces (accelerate: Accelerator, prepare, accumulate, backward, clip_grad_norm_)",
     )
+    step_timeout_s: float | None = Field(
+        None,
+        gt=0,
+        description="the longest one training step of this lesson may take, where that is more than the "
+        "grader's default (a first step that torch.compile compiles takes seconds of C++ compilation); "
+        "never more than the admin's lesson_step_timeout_max_s, never less than the grader's step_timeout_s",
+    )
     grading_budget_s: float | None = Field(
         None,
         gt=0,

@@ -12,6 +12,9 @@ class Limits:
     file_bytes: int = 64 * 1024**2  # largest file the worker may write
     init_timeout_s: float = 120.0  # importing torch and the code, building the model
     step_timeout_s: float = 60.0  # one request of training steps
+    # the most a lesson may raise step_timeout_s to for its own gradings (workload.step_timeout_s: a first step that
+    # compiles, say); the admin's bound on what a lesson file can ask for
+    lesson_step_timeout_max_s: float = 300.0
     processes: int = 256  # processes and threads in a sandbox (fork bombs)
     tmp_bytes: int = 256 * 1024**2  # all the sandbox may write: its /tmp and /dev/shm together
     cpus: float = 2.0  # CPUs a sandbox may use (docker; bwrap where a cpu cgroup can be made)
