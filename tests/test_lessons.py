@@ -71,6 +71,7 @@ def test_lessons_are_ordered_as_taught():
         "profiling",
         "ddp_mixed_precision",
         "accelerate",
+        "compile_autocast",
     ]
 
 
