@@ -315,12 +315,25 @@ def check(spec, traces: list[dict], ctx: dict, static_findings: list[Finding]) -
             findings=findings,
             weight=spec.weight,
         )
+    compiled = compile_totals(ctx.get("compiled", []))
     if errors:
         n = len(errors)
         message = say("call_order.mistakes", n=n, first=message_of(errors[0])) if n > 1 else message_of(errors[0])
-        return CheckResult(
-            "call_order", FAIL, message, {"mistakes": [f.id for f in errors]}, findings=findings, weight=spec.weight
-        )
-    return CheckResult(
-        "call_order", PASS, say("call_order.pass"), {"mistakes": []}, findings=findings, weight=spec.weight
-    )
+        measured = {"mistakes": [f.id for f in errors], **compiled}
+        return CheckResult("call_order", FAIL, message, measured, findings=findings, weight=spec.weight)
+    measured = {"mistakes": [], **compiled}
+    return CheckResult("call_order", PASS, say("call_order.pass"), measured, findings=findings, weight=spec.weight)
+
+
+def compile_totals(compiled: list[dict]) -> dict:
+    """What torch.compile did over the whole run, for the result document (nothing where nothing compiled)."""
+    if not compiled:
+        return {}
+    return {
+        "compiled": {
+            "steps_compiling": [c["step"] for c in compiled if c["frames"] > 0],
+            "frames": sum(c["frames"] for c in compiled),
+            "graphs": sum(c["graphs"] for c in compiled),
+            "graph_breaks": sum(c["graph_breaks"] for c in compiled),
+        }
+    }
