@@ -21,6 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from grader.wording.catalog_checks import CHECKS
+from grader.wording.catalog_timing import TIMING
 from grader.wording.locales import choose, format_in
 
 TRANSLATIONS = Path(__file__).resolve().parent / "translations"
@@ -28,6 +29,7 @@ LANGS = ("en", "it", "id")
 
 EN: dict[str, str | dict[str, str]] = {
     **CHECKS,  # the checks' messages and findings (grader/wording/catalog_checks.py)
+    **TIMING,  # speedup, step_time and the CPU's kind (grader/wording/catalog_timing.py)
     # -- a submission's errors (the kind stays in the result for tools) ----------------------------------
     "error.at_line": "line {line}: {message}",
     "error.raised": "{detail}",

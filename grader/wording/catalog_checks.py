@@ -273,29 +273,6 @@ CHECKS: dict[str, str | dict[str, str]] = {
     "overflow.fail": "when the gradients overflowed: {findings}",
     "overflow.pass": "an overflowed step ({step}) changed no weight and the scale backed off from {before:g} to "
     "{after:g}",
-    # -- speedup ------------------------------------------------------------------------------------------
-    "speedup.not_applicable": "this exercise sets no speedup threshold for {device}: not applicable here (speedups "
-    "are graded on CUDA)",
-    "speedup.not_applicable_cpu": "not applicable here: {why}, so 16-bit is not faster than FP32 on this CPU "
-    "(this lesson's speedup is graded on CUDA and on CPUs whose 16-bit matmuls run on AMX)",
-    "cpu.no_amx": "this CPU has no AMX (its {dtype} matmuls run on vector units)",
-    "cpu.kernel": "oneDNN runs {dtype} matmuls with {kernel}, without AMX",
-    "cpu.kernel_capped": "oneDNN runs {dtype} matmuls with {kernel}, without AMX, under ONEDNN_MAX_CPU_ISA={cap}",
-    "cpu.emulated": "PyTorch emulates {dtype} matmuls here (oneDNN runs no kernel for them)",
-    "cpu.emulated_capped": "PyTorch emulates {dtype} matmuls here: ONEDNN_MAX_CPU_ISA={cap} leaves oneDNN no kernel "
-    "for them",
-    "speedup.cores": "your timed steps kept {cores:.1f} cores busy on average where the FP32 baseline uses one, so "
-    "their times are weighed by the cores they used: on a CPU the speedup must come from 16-bit matmuls, not "
-    "from more threads (torch.set_num_threads) or processes",
-    "speedup.measured": "{ratio:.2f}x faster than FP32 (95% interval {low:.2f}x to {high:.2f}x over {rounds} rounds)",
-    "speedup.pass": "{measured}; at least {need:.2f}x needed",
-    "speedup.fail": "{measured}; the lower bound must reach {need:.2f}x.",
-    "speedup.noisy": "The interval includes the threshold: the measurement was too noisy to be sure; grade again on "
-    "a quieter machine.",
-    "speedup.timed_params": "the timed steps did not train the model the way the baseline's did (parameter {name!r} "
-    "off by {dev:.1%} afterwards): timed steps must do the real work",
-    "speedup.timed_losses": "the losses of the timed steps do not match the baseline's (step {step} off by "
-    "{dev:.1%}): timed steps must compute the real loss",
     # -- ranks ----------------------------------------------------------------------------------------------
     "ranks.params": "rank {rank}'s parameter {name!r}, in {layer}, is {dev:.2%} away from rank 0's (measured "
     "against what training moved it; allowed {tol:.4%}): the ranks trained different models",
@@ -443,11 +420,6 @@ CHECKS: dict[str, str | dict[str, str]] = {
         "other": "the step copies {size} from the device to host memory ({op}, {n} times in {steps} steps)",
     },
     "copy_to_host.fix": "keep the tensor on the device; copy to the host only what you print, every N steps",
-    "step_time.not_applicable": "the step's time is graded on CUDA only ({device} here): not applicable here",
-    "step_time.measured": "{ratio:.2f}x faster than the given step (95% interval {low:.2f}x to {high:.2f}x over "
-    "{rounds} rounds)",
-    "step_time.timed_params": "the timed steps did not train the model the way the given step's did (parameter "
-    "{name!r} off by {dev:.1%} afterwards): timed steps must do the real work",
     # -- checks that could not run ------------------------------------------------------------------------
     "check.not_run": "not run: the code stopped ({kind}) before this check had its evidence",
     "check.not_run_because": "not run: {reason}",
