@@ -103,6 +103,7 @@ def row(lesson: str, submitted: str, load: str, results: list) -> dict:
         "seconds_mean": statistics.fmean(r.duration_s for r in results),
         "why": next((c.message for c in speed if c is not None and c.status == "not_applicable"), ""),
         "error": next((c.message for c in speed if c is not None and c.status == "error"), ""),
+        "errors": sorted({r.error.message[:300] for r in results if getattr(r, "error", None) is not None}),
     }
 
 
@@ -155,6 +156,9 @@ def report(rows: list[dict], args) -> str:
     errors = sorted({f"{r['lesson']}: {r['error']}" for r in rows if r["error"]})
     if errors:
         lines += ["", "Speedup checks that ended as an error (never a pass):", *[f"- {e}" for e in errors]]
+    raised = sorted({f"{r['lesson']} ({r['submitted']}, {r['load']}): {e}" for r in rows for e in r.get("errors", [])})
+    if raised:
+        lines += ["", "Gradings that ended as an error, and why:", *[f"- {e}" for e in raised]]
     return "\n".join(lines) + "\n"
 
 

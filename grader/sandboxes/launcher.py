@@ -47,6 +47,9 @@ def worker_env(home: str, threads: int, pythonpath: str = str(GRADER_ROOT)) -> d
         # A learner's torch.compile on a CPU: inductor would first precompile its common headers into one file
         # of hundreds of MiB, past the sandbox's file-size limit; each kernel compiles without it
         "TORCHINDUCTOR_CPP_CACHE_PRECOMPILE_HEADERS": "0",
+        # and compiles its kernels in the worker itself rather than in a pool of helper processes it would start
+        # inside the sandbox (under the sandbox's process and memory limits, on a loaded host)
+        "TORCHINDUCTOR_COMPILE_THREADS": "1",
         **OFFLINE_AND_LOOPBACK,
     }
     for name in PASSED_TO_WORKERS:
