@@ -12,7 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from grader.checks import profiling
 from grader.judge import static
-from grader.judge.devices import amp_dtype_for, resolve_device, speed_kind_of, threshold_for
+from grader.judge.cache import user_cache_dir
+from grader.judge.devices import amp_dtype_for, resolve_device, speed_kind_of
 from grader.judge.drive import (
     ForcedOverflow,
     Progress,
@@ -39,10 +40,10 @@ from grader.judge.trusted_runs import (
     trusted_roles,
     trusted_run,
     use_trusted_store,
-    user_cache_dir,
     warm,
 )
 from grader.judge.workers import init_worker, lesson_setup_error, spawn_worker, starting_point, workload_of
+from grader.lesson.check_specs import threshold_for
 from grader.lesson.schema import Exercise
 from grader.results import GradingResult, SubmissionError
 from grader.sandboxes import exclusive

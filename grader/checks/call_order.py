@@ -272,7 +272,7 @@ def compilation(traces: list[dict], compiled: list[dict]) -> list[Finding]:
     calls = [(t.get("step"), e) for t in traces for e in t["events"] if e["ev"] == "compile"]
     if len({step for step, _ in calls}) > 1:
         out.append(finding("compile_every_step", calls[0][1]["line"], severity="info", steps=len(calls)))
-    working = [c["step"] for c in compiled if c["frames"] > 0]
+    working = steps_compiling(compiled)
     if len(working) > 1:
         out.append(finding("recompiled", None, severity="info", step=working[1], n=len(working) - 1))
     breaks = sum(c["graph_breaks"] for c in compiled)
@@ -325,13 +325,18 @@ def check(spec, traces: list[dict], ctx: dict, static_findings: list[Finding]) -
     return CheckResult("call_order", PASS, say("call_order.pass"), measured, findings=findings, weight=spec.weight)
 
 
+def steps_compiling(compiled: list[dict]) -> list[int]:
+    """The steps in which dynamo compiled anything: one for a model compiled once, more for recompiles."""
+    return [c["step"] for c in compiled if c["frames"] > 0]
+
+
 def compile_totals(compiled: list[dict]) -> dict:
     """What torch.compile did over the whole run, for the result document (nothing where nothing compiled)."""
     if not compiled:
         return {}
     return {
         "compiled": {
-            "steps_compiling": [c["step"] for c in compiled if c["frames"] > 0],
+            "steps_compiling": steps_compiling(compiled),
             "frames": sum(c["frames"] for c in compiled),
             "graphs": sum(c["graphs"] for c in compiled),
             "graph_breaks": sum(c["graph_breaks"] for c in compiled),

@@ -5,14 +5,18 @@ it), but an admin or a learner should know why a grading takes seconds."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from grader.errors import EnvironmentProblem
-from grader.lesson.check_specs import FAST_CPU, threshold_for  # noqa: F401 - the judge's device kinds, one place
+from grader.judge.cache import user_cache_dir
+from grader.lesson.check_specs import FAST_CPU
 from grader.lesson.schema import Exercise
 from grader.wording.catalog import Said, say
 
@@ -157,10 +161,6 @@ def cpu_matmul_kernel(dtype: str) -> MatmulKernel:
 def _stored_probe(dtype: str, cap: str | None) -> str | None:
     """The probe costs a process that imports torch (about 2 s), so `grader check` keeps its answer per CPU, cap
     and PyTorch in the cache folder."""
-    import json
-
-    from grader.judge.cache import user_cache_dir
-
     support = bf16_support()
     name = json.dumps([support.model, support.flags, cap, torch.__version__, dtype])
     path = user_cache_dir() / "cpu-kernels.json"
@@ -180,9 +180,6 @@ def _stored_probe(dtype: str, cap: str | None) -> str | None:
 
 
 def _run_probe(dtype: str, cap: str | None) -> str:
-    import subprocess
-    import sys
-
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ONEDNN_VERBOSE": "1", "OMP_NUM_THREADS": "1"}
     if cap is not None:
         env["ONEDNN_MAX_CPU_ISA"] = cap

@@ -27,7 +27,6 @@ import torch
 
 from grader.checks import profiling
 from grader.errors import EnvironmentProblem
-from grader.judge.cache import user_cache_dir  # noqa: F401 - part of the public surface (runner)
 from grader.judge.devices import resolve_device
 from grader.judge.drive import ForcedOverflow, RunData, collect_params, drive
 from grader.judge.protocol import StepFailure, _ok, code_of, malformed_is_protocol

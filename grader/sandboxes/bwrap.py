@@ -168,10 +168,8 @@ class NamespaceHandle(ProcessHandle):
 
     def _sandbox_pids(self) -> list[tuple[int, int]]:
         """(host pid, pid inside) of each process in the sandbox, found through bwrap's child."""
-        try:
-            children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()
-            ns = os.readlink(f"/proc/{children[0]}/ns/pid")
-        except (OSError, IndexError):
+        ns = self._namespace()
+        if ns is None:
             return []
         found = []
         for pid in pids_in_namespace(ns):
@@ -183,9 +181,18 @@ class NamespaceHandle(ProcessHandle):
             found.append((pid, int(nspids[-1]) if nspids else 0))
         return found
 
+    def _namespace(self) -> str | None:
+        """The sandbox's PID namespace, found through bwrap's child (None once it has gone)."""
+        try:
+            children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()
+            return os.readlink(f"/proc/{children[0]}/ns/pid")
+        except (OSError, IndexError):
+            return None
+
     def cpu_seconds(self) -> float | None:
         """Every process in the sandbox's PID namespace, one that left the process group too."""
-        return cpu_seconds_of(host for host, _inside in self._sandbox_pids())
+        ns = self._namespace()
+        return cpu_seconds_of(pids_in_namespace(ns)) if ns is not None else None
 
     def signal_worker(self, sig):
         for host, inside in self._sandbox_pids():

@@ -102,17 +102,22 @@ def cpu_seconds_of(pids) -> float:
     return total / tick
 
 
-def pids_in_namespace(ns: str) -> list[int]:
-    """Host pids of the processes in the PID namespace `ns` (readlink of /proc/PID/ns/pid)."""
+def host_pids(belongs) -> list[int]:
+    """Host pids for which `belongs(pid)` holds; a process that ends while it is asked about (OSError) does not."""
     found = []
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
             try:
-                if os.readlink(f"/proc/{entry.name}/ns/pid") == ns:
+                if belongs(int(entry.name)):
                     found.append(int(entry.name))
             except OSError:
                 continue
     return found
+
+
+def pids_in_namespace(ns: str) -> list[int]:
+    """Host pids of the processes in the PID namespace `ns` (readlink of /proc/PID/ns/pid)."""
+    return host_pids(lambda pid: os.readlink(f"/proc/{pid}/ns/pid") == ns)
 
 
 class ProcessHandle:
@@ -145,14 +150,7 @@ class ProcessHandle:
 
     def cpu_seconds(self) -> float | None:
         """CPU time of the worker's process group (local: not isolated, so the learner could leave it)."""
-        pids = []
-        for entry in os.scandir("/proc"):
-            try:
-                if entry.name.isdigit() and os.getpgid(int(entry.name)) == self.proc.pid:
-                    pids.append(int(entry.name))
-            except OSError:
-                continue
-        return cpu_seconds_of(pids)
+        return cpu_seconds_of(host_pids(lambda pid: os.getpgid(pid) == self.proc.pid))
 
     def freeze(self):
         self.signal_all(signal.SIGSTOP)
