@@ -58,6 +58,21 @@ def sign_in(page, name: str) -> None:
     expect(page.get_by_test_id("signed-in-as")).to_have_text(name)
 
 
+def create_course(teacher, name: str, lessons: list[str], deadlines: dict | None = None) -> tuple[str, str]:
+    """The signed-in instructor creates a course of `lessons` (in that order) from the courses page: its
+    dashboard's URL and its join code."""
+    teacher.get_by_test_id("nav-courses").click()
+    teacher.get_by_test_id("new-course").click()
+    teacher.get_by_test_id("course-name").fill(name)
+    for lesson in lessons:
+        teacher.get_by_test_id(f"pick-{lesson}").check()
+    for lesson, day in (deadlines or {}).items():
+        teacher.get_by_test_id(f"deadline-{lesson}").fill(day)
+    teacher.get_by_test_id("create-course").click()
+    teacher.wait_for_url("**/teach/courses/*")
+    return teacher.url, teacher.get_by_test_id("join-code-value").inner_text()
+
+
 def sign_up_and_join(page, name: str, code: str) -> None:
     page.goto("/")
     page.get_by_test_id("nav-signup").click()
@@ -84,15 +99,7 @@ def test_a_class_in_a_course_and_its_mistakes_on_the_instructors_dashboard(brows
     teacher, ada, bob = (new_page(browser, live_app, js_errors) for _ in range(3))
     try:
         sign_in(teacher, "teacher")
-        teacher.get_by_test_id("nav-courses").click()
-        teacher.get_by_test_id("new-course").click()
-        teacher.get_by_test_id("course-name").fill("Mixed precision, spring")
-        teacher.get_by_test_id(f"pick-{LESSON}").check()
-        teacher.get_by_test_id("pick-autocast").check()
-        teacher.get_by_test_id("create-course").click()
-        teacher.wait_for_url("**/teach/courses/*")
-        dashboard = teacher.url
-        code = teacher.get_by_test_id("join-code-value").inner_text()
+        dashboard, code = create_course(teacher, "Mixed precision, spring", [LESSON, "autocast"])
         assert re.fullmatch(r"[A-Z0-9]{8}", code), code
 
         exercise = load_exercise(LESSON)

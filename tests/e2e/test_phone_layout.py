@@ -18,7 +18,14 @@ from grader.lesson.loader import load_exercise
 
 from .conftest import DESKTOP
 from .test_browser import GRADING_TIMEOUT_MS, LESSON, replace_editor_text
-from .test_classroom import CLIP_WITHOUT_UNSCALE, create_instructor, sign_in, sign_up_and_join, submit_from_the_course
+from .test_classroom import (
+    CLIP_WITHOUT_UNSCALE,
+    create_course,
+    create_instructor,
+    sign_in,
+    sign_up_and_join,
+    submit_from_the_course,
+)
 from .test_classroom import LESSON as COURSE_LESSON
 
 WIDTHS = [360, 390]
@@ -268,16 +275,13 @@ def course_with_a_mistake(browser, live_app):
         for pg in (teacher, learner):
             pg.set_default_timeout(15_000)
         sign_in(teacher, names["teacher"])
-        teacher.get_by_test_id("nav-courses").click()
-        teacher.get_by_test_id("new-course").click()
-        teacher.get_by_test_id("course-name").fill("Presisi campuran, semester genap 2026")
-        teacher.get_by_test_id(f"pick-{COURSE_LESSON}").check()
-        teacher.get_by_test_id("pick-autocast").check()
-        teacher.get_by_test_id(f"deadline-{COURSE_LESSON}").fill("2040-06-30")
-        teacher.get_by_test_id("create-course").click()
-        teacher.wait_for_url("**/teach/courses/*")
-        names["dashboard"] = teacher.url
-        sign_up_and_join(learner, names["learner"], teacher.get_by_test_id("join-code-value").inner_text())
+        names["dashboard"], code = create_course(
+            teacher,
+            "Presisi campuran, semester genap 2026",
+            [COURSE_LESSON, "autocast"],
+            {COURSE_LESSON: "2040-06-30"},
+        )
+        sign_up_and_join(learner, names["learner"], code)
         submit_from_the_course(learner, CLIP_WITHOUT_UNSCALE.read_text())
         expect(learner.get_by_test_id("result-status")).to_have_attribute(
             "data-status", "fail", timeout=GRADING_TIMEOUT_MS

@@ -17,7 +17,7 @@ from grader.lesson.loader import load_exercise
 from .amp_dojo_live import ROOT
 from .conftest import DESKTOP
 from .test_browser import GRADING_TIMEOUT_MS
-from .test_classroom import LESSON, create_instructor, sign_in, sign_up_and_join, submit_from_the_course
+from .test_classroom import LESSON, create_course, create_instructor, sign_in, sign_up_and_join, submit_from_the_course
 from .test_phone_layout import choose_language
 
 CATALOGS = ROOT / "webapp" / "translations"
@@ -51,15 +51,7 @@ def course(browser, live_app):
         teacher = context.new_page()
         teacher.set_default_timeout(15_000)
         sign_in(teacher, names["teacher"])
-        teacher.get_by_test_id("nav-courses").click()
-        teacher.get_by_test_id("new-course").click()
-        teacher.get_by_test_id("course-name").fill("Plurals")
-        teacher.get_by_test_id(f"pick-{LESSON}").check()
-        teacher.get_by_test_id("pick-autocast").check()
-        teacher.get_by_test_id("create-course").click()
-        teacher.wait_for_url("**/teach/courses/*")
-        names["dashboard"] = teacher.url
-        names["code"] = teacher.get_by_test_id("join-code-value").inner_text()
+        names["dashboard"], names["code"] = create_course(teacher, "Plurals", [LESSON, "autocast"])
     finally:
         context.close()
     return names
