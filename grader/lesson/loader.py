@@ -15,7 +15,8 @@ from pydantic import BaseModel, ValidationError
 
 from grader.errors import ExerciseError, ExerciseNotFound
 from grader.lesson.check_specs import BUILT_IN_CHECKS
-from grader.lesson.schema import MODEL_KINDS, CnnSpec, Exercise, MlpSpec, TransformerSpec
+from grader.lesson.schema import Exercise
+from grader.lesson.workload_spec import MODEL_KINDS, CnnSpec, MlpSpec, TransformerSpec
 
 # Names pydantic puts in an error location for the branch of a tagged union: not fields of the YAML.
 UNION_TAGS = {*MODEL_KINDS, *BUILT_IN_CHECKS, "lesson"}
