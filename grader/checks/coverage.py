@@ -40,6 +40,8 @@ def compared_like(flops: dict[str, int], amp_dtype: str | None) -> bool:
     call_order's autocast_wrong_dtype; this check does not also claim its 16-bit work did not happen."""
     if amp_dtype is None:
         return True
+    if any(k.startswith("float8") for k in flops):  # each FP8 recipe (tensorwise, rowwise) rounds its own way
+        return False
     low = {k: v for k, v in flops.items() if k in ("float16", "bfloat16")}  # float8 work is the same in both runs
     return not low or max(low, key=low.get) == amp_dtype
 
@@ -64,7 +66,7 @@ def check(
         measured.update({f"distance_{k}": round(v, 6) for k, v in closeness.items()})
     threshold = {"min_fraction": spec.min_fraction}
     if closeness is not None and not compared_like(coverage["flops"], amp_dtype):
-        measured["direction_test"] = "not judged: the 16-bit work ran in another dtype than the trusted run's"
+        measured["direction_test"] = "not judged: the low-precision work ran in another dtype or FP8 recipe than the trusted run's"
         closeness = None
     if fraction >= spec.min_fraction and fp32_numbers(closeness):
         return CheckResult(

@@ -92,7 +92,13 @@ def install(rec) -> list[tuple[object, str]]:
     @watching(forward)
     def forward_w(self_, *args, **kwargs):
         if rec.active:
-            rec.emit("float8_forward", name=_names(rec).get(id(self_)), scaling=_scaling(self_))
+            rec.emit(
+                "float8_forward",
+                name=_names(rec).get(id(self_)),
+                **{"in": self_.in_features, "out": self_.out_features},
+                scaling=_scaling(self_),
+                emulate=bool(getattr(getattr(self_, "config", None), "emulate", False)),
+            )
         return forward(self_, *args, **kwargs)
 
     utils.convert_to_float8_training = float8.convert_to_float8_training = convert_w
