@@ -66,7 +66,9 @@ def check(
         measured.update({f"distance_{k}": round(v, 6) for k, v in closeness.items()})
     threshold = {"min_fraction": spec.min_fraction}
     if closeness is not None and not compared_like(coverage["flops"], amp_dtype):
-        measured["direction_test"] = "not judged: the low-precision work ran in another dtype or FP8 recipe than the trusted run's"
+        measured["direction_test"] = (
+            "not judged: the low-precision work ran in another dtype or FP8 recipe than the trusted run's"
+        )
         closeness = None
     if fraction >= spec.min_fraction and fp32_numbers(closeness):
         return CheckResult(

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 
-import torch
 from torch import nn
 
 from grader.worker.tracing_distributed import holds_lesson_model
@@ -104,4 +103,3 @@ def install(rec) -> list[tuple[object, str]]:
     utils.convert_to_float8_training = float8.convert_to_float8_training = convert_w
     Float8Linear.forward = forward_w
     return [(utils, "convert_to_float8_training"), (float8, "convert_to_float8_training"), (Float8Linear, "forward")]
-
