@@ -15,13 +15,15 @@ FROM ${BASE_IMAGE}
 # installed into the base image's Python.
 ARG TORCH_SPEC=
 ARG ACCELERATE_SPEC=accelerate==1.15.0
+# torchao (pinned as in pyproject.toml: the fp8_training lesson's code imports it; 0.18 wants torch>=2.11)
+ARG TORCHAO_SPEC=torchao==0.18.0
 COPY docker/wheels/ /tmp/wheels/
 RUN set -eu; \
     if [ -n "$TORCH_SPEC" ]; then \
         python3 -m venv /opt/venv; \
-        /opt/venv/bin/pip install --no-cache-dir --no-index --find-links /tmp/wheels "$TORCH_SPEC" "$ACCELERATE_SPEC"; \
+        /opt/venv/bin/pip install --no-cache-dir --no-index --find-links /tmp/wheels "$TORCH_SPEC" "$ACCELERATE_SPEC" "$TORCHAO_SPEC"; \
     else \
-        python3 -m pip install --no-cache-dir "$ACCELERATE_SPEC"; \
+        python3 -m pip install --no-cache-dir "$ACCELERATE_SPEC" "$TORCHAO_SPEC"; \
     fi; \
     rm -rf /tmp/wheels
 
@@ -31,7 +33,7 @@ ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1
 # The in-sandbox package alone (grader/worker/): in the image `grader` is a namespace package holding it.
 COPY grader/worker/ /opt/amp-dojo/grader/worker/
-RUN python3 -c "import torch, accelerate, grader.worker.serve; print('torch', torch.__version__, 'accelerate', accelerate.__version__)"
+RUN python3 -c "import torch, accelerate, torchao.float8, grader.worker.serve; print('torch', torch.__version__, 'accelerate', accelerate.__version__)"
 
 # The hash of the in-sandbox package's code, so the host can tell a stale image from a current one.
 ARG GRADER_HASH=unknown

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from grader.results import FAIL, PASS, CheckResult, finding
 from grader.wording.catalog import say
+from grader.worker.census import LOW
 from grader.worker.precision import OUTSIDE_MODEL
-
-LOW = ("float16", "bfloat16")
 
 
 def fp32_modules(by_module: dict[str, dict[str, int]], total: int) -> list[tuple[str, float]]:
@@ -41,7 +40,9 @@ def compared_like(flops: dict[str, int], amp_dtype: str | None) -> bool:
     call_order's autocast_wrong_dtype; this check does not also claim its 16-bit work did not happen."""
     if amp_dtype is None:
         return True
-    low = {k: v for k, v in flops.items() if k in LOW}
+    if any(k.startswith("float8") for k in flops):  # each FP8 recipe (tensorwise, rowwise) rounds its own way
+        return False
+    low = {k: v for k, v in flops.items() if k in ("float16", "bfloat16")}  # float8 work is the same in both runs
     return not low or max(low, key=low.get) == amp_dtype
 
 
@@ -65,7 +66,9 @@ def check(
         measured.update({f"distance_{k}": round(v, 6) for k, v in closeness.items()})
     threshold = {"min_fraction": spec.min_fraction}
     if closeness is not None and not compared_like(coverage["flops"], amp_dtype):
-        measured["direction_test"] = "not judged: the 16-bit work ran in another dtype than the trusted run's"
+        measured["direction_test"] = (
+            "not judged: the low-precision work ran in another dtype or FP8 recipe than the trusted run's"
+        )
         closeness = None
     if fraction >= spec.min_fraction and fp32_numbers(closeness):
         return CheckResult(

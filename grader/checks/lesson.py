@@ -38,6 +38,8 @@ class LessonEvidence:
     reference_scales: list[float] = field(default_factory=list)  # the reference solution's scale per step
     # per step that torch.compile worked in, dynamo's counts: {"step", "frames", "graphs", "graph_breaks"}
     compiled: list[dict] = field(default_factory=list)
+    # the events of what the learner's entrypoint.prepare did, once (rank 0's), where the lesson has a prepare
+    prepare_events: list[dict] = field(default_factory=list)
 
     @property
     def events(self) -> list[dict]:

@@ -192,6 +192,7 @@ def evaluate(
                         sub.overflow["step"] if sub.overflow else None,
                         ev.reference.scales if ev.reference else [],
                         sub.compiled,
+                        [e for t in sub.prepare_traces[:1] for e in t["events"]],
                     ),
                 )
             )

@@ -153,10 +153,11 @@ class Workload(Strict):
         "first step; false leaves them on the CPU for the learner's entrypoint.prepare to "
         "move (e.g. to `device`, then wrap)",
     )
-    libraries: list[Literal["accelerate"]] = Field(
+    libraries: list[Literal["accelerate", "torchao"]] = Field(
         default_factory=list,
         description="libraries the learner's code uses that the grader imports first and "
-        "traces (accelerate: Accelerator, prepare, accumulate, backward, clip_grad_norm_)",
+        "traces (accelerate: Accelerator, prepare, accumulate, backward, clip_grad_norm_; "
+        "torchao: convert_to_float8_training and each Float8Linear forward)",
     )
     step_timeout_s: float | None = Field(
         None,

@@ -26,6 +26,7 @@ from contextlib import contextmanager
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
 
+from grader.worker.precision import ran_in
 from grader.worker.watching import watching
 
 # What the learner answers with, and what a profile can show: each name is a symptom a profile makes visible.
@@ -65,7 +66,7 @@ DATA_DEPENDENT = {
 
 COPIES = {"_to_copy", "copy_", "_copy_from", "_copy_from_and_resize"}
 
-LOW = ("float16", "bfloat16")
+LOW = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
 
 # The grader's own value reads inside a step (the recorder notes the loss it saw): not the learner's syncs.
 _GRADER_READS = {"record", "scale_w", "__torch_dispatch__"}
@@ -79,7 +80,7 @@ MAX_EVENTS = 2000  # distinct (kind, op, line, ...) per step; a real step has a 
 
 
 def _dtype(t) -> str:
-    return str(t.dtype).replace("torch.", "")
+    return ran_in(t)
 
 
 class Census:

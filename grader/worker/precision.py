@@ -45,6 +45,16 @@ for _name, _count in (
         EXTRA_FLOPS[getattr(torch.ops.aten, _name)] = _count
 
 
+def ran_in(tensor: torch.Tensor) -> str:
+    """The dtype a matmul's operand really ran in. torchao's Float8TrainingTensor reports its original dtype but
+    holds float8 bytes in `_data`: emulated on a CPU the matmul runs in float32 on float8-rounded values, on a GPU
+    in a float8 kernel; either way its precision is float8's."""
+    data = getattr(tensor, "_data", None) if type(tensor) not in (torch.Tensor, torch.nn.Parameter) else None
+    if isinstance(data, torch.Tensor) and data.dtype.is_floating_point and data.element_size() == 1:
+        tensor = data
+    return str(tensor.dtype).replace("torch.", "")
+
+
 _COUNTING: list = [None]  # the PrecisionMode of the step being counted, if any
 _HOOKED: weakref.WeakSet = weakref.WeakSet()  # modules that carry the hooks below
 
@@ -108,7 +118,7 @@ class PrecisionMode(TorchDispatchMode):
         if counter is not None:
             flops = int(counter(*args, **kwargs, out_val=out))
             tensor = next((a for a in args if isinstance(a, torch.Tensor)), None)
-            dtype = str(tensor.dtype).replace("torch.", "") if tensor is not None else "unknown"
+            dtype = ran_in(tensor) if tensor is not None else "unknown"
             self.flops[dtype] = self.flops.get(dtype, 0) + flops
             where = self._stack[-1] if self._stack else OUTSIDE_MODEL
             mod = self.by_module.setdefault(where, {})

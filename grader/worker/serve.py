@@ -404,6 +404,9 @@ def main():
     # torch warns on import when NumPy is absent (the grading image has none); the learner's output
     # should hold only what their code printed.
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+    from grader.worker.tracing_torchao import quiet_import_warnings
+
+    quiet_import_warnings()  # torchao's lines about its missing CUDA extensions, should the code import it
     preload()
     channel.write({"ok": True, "ready": True})
     serve(channel)

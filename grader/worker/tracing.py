@@ -74,6 +74,10 @@ class Recorder:
             from grader.worker import tracing_accelerate
 
             replaced += tracing_accelerate.install(self)
+        if "torchao" in self.libraries:
+            from grader.worker import tracing_torchao
+
+            replaced += tracing_torchao.install(self)
         self._snapshot = {(owner, attr): getattr(owner, attr) for owner, attr in self._watched() + replaced}
 
     def _watched(self) -> list[tuple[object, str]]:

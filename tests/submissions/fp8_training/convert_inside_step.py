@@ -1,0 +1,23 @@
+# expect-status: fail
+# expect-finding: convert_inside_step line=17
+import torch
+import torch.nn.functional as F
+from torchao.float8 import Float8LinearConfig, convert_to_float8_training
+
+
+def fp8_ready(module, name):
+    return name != "head" and module.in_features % 16 == 0 and module.out_features % 16 == 0
+
+
+def prepare(model, device_type):
+    return model
+
+
+def train_step(model, optimizer, inputs, targets, device_type, amp_dtype):
+    convert_to_float8_training(model, config=Float8LinearConfig(emulate=device_type != "cuda"), module_filter_fn=fp8_ready)
+    optimizer.zero_grad(set_to_none=True)
+    with torch.autocast(device_type=device_type, dtype=amp_dtype):
+        loss = F.cross_entropy(model(inputs), targets)
+    loss.backward()
+    optimizer.step()
+    return loss
