@@ -33,21 +33,28 @@ def fp32_numbers(closeness: dict | None) -> bool:
     )
 
 
-def compared_like(flops: dict[str, int], amp_dtype: str | None) -> bool:
+def compared_like(flops: dict[str, int], amp_dtype: str | None, fp8_lesson: bool = False) -> bool:
     """The direction test compares with a trusted run in `amp_dtype`. A submission whose 16-bit work ran mostly
     in the other dtype (a hard-coded float16 where the lesson runs bfloat16) rounds another way: float16 rounds
     closer to float32 than bfloat16, so it would look like float32 arithmetic when it is not. Its wrong dtype is
-    call_order's autocast_wrong_dtype; this check does not also claim its 16-bit work did not happen."""
+    call_order's autocast_wrong_dtype; this check does not also claim its 16-bit work did not happen.
+    In an FP8 lesson each recipe (tensorwise, rowwise) rounds its own way, so there is no one trusted direction;
+    that is the lesson's property, never the submission's: float8 counts it reports elsewhere change nothing."""
     if amp_dtype is None:
         return True
-    if any(k.startswith("float8") for k in flops):  # each FP8 recipe (tensorwise, rowwise) rounds its own way
+    if fp8_lesson:
         return False
     low = {k: v for k, v in flops.items() if k in ("float16", "bfloat16")}  # float8 work is the same in both runs
     return not low or max(low, key=low.get) == amp_dtype
 
 
 def check(
-    spec, coverage: dict | None, describe_module, closeness: dict | None = None, amp_dtype: str | None = None
+    spec,
+    coverage: dict | None,
+    describe_module,
+    closeness: dict | None = None,
+    amp_dtype: str | None = None,
+    fp8_lesson: bool = False,
 ) -> CheckResult:
     if not coverage or not coverage["flops"]:
         return CheckResult(
@@ -65,7 +72,7 @@ def check(
     if closeness is not None:
         measured.update({f"distance_{k}": round(v, 6) for k, v in closeness.items()})
     threshold = {"min_fraction": spec.min_fraction}
-    if closeness is not None and not compared_like(coverage["flops"], amp_dtype):
+    if closeness is not None and not compared_like(coverage["flops"], amp_dtype, fp8_lesson):
         measured["direction_test"] = (
             "not judged: the low-precision work ran in another dtype or FP8 recipe than the trusted run's"
         )

@@ -159,7 +159,12 @@ def evaluate(
             tol = par.tolerances.get(amp_dtype) if par is not None else None
             out.append(
                 coverage.check(
-                    spec, sub.coverage, describe, closeness(sub, ev, tol.update_rtol if tol else NEAR_FP32), amp_dtype
+                    spec,
+                    sub.coverage,
+                    describe,
+                    closeness(sub, ev, tol.update_rtol if tol else NEAR_FP32),
+                    amp_dtype,
+                    "torchao" in exercise.workload.libraries,
                 )
             )
         elif spec.id == "memory":
