@@ -5,6 +5,7 @@ learner's code still gets the checks that the steps before it can support."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from grader.checks import call_order, coverage, lesson, memory, overflow, parity, profiling, ranks, speedup
@@ -128,9 +129,36 @@ def closeness(sub: RunData, ev: Evidence, near: float) -> dict | None:
     }
 
 
+def without_bookkeeping(exercise: Exercise, sub: RunData, ev: Evidence, timing):
+    """The evidence the built-in checks judge: every run's tensors but the lesson's bookkeeping ones
+    (workload.bookkeeping), which its own checks read and which are no weights: parity, overflow, coverage's
+    direction and the ranks check leave them out."""
+    if not exercise.workload.bookkeeping:
+        return sub, ev, timing
+
+    def kept(params):
+        return {k: v for k, v in params.items() if not exercise.workload.is_bookkeeping(k)} if params else params
+
+    def run(data: RunData | None) -> RunData | None:
+        if data is None:
+            return None
+        overflows = [{**o, "before": kept(o["before"]), "after": kept(o.get("after"))} for o in data.overflows]
+        return dataclasses.replace(
+            data, params=kept(data.params), overflows=overflows, ranks=list(map(run, data.ranks))
+        )
+
+    ev = dataclasses.replace(ev, baseline=run(ev.baseline), reference=run(ev.reference), given=run(ev.given))
+    ev.start = kept(ev.start)
+    if timing is not None and timing.after_params:
+        timing = dataclasses.replace(timing, after_params=tuple(map(kept, timing.after_params)))
+    return run(sub), ev, timing
+
+
 def evaluate(
     exercise, kind, amp_dtype, static_findings, sub: RunData, ev: Evidence, timing, speed: str | None = None
 ) -> list[CheckResult]:
+    whole_sub, whole_ev = sub, ev  # what the lesson's own checks see, bookkeeping tensors included
+    sub, ev, timing = without_bookkeeping(exercise, sub, ev, timing)
     describe = layers.namer(ev.layers)
     base = ev.baseline
     speed = speed or kind
@@ -170,7 +198,7 @@ def evaluate(
         elif spec.id == "memory":
             out.append(memory.check(spec, kind, sub.memory, base.memory))
         elif spec.id == "overflow":
-            out.append(overflow.check(spec, sub.overflow, sub.params, len(sub.losses)))
+            out.append(overflow.check(spec, sub.overflows, sub.params, len(sub.losses)))
         elif cut_at_overflow(sub) and spec.id in ("speedup", "step_time"):
             key = "check.not_run_overflow" if raised_on_overflow(sub) else "check.not_run_overflow_applied"
             out.append(CheckResult(spec.id, ERROR, say(key, step=sub.overflow["step"]), weight=spec.weight))
@@ -188,15 +216,19 @@ def evaluate(
                         sub.traces,
                         sub.losses,
                         base.losses,
-                        sub.params,
-                        base.params,
-                        ev.start,
+                        whole_sub.params,
+                        whole_ev.baseline.params,
+                        whole_ev.start,
                         kind,
                         amp_dtype,
                         sub.scales,
-                        sub.overflow["step"] if sub.overflow else None,
+                        sub.overflows[0]["step"] if sub.overflows else None,
                         ev.reference.scales if ev.reference else [],
                         sub.compiled,
+                        [o["step"] for o in sub.overflows],
+                        sub.records,
+                        base.records,
+                        ev.reference.records if ev.reference else [],
                         [e for t in sub.prepare_traces[:1] for e in t["events"]],
                     ),
                 )
@@ -205,10 +237,10 @@ def evaluate(
 
 
 def compared_losses(data: RunData) -> list[float]:
-    """The losses parity compares: all but the overflowed step's (a loss term made of that step's gradients, a
+    """The losses parity compares: all but the overflowed steps' (a loss term made of that step's gradients, a
     gradient penalty say, is inf there in every run with a scaler, and the FP32 baseline has none)."""
-    step = data.overflow["step"] if data.overflow else None
-    return [v for i, v in enumerate(data.losses) if i != step]
+    steps = {o["step"] for o in data.overflows}
+    return [v for i, v in enumerate(data.losses) if i not in steps]
 
 
 def profile_evidence(
