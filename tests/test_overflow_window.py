@@ -71,3 +71,19 @@ def test_the_overflowed_steps_losses_are_left_out_of_the_loss_comparison():
 def test_an_overflow_with_no_step_after_it_is_refused_by_the_schema(exercises):
     with pytest.raises(ValueError, match="leaves no step after it"):
         _variant(exercises["grad_scaler"], at_step=exercises["grad_scaler"].workload.steps - 1)
+
+
+def test_batchnorm_statistics_moved_by_a_skipped_steps_forward_are_no_applied_step(launcher):
+    """A correct skipped step still ran the forward, which moves BatchNorm's running statistics: only parameters
+    tell whether the inf gradients were applied, or whether a later step trained again."""
+    from test_lesson_evidence import SETUP, lesson
+
+    with_norm = SETUP.replace(
+        "nn.Conv2d(3, 8, 3, padding=1), nn.GELU()",
+        "nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.GELU()",
+    )
+    assert with_norm != SETUP
+    exercise = lesson(setup=with_norm)
+    result = runner.run(exercise, exercise.reference, device="cpu", launcher=launcher)
+    assert result.check("overflow").status == "pass", result.check("overflow").to_dict()
+    assert result.status == "pass", result.to_dict()

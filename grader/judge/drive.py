@@ -30,7 +30,7 @@ from grader.judge.protocol import (
     rank_replies,
     step_trace,
 )
-from grader.judge.workers import workload_of
+from grader.judge.workers import starting_point, workload_of
 from grader.lesson.schema import Exercise
 from grader.sandboxes.process import WorkerProcess
 
@@ -117,10 +117,16 @@ class ForcedOverflow:
     steps: tuple[int, ...]
     how: str = "overflow"
     bookkeeping: tuple[str, ...] = ()  # the lesson's bookkeeping tensors: a skipped step may change them
+    buffers: frozenset = frozenset()  # the models' buffers: the skipped step's forward moved running statistics
 
     def weights(self, params: dict) -> dict:
-        """The tensors whose change means the step applied its inf gradients: all but the bookkeeping ones."""
-        return {k: v for k, v in params.items() if not any(fnmatch.fnmatchcase(k, p) for p in self.bookkeeping)}
+        """The tensors whose change means the step applied its inf gradients: the parameters, without the
+        bookkeeping ones. A buffer is no weight: a correct skipped step still ran BatchNorm's forward."""
+        return {
+            k: v
+            for k, v in params.items()
+            if k not in self.buffers and not any(fnmatch.fnmatchcase(k, p) for p in self.bookkeeping)
+        }
 
     @property
     def step(self) -> int:
@@ -133,7 +139,8 @@ class ForcedOverflow:
         if spec is None:
             return None
         steps = tuple(spec.steps(workload_of(exercise, device).steps))
-        return cls(steps, "skip" if role == "baseline" else "overflow", tuple(exercise.workload.bookkeeping))
+        how = "skip" if role == "baseline" else "overflow"
+        return cls(steps, how, tuple(exercise.workload.bookkeeping), starting_point(exercise, device).buffers)
 
 
 RAISED = ("exception",)  # what a step that raised on the forced overflow ends as (not a timeout, not memory)

@@ -113,6 +113,7 @@ class Evidence:
     given: RunData | None = None  # a profiling lesson: the grader's own run of the given step (its starter)
     source: str = ""  # the submission's source, read (never run) by checks that look at what it declares
     given_timing: TimingResult | None = None  # the fixed step timed against the given step
+    buffers: frozenset = frozenset()  # the models' buffers, by name: no weights for the overflow check
 
 
 def closeness(sub: RunData, ev: Evidence, near: float) -> dict | None:
@@ -198,7 +199,7 @@ def evaluate(
         elif spec.id == "memory":
             out.append(memory.check(spec, kind, sub.memory, base.memory))
         elif spec.id == "overflow":
-            out.append(overflow.check(spec, sub.overflows, sub.params, len(sub.losses)))
+            out.append(overflow.check(spec, sub.overflows, sub.params, len(sub.losses), ev.buffers))
         elif cut_at_overflow(sub) and spec.id in ("speedup", "step_time"):
             key = "check.not_run_overflow" if raised_on_overflow(sub) else "check.not_run_overflow_applied"
             out.append(CheckResult(spec.id, ERROR, say(key, step=sub.overflow["step"]), weight=spec.weight))

@@ -83,6 +83,8 @@ class Start:
 
     state: dict
     layers: dict
+    # the models' buffers (BatchNorm's running statistics, ...): a forward changes them, a skipped step may too
+    buffers: frozenset = frozenset()
 
 
 def starting_point(exercise: Exercise, device: str) -> Start:
@@ -97,7 +99,8 @@ def starting_point(exercise: Exercise, device: str) -> Start:
             raise lesson_setup_error(exercise, exc.message) from None
         if unprovided := problem.unprovided_by(exercise.entrypoint.model_dump()):
             raise lesson_setup_error(exercise, unprovided)
-        _START_CACHE[key] = Start(problem.state(), layers.describe(problem.root))
+        buffers = frozenset(name for name, _ in problem.root.named_buffers())
+        _START_CACHE[key] = Start(problem.state(), layers.describe(problem.root), buffers)
     return _START_CACHE[key]
 
 
