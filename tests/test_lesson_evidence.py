@@ -292,12 +292,12 @@ def test_bookkeeping_tensors_are_left_out_of_parity_and_overflow_and_seen_by_les
 
 
 def test_without_bookkeeping_a_lessons_note_is_judged_as_a_weight(graded):
-    """The instructor trial's failure, kept as the reason for workload.bookkeeping: the count moves on the
-    forced overflow (the forward ran) and differs from the FP32 run's (its inputs stay contiguous)."""
+    """The instructor trial's failure, kept as the reason for workload.bookkeeping: the count differs from the
+    FP32 run's (its inputs stay contiguous), so parity judges it. (It moves on the forced overflow too, as the
+    forward ran; the overflow check looks at parameters only, so that alone is no applied step.)"""
     result = graded(noted(), REFERENCE)
-    assert result.check("overflow").status == "fail"
-    assert [f.id for f in result.check("overflow").findings] == ["overflow_step_applied"]
-    assert result.check("parity").measured["worst_param"] == "seen"
+    assert result.check("overflow").status == "pass"
+    assert result.check("parity").status == "fail" and result.check("parity").measured["worst_param"] == "seen"
 
 
 @pytest.mark.parametrize(
