@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader import runner
-from grader.authoring import mutants
+from grader.authoring import lesson_mutants, mutants
 from grader.checks import lesson
 from grader.errors import ExerciseError
 from grader.lesson.loader import block_line, exercise_files, parse_exercise
@@ -31,7 +31,15 @@ class Report:
 
     @property
     def mutation_score(self) -> float | None:
+        """All mutants together: 100% means both the generic and the lesson's own are all killed."""
         return mutants.score(self.mutants) if self.mutants else None
+
+    @property
+    def mutation_scores(self) -> dict[str, float]:
+        """The score of the generic mutants and of the lesson's own, apart (a kind the lesson has none of is
+        left out)."""
+        kinds = dict.fromkeys(m.kind for m in self.mutants)
+        return {kind: mutants.score(self.mutants, kind) for kind in kinds}
 
     @property
     def ok(self) -> bool:
@@ -165,13 +173,28 @@ def _graded(report: Report, path: Path, exercise, device, launcher, progress, wi
         report.problems += [f"{path}: examples[{i}] {example.name}: {m}" for m in report.examples[example.name]]
     if with_mutants and sound:
         report.mutants = mutants.run_all(exercise, device=device, launcher=launcher, progress=progress)
-        for m in report.mutants:
-            if not m.killed and m.skipped is None:
-                report.problems.append(
-                    f"{path}: checks: the mutant {m.name!r} ({m.description}) passes every "
-                    "check; tighten a tolerance or make the workload exercise what it changes"
-                )
+        report.mutants += lesson_mutants.run_all(exercise, device=device, launcher=launcher, progress=progress)
+        report.problems += [f"{path}: {p}" for p in survivor_problems(report.mutants)]
     return report
+
+
+def survivor_problems(results: list[mutants.MutantResult]) -> list[str]:
+    out = []
+    for m in results:
+        if m.killed or m.skipped is not None:
+            continue
+        if m.missed:  # a lesson mutant stopped, but not by what the lesson says guards it
+            out.append(
+                f"mutants.lesson: the mutant {m.name!r} ({m.description}) fails, but not as its caught_by says: "
+                f"{'; '.join(m.missed)} (failed: {', '.join(m.failed_checks) or m.status})"
+            )
+            continue
+        which = "lesson mutant" if m.kind == "lesson" else "mutant"
+        out.append(
+            f"checks: the {which} {m.name!r} ({m.description}) passes every "
+            "check; tighten a tolerance or make the workload exercise what it changes"
+        )
+    return out
 
 
 def expand(paths: list[str]) -> list[Path]:
