@@ -46,6 +46,7 @@ class Report:
         return not self.problems
 
 
+OK = (PASS, NOT_APPLICABLE)  # what `others: pass` accepts: a check that passes, or does not apply on this device
 MIN_LOSS_DROP = 1 / 3  # how much the FP32 loss must fall over the graded steps
 
 
@@ -71,10 +72,14 @@ def example_mismatches(expect, result: GradingResult) -> list[str]:
         out.append(f"status {result.status}{why}, expected {expect.status}")
     found = {f.id for c in result.checks for f in c.findings}
     out += [f"no {f} finding (found: {', '.join(sorted(found)) or 'none'})" for f in expect.findings if f not in found]
+    out += [f"a {f} finding, expected none (absent)" for f in expect.absent if f in found]
     for check_id, status in expect.checks.items():
         got = result.check(check_id)
         if got is None or got.status != status:
             out.append(f"check {check_id} {got.status if got else 'missing'}, expected {status}")
+    if expect.others_pass:  # every check the example does not list passes, or does not apply here
+        unlisted = [c for c in result.checks if c.id not in expect.checks]
+        out += [f"check {c.id} {c.status}, expected pass (others: pass)" for c in unlisted if c.status not in OK]
     if expect.error and (result.error is None or result.error.kind != expect.error):
         out.append(f"error kind {result.error.kind if result.error else 'none'}, expected {expect.error}")
     return out

@@ -98,6 +98,27 @@ class ExampleExpectation(Strict):
         default_factory=dict, description="check id -> the status that check must get"
     )
     error: str | None = Field(None, description="the error kind (e.g. exception, timeout), when status is error")
+    others: Literal["pass", "any"] | None = Field(
+        None,
+        description="the checks `checks` does not list: pass (each passes, or does not apply on this device) or "
+        "any (not guarded); default pass for a `status: pass` example, any otherwise",
+    )
+    absent: list[str] = Field(default_factory=list, description="finding ids the verdict must not include")
+
+    @property
+    def others_pass(self) -> bool:
+        return (self.others or ("pass" if self.status == "pass" else "any")) == "pass"
+
+    @model_validator(mode="after")
+    def _coherent(self):
+        if both := sorted(set(self.findings) & set(self.absent)):
+            raise ValueError(f"findings and absent both name {', '.join(both)}")
+        if self.others == "pass" and self.status == "error":
+            raise ValueError("others: pass cannot hold for an error example: the checks of a run that errored fail")
+        failing = [c for c, s in self.checks.items() if s in ("fail", "error")]
+        if self.others == "pass" and self.status == "fail" and not failing:
+            raise ValueError("others: pass with status fail: list the check that fails in `checks`")
+        return self
 
 
 class Example(Strict):
