@@ -14,7 +14,10 @@ def table_rows() -> list[tuple[str, set[str]]]:
     text = (ROOT / "docs" / "authoring.md").read_text()
     section = text.split("### Finding ids\n", 1)[1].split("\n#", 1)[0]
     rows = [line.split("|")[1:3] for line in section.splitlines() if line.startswith("| `")]
-    return [(check.strip().strip("`"), set(re.findall(r"`([a-z0-9_]+)`", re.sub(r"\(.*?\)", "", ids)))) for check, ids in rows]
+    return [
+        (check.strip().strip("`"), set(re.findall(r"`([a-z0-9_]+)`", re.sub(r"\(.*?\)", "", ids))))
+        for check, ids in rows
+    ]
 
 
 def test_every_finding_id_of_the_catalog_is_in_the_authoring_table_and_no_other():
