@@ -117,7 +117,8 @@ def test_validate_grades_reference_and_starter():
     result = invoke("validate", ROOT / "exercises" / "autocast.yaml", "--device", "cpu")
     assert result.exit_code == 0, result.output
     assert "reference pass" in result.output and "starter fail" in result.output
-    assert "autocast: mutation score 100%" in result.output
+    assert "autocast: generic mutation score 100%" in result.output
+    assert "autocast: lesson mutation score 100%" in result.output  # reported apart from the generic ones
     assert "killed   lr_doubled" in result.output and "SURVIVED" not in result.output
 
 

@@ -336,6 +336,8 @@ class MutantResult:
     failed_checks: list[str] = field(default_factory=list)
     skipped: str | None = None  # the lesson's reason, for an equivalent mutant
     error: str | None = None
+    kind: str = "generic"  # or "lesson": one of the lesson's own (grader/authoring/lesson_mutants.py)
+    missed: list[str] = field(default_factory=list)  # what the lesson says must catch it and did not
 
 
 def applicable(exercise: Exercise, device_kind: str | None = None) -> list[Mutant]:
@@ -380,6 +382,7 @@ def run_all(exercise: Exercise, *, device: str = "auto", launcher=None, progress
     return out
 
 
-def score(results: list[MutantResult]) -> float:
-    counted = [r for r in results if r.skipped is None]
+def score(results: list[MutantResult], kind: str | None = None) -> float:
+    """The share of mutants killed, skipped ones left out; of one kind ("generic", "lesson") or of all."""
+    counted = [r for r in results if r.skipped is None and kind in (None, r.kind)]
     return sum(r.killed for r in counted) / len(counted) if counted else 1.0

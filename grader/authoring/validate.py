@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader import runner
-from grader.authoring import mutants
+from grader.authoring import lesson_mutants, mutants
 from grader.checks import lesson
 from grader.errors import ExerciseError
 from grader.lesson.loader import block_line, exercise_files, parse_exercise
@@ -31,13 +31,22 @@ class Report:
 
     @property
     def mutation_score(self) -> float | None:
+        """All mutants together: 100% means both the generic and the lesson's own are all killed."""
         return mutants.score(self.mutants) if self.mutants else None
+
+    @property
+    def mutation_scores(self) -> dict[str, float]:
+        """The score of the generic mutants and of the lesson's own, apart (a kind the lesson has none of is
+        left out)."""
+        kinds = dict.fromkeys(m.kind for m in self.mutants)
+        return {kind: mutants.score(self.mutants, kind) for kind in kinds}
 
     @property
     def ok(self) -> bool:
         return not self.problems
 
 
+OK = (PASS, NOT_APPLICABLE)  # what `others: pass` accepts: a check that passes, or does not apply on this device
 MIN_LOSS_DROP = 1 / 3  # how much the FP32 loss must fall over the graded steps
 
 
@@ -63,10 +72,14 @@ def example_mismatches(expect, result: GradingResult) -> list[str]:
         out.append(f"status {result.status}{why}, expected {expect.status}")
     found = {f.id for c in result.checks for f in c.findings}
     out += [f"no {f} finding (found: {', '.join(sorted(found)) or 'none'})" for f in expect.findings if f not in found]
+    out += [f"a {f} finding, expected none (absent)" for f in expect.absent if f in found]
     for check_id, status in expect.checks.items():
         got = result.check(check_id)
         if got is None or got.status != status:
             out.append(f"check {check_id} {got.status if got else 'missing'}, expected {status}")
+    if expect.others_pass:  # every check the example does not list passes, or does not apply here
+        unlisted = [c for c in result.checks if c.id not in expect.checks]
+        out += [f"check {c.id} {c.status}, expected pass (others: pass)" for c in unlisted if c.status not in OK]
     if expect.error and (result.error is None or result.error.kind != expect.error):
         out.append(f"error kind {result.error.kind if result.error else 'none'}, expected {expect.error}")
     return out
@@ -165,13 +178,28 @@ def _graded(report: Report, path: Path, exercise, device, launcher, progress, wi
         report.problems += [f"{path}: examples[{i}] {example.name}: {m}" for m in report.examples[example.name]]
     if with_mutants and sound:
         report.mutants = mutants.run_all(exercise, device=device, launcher=launcher, progress=progress)
-        for m in report.mutants:
-            if not m.killed and m.skipped is None:
-                report.problems.append(
-                    f"{path}: checks: the mutant {m.name!r} ({m.description}) passes every "
-                    "check; tighten a tolerance or make the workload exercise what it changes"
-                )
+        report.mutants += lesson_mutants.run_all(exercise, device=device, launcher=launcher, progress=progress)
+        report.problems += [f"{path}: {p}" for p in survivor_problems(report.mutants)]
     return report
+
+
+def survivor_problems(results: list[mutants.MutantResult]) -> list[str]:
+    out = []
+    for m in results:
+        if m.killed or m.skipped is not None:
+            continue
+        if m.missed:  # a lesson mutant stopped, but not by what the lesson says guards it
+            out.append(
+                f"mutants.lesson: the mutant {m.name!r} ({m.description}) fails, but not as its caught_by says: "
+                f"{'; '.join(m.missed)} (failed: {', '.join(m.failed_checks) or m.status})"
+            )
+            continue
+        which = "lesson mutant" if m.kind == "lesson" else "mutant"
+        out.append(
+            f"checks: the {which} {m.name!r} ({m.description}) passes every "
+            "check; tighten a tolerance or make the workload exercise what it changes"
+        )
+    return out
 
 
 def expand(paths: list[str]) -> list[Path]:

@@ -56,14 +56,17 @@ def validate(paths, schema_only, no_mutants, device, sandbox, limits):
                 click.echo(
                     f"{report.exercise_id}: examples: {right} of {len(report.examples)} judged as the lesson says"
                 )
-        if report.mutants:
-            counted = [m for m in report.mutants if m.skipped is None]
+        for kind in report.mutation_scores:
+            counted = [m for m in report.mutants if m.skipped is None and m.kind == kind]
             click.echo(
-                f"{report.exercise_id}: mutation score {report.mutation_score:.0%} "
-                f"({sum(m.killed for m in counted)} of {len(counted)} mutants fail)"
+                f"{report.exercise_id}: {kind} mutation score {report.mutation_scores[kind]:.0%} "
+                f"({sum(m.killed for m in counted)} of {len(counted)} {kind} mutants fail)"
             )
             for m in report.mutants:
-                click.echo("  " + mutant_line(m))
+                if m.kind == kind:
+                    click.echo("  " + mutant_line(m))
+        if report.mutants and "lesson" not in report.mutation_scores:
+            click.echo(f"{report.exercise_id}: lesson mutants: none (mutants.lesson, see docs/authoring.md)")
         click.echo(f"{path}: {'ok' if report.ok else 'PROBLEMS'}")
         bad += not report.ok
     if bad:
@@ -73,6 +76,8 @@ def validate(paths, schema_only, no_mutants, device, sandbox, limits):
 def mutant_line(m) -> str:
     if m.skipped is not None:
         return f"skipped  {m.name:<22} {m.skipped}"
+    if m.missed:
+        return click.style("MISSED  ", fg="red", bold=True) + f" {m.name:<22} {'; '.join(m.missed)}"
     if not m.killed:
         return click.style("SURVIVED", fg="red", bold=True) + f" {m.name:<22} {m.description}"
     by = ", ".join(m.failed_checks) or "-"

@@ -9,6 +9,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from grader.checks import call_order, coverage, lesson, memory, overflow, parity, profiling, ranks, speedup
+from grader.checks.advice import advised
 from grader.errors import GraderError
 from grader.judge import static
 from grader.judge.devices import cpu_matmul_kernel
@@ -234,7 +235,7 @@ def evaluate(
                     ),
                 )
             )
-    return out
+    return [advised(exercise.check(result.id), result) for result in out]
 
 
 def compared_losses(data: RunData) -> list[float]:
@@ -309,7 +310,7 @@ def error_checks(exercise, kind, result, traces, static_findings, speed: str | N
             ctx = _ctx(exercise, kind, result.amp_dtype)
             found = call_order.check(spec, traces, ctx, static_findings)
             if any(f.severity == "error" for f in found.findings):
-                out.append(found)
+                out.append(advised(spec, found))
                 continue
         steps = [t for t in traces if t.get("phase") != "prepare"]
         if hasattr(spec, "python") and (found := partial_lesson_check(spec, kind, result.amp_dtype, steps)):

@@ -39,31 +39,39 @@ class Tolerance(Strict):
         return data
 
 
-class CallOrderCheck(Strict):
+class BuiltInCheck(Strict):
+    """What every built-in check takes besides its thresholds."""
+
+    advice: Text | None = Field(
+        None,
+        description="what this check's failure usually means in this lesson: replaces the fix of each of its "
+        "findings when it fails (a failure without findings shows it after the message); parity: replaces the "
+        "generic advice sentence of its message instead (zero_grad, loss division, double step, 16-bit weights)",
+    )
+
+    _en_advice = field_validator("advice")(require_english)
+
+
+class CallOrderCheck(BuiltInCheck):
     id: Literal["call_order"]
     autocast: bool = True
     scaler: bool = False
     weight: float = Field(1.0, gt=0)
 
 
-class ParityCheck(Strict):
+class ParityCheck(BuiltInCheck):
     id: Literal["parity"]
     tolerances: dict[Literal["float16", "bfloat16"], Tolerance]
-    advice: Text | None = Field(
-        None,
-        description="what a parity failure usually means in this lesson; replaces "
-        "the generic advice (zero_grad, loss division, double step, 16-bit weights)",
-    )
     weight: float = Field(1.0, gt=0)
 
 
-class CoverageCheck(Strict):
+class CoverageCheck(BuiltInCheck):
     id: Literal["coverage"]
     min_fraction: float = Field(gt=0, le=1, description="share of matmul/conv FLOPs that must run in 16-bit")
     weight: float = Field(1.0, gt=0)
 
 
-class OverflowCheck(Strict):
+class OverflowCheck(BuiltInCheck):
     id: Literal["overflow"]
     at_step: int | list[int] | None = Field(
         None,
@@ -95,7 +103,7 @@ class OverflowCheck(Strict):
         return self.steps(steps)[0]
 
 
-class SpeedupCheck(Strict):
+class SpeedupCheck(BuiltInCheck):
     id: Literal["speedup"]
     min_speedup: dict[Literal["cpu", "cpu_amx", "cuda"], float] = Field(
         description="lower bound of baseline/submission step time that must be cleared, per device kind: cuda, "
@@ -105,7 +113,7 @@ class SpeedupCheck(Strict):
     weight: float = Field(1.0, gt=0)
 
 
-class MemoryCheck(Strict):
+class MemoryCheck(BuiltInCheck):
     id: Literal["memory"]
     max_ratio: dict[Literal["cpu", "cuda"], float] = Field(
         description="submission peak / baseline peak must not exceed this, per device kind"
@@ -113,7 +121,7 @@ class MemoryCheck(Strict):
     weight: float = Field(1.0, gt=0)
 
 
-class RanksCheck(Strict):
+class RanksCheck(BuiltInCheck):
     id: Literal["ranks"]
     update_rtol: float = Field(
         1e-5,
@@ -127,7 +135,7 @@ class RanksCheck(Strict):
 # -- profiling a given step (grader/checks/profiling.py): the lesson's starter is the step to profile and fix --
 
 
-class BottleneckCheck(Strict):
+class BottleneckCheck(BuiltInCheck):
     id: Literal["bottleneck"]
     answer: str = Field(
         "BOTTLENECKS",
@@ -138,24 +146,24 @@ class BottleneckCheck(Strict):
     weight: float = Field(1.0, gt=0)
 
 
-class HostSyncsCheck(Strict):
+class HostSyncsCheck(BuiltInCheck):
     id: Literal["host_syncs"]
     max_per_step: int = Field(0, ge=0, description="host syncs allowed in one step after the first")
     weight: float = Field(1.0, gt=0)
 
 
-class MatmulDtypesCheck(Strict):
+class MatmulDtypesCheck(BuiltInCheck):
     id: Literal["matmul_dtypes"]
     weight: float = Field(1.0, gt=0)
 
 
-class TransfersCheck(Strict):
+class TransfersCheck(BuiltInCheck):
     id: Literal["transfers"]
     max_per_step: int = Field(0, ge=0, description="host-device copies allowed in one step after the first (CUDA)")
     weight: float = Field(1.0, gt=0)
 
 
-class StepTimeCheck(Strict):
+class StepTimeCheck(BuiltInCheck):
     id: Literal["step_time"]
     min_speedup: dict[Literal["cpu", "cpu_amx", "cuda"], float] = Field(
         description="lower bound of given-step time / fixed-step time that must be cleared, per device kind"

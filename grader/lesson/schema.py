@@ -11,6 +11,7 @@ from pydantic import Field, field_validator, model_validator
 from grader.lesson.base import IDENTIFIER, Strict, Text, require_english
 from grader.lesson.check_specs import PROFILE_CHECKS, CheckSpec
 from grader.lesson.code_tokens import first_code_difference
+from grader.lesson.mutant_spec import MutantSettings, edit_problems
 from grader.lesson.workload_spec import Workload
 
 
@@ -97,6 +98,27 @@ class ExampleExpectation(Strict):
         default_factory=dict, description="check id -> the status that check must get"
     )
     error: str | None = Field(None, description="the error kind (e.g. exception, timeout), when status is error")
+    others: Literal["pass", "any"] | None = Field(
+        None,
+        description="the checks `checks` does not list: pass (each passes, or does not apply on this device) or "
+        "any (not guarded); default pass for a `status: pass` example, any otherwise",
+    )
+    absent: list[str] = Field(default_factory=list, description="finding ids the verdict must not include")
+
+    @property
+    def others_pass(self) -> bool:
+        return (self.others or ("pass" if self.status == "pass" else "any")) == "pass"
+
+    @model_validator(mode="after")
+    def _coherent(self):
+        if both := sorted(set(self.findings) & set(self.absent)):
+            raise ValueError(f"findings and absent both name {', '.join(both)}")
+        if self.others == "pass" and self.status == "error":
+            raise ValueError("others: pass cannot hold for an error example: the checks of a run that errored fail")
+        failing = [c for c, s in self.checks.items() if s in ("fail", "error")]
+        if self.others == "pass" and self.status == "fail" and not failing:
+            raise ValueError("others: pass with status fail: list the check that fails in `checks`")
+        return self
 
 
 class Example(Strict):
@@ -107,14 +129,6 @@ class Example(Strict):
     why: Text | None = Field(None, description="the mistake it shows, or why this variant is right")
     code: str
     expect: ExampleExpectation
-
-
-class MutantSettings(Strict):
-    skip: dict[str, str] = Field(
-        default_factory=dict,
-        description="mutant name -> why it cannot be caught on "
-        "this lesson (an equivalent mutant); `grader validate` prints the reason",
-    )
 
 
 class Exercise(Strict):
@@ -227,6 +241,18 @@ class Exercise(Strict):
             unknown = sorted(set(e.expect.checks) - ids)
             if unknown:
                 raise ValueError(f"examples: {e.name} expects checks this lesson does not have: {', '.join(unknown)}")
+        return self
+
+    @model_validator(mode="after")
+    def _lesson_mutants_apply(self):
+        ids = {c.id for c in self.checks}
+        for i, m in enumerate(self.mutants.lesson):
+            if unknown := sorted(set(m.caught_by.checks) - ids):
+                raise ValueError(
+                    f"mutants.lesson[{i}].caught_by.checks: not checks of this lesson: {', '.join(unknown)}"
+                )
+        if problems := edit_problems(self.reference, self.mutants):
+            raise ValueError(problems[0])
         return self
 
     @model_validator(mode="after")
