@@ -43,6 +43,8 @@ def validate(paths, schema_only, no_mutants, device, sandbox, limits):
         )
         for problem in report.problems:
             click.echo(problem)
+        for warning in report.warnings:
+            click.echo(warning)
         if report.reference:
             row = measured_row(report.reference)
             click.echo(
