@@ -75,7 +75,8 @@ def test_unknown_entrypoint_parameter_is_an_error(tmp_path):
 def test_quiz_answer_must_index_a_choice(tmp_path):
     path = _copy(tmp_path, lambda t: t.replace("answer: 2", "answer: 9"))
     _, problems = parse_exercise(path)
-    assert problems[0].field.startswith("quiz[0]") and "answer 9" in problems[0].message
+    assert problems[0].field == "quiz[0].answer" and "9 is not an index of choices" in problems[0].message
+    assert problems[0].line == next(i for i, ln in enumerate(path.read_text().splitlines(), 1) if "answer: 9" in ln)
 
 
 def test_reference_is_not_public():

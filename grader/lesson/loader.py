@@ -166,7 +166,7 @@ def read_lesson(path: Path) -> LessonFile:
         exercise, errors = Exercise.model_validate(data), []
     except ValidationError as exc:
         exercise, errors = None, exc.errors()
-    fields = [e for e in errors if e["loc"]]
+    fields = _one_per_mistake([e for e in errors if e["loc"]])
     lesson.partial = exercise or _partial(data, {e["loc"][0] for e in fields})
     rules = _rule_errors(lesson.partial) if exercise is None else []
     if not rules:  # a whole-lesson error that is no rule of ours: pydantic's own
@@ -190,6 +190,17 @@ def _problem(lesson: LessonFile, err: dict) -> Problem:
     inside = line_named(message) if isinstance(node, yaml.ScalarNode) and node.style == "|" else None
     line = lesson.locator.block_line(err["loc"], inside) if inside else lesson.locator.line(err["loc"])
     return Problem(lesson.path, line, _field_name(err["loc"]), message)
+
+
+def _one_per_mistake(errors: list[dict]) -> list[dict]:
+    """A text given as a map with a wrong language fails both branches of `str | dict`: only the map's error
+    says what is wrong, so "should be a valid string" is left out where the map's branch has its own."""
+    return [
+        e
+        for e in errors
+        if e["loc"][-1] != "str"
+        or not any(len(o["loc"]) > len(e["loc"]) and o["loc"][: len(e["loc"]) - 1] == e["loc"][:-1] for o in errors)
+    ]
 
 
 def _partial(data: dict, wrong: set) -> Exercise:
