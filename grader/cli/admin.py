@@ -83,6 +83,26 @@ def mutant_line(m) -> str:
 
 
 @click.command()
+@click.argument("exercise_id")
+@click.option("--steps", type=click.IntRange(2, 200), help="measure this many steps instead of the lesson's")
+@SANDBOX
+@LIMIT
+def tune(exercise_id, steps, sandbox, limits):
+    """Measure what sizing a lesson's workload needs here: the FP32 baseline's and the reference's loss and
+    gradient norms per step, their step times and peak memory, per device kind this machine has."""
+    from grader.authoring.tune import report
+    from grader.authoring.tune import tune as measure
+    from grader.lesson.loader import load_exercise
+
+    exercise = load_exercise(exercise_id)
+    sizings, notes = measure(exercise, launcher_for(sandbox, limits), steps)
+    for sizing in sizings:
+        click.echo(report(exercise, sizing) + "\n")
+    for note in notes:
+        click.echo(note)
+
+
+@click.command()
 @click.argument("exercise_ids", nargs=-1)
 @DEVICE
 @SANDBOX
