@@ -70,3 +70,22 @@ def test_a_rising_loss_is_called_divergence_and_the_advice_is_a_smaller_learning
     assert "raise" not in said and "-" not in said.split("over")[0]
     assert "diverges" in learning_problem("x.yaml:40", [2.3, float("nan")])
     assert "falls only 4%" in learning_problem("x.yaml:40", [2.3, 2.2])
+
+
+def test_a_graded_problem_is_printed_at_its_line_too_inside_the_reference(tmp_path, launcher):
+    text = (FIXTURES.parent.parent / "exercises" / "autocast.yaml").read_text()
+    text = text[: text.index("\nexamples:")] + "\n"  # no examples to grade: the reference and starter say it
+    # no coverage check: it makes the reference a trusted run, whose error is the platform's (EnvironmentProblem)
+    text = text.replace("  - id: coverage\n    min_fraction: 0.9\n", "", 1)
+    text = text.replace(
+        "      loss.backward()\n      optimizer.step()\n      return loss\nbaseline:",
+        "      loss.backward()\n      raise ValueError('the reference breaks here')\nbaseline:",
+        1,
+    )
+    path = tmp_path / "autocast.yaml"
+    path.write_text(text)
+    report = validate_file(path, device="cpu", launcher=launcher, with_mutants=False)
+    line = next(n for n, ln in enumerate(text.splitlines(), 1) if "the reference breaks here" in ln)
+    assert any(p.startswith(f"{path}:{line}: reference: the reference solution errored") for p in report.problems), (
+        report.problems
+    )

@@ -14,6 +14,7 @@ from grader import runner
 from grader.authoring import mutants, static_review
 from grader.errors import ExerciseError
 from grader.lesson.loader import exercise_files, read_lesson
+from grader.lesson.positions import yaml_path
 from grader.results import NOT_APPLICABLE, PASS, GradingResult
 
 
@@ -143,9 +144,10 @@ def _graded(report: Report, lesson, device, launcher, progress, with_mutants) ->
         report.problems.append(f"{path}:{line}: reference: the reference solution errored: {ref.error.message}")
     for c in ref.checks:
         if c.status not in (PASS, NOT_APPLICABLE):
-            i = next(i for i, spec in enumerate(exercise.checks) if spec.id == c.id)
+            i = next((i for i, spec in enumerate(exercise.checks) if spec.id == c.id), None)
+            loc = ("checks",) if i is None else ("checks", i)
             report.problems.append(
-                f"{path}:{at(('checks', i))}: checks[{i}]: the reference solution does not pass {c.id}: {c.message}"
+                f"{path}:{at(loc)}: {yaml_path(loc)}: the reference solution does not pass {c.id}: {c.message}"
             )
     if progress:
         progress(f"{exercise.id}: grading the starter")
