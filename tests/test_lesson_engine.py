@@ -89,7 +89,10 @@ def test_a_setup_error_at_grading_time_is_the_lessons_error_not_the_learners(tmp
 def test_an_entrypoint_parameter_the_setup_does_not_provide_is_named(tmp_path):
     path = _broken(tmp_path, "params: [model_a, model_b,", "params: [model_a, model_c,")
     result = invoke("validate", "--schema-only", path)
-    assert result.exit_code == 1 and "model_c is not provided by workload.setup" in result.output
+    assert result.exit_code == 1
+    assert f"{path}:{line_of(path, 'model_c')}: entrypoint.params[1]: 'model_c' is not provided by workload.setup" in (
+        result.output
+    )
 
 
 def test_an_error_in_a_lesson_check_is_reported_at_its_line(tmp_path):

@@ -6,24 +6,24 @@ decides the exit code."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader import runner
-from grader.authoring import lesson_mutants, mutants
-from grader.checks import lesson
+from grader.authoring import lesson_mutants, mutants, static_review
 from grader.errors import ExerciseError
-from grader.lesson.loader import block_line, exercise_files, parse_exercise
-from grader.lesson.skeleton import todo_fields
+from grader.lesson.loader import exercise_files, read_lesson
+from grader.lesson.positions import yaml_path
 from grader.results import NOT_APPLICABLE, PASS, GradingResult
-from grader.worker import workload
 
 
 @dataclass
 class Report:
     path: Path
     exercise_id: str | None = None
-    problems: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # each `path:line: field: message`; any refuses the lesson
+    warnings: list[str] = field(default_factory=list)  # `path:line: warning: field: message`; printed only
     reference: GradingResult | None = None
     starter: GradingResult | None = None
     mutants: list[mutants.MutantResult] = field(default_factory=list)
@@ -50,15 +50,25 @@ OK = (PASS, NOT_APPLICABLE)  # what `others: pass` accepts: a check that passes,
 MIN_LOSS_DROP = 1 / 3  # how much the FP32 loss must fall over the graded steps
 
 
-def learning_problem(path: Path, baseline_losses: list[float]) -> str | None:
-    if len(baseline_losses) < 2 or baseline_losses[0] <= 0:
+def learning_problem(where, baseline_losses: list[float]) -> str | None:
+    """What is wrong with a workload whose FP32 loss does not fall by MIN_LOSS_DROP (`where` starts the message:
+    the file and line). A loss that rises (or stops being a number) diverges: a smaller learning rate helps, a
+    larger one never."""
+    if len(baseline_losses) < 2 or not baseline_losses[0] > 0:
         return None
     first, last = baseline_losses[0], baseline_losses[-1]
+    steps = len(baseline_losses)
+    if not math.isfinite(last) or last > first:
+        return (
+            f"{where}: workload: the FP32 baseline diverges: its loss rises from {first:.3f} to {last:.3f} over "
+            f"{steps} steps; lower optimizer.lr (or the learning rate in workload.setup), or check the setup's "
+            "model, data and loss"
+        )
     drop = 1 - last / first
     if drop >= MIN_LOSS_DROP:
         return None
     return (
-        f"{path}: workload: the FP32 baseline's loss falls only {drop:.0%} over {len(baseline_losses)} steps "
+        f"{where}: workload: the FP32 baseline's loss falls only {drop:.0%} over {steps} steps "
         f"({first:.3f} -> {last:.3f}); it must fall by at least {MIN_LOSS_DROP:.0%}, or the checks cannot tell a "
         "step that trains from one that does not (raise optimizer.lr, data.separation or steps)"
     )
@@ -105,89 +115,90 @@ def margins(result: GradingResult) -> list[str]:
     return out
 
 
-def lesson_code_problems(path: Path, exercise) -> list[str]:
-    """The lesson's own Python (workload.setup, lesson checks) run here first, so an error in it is reported
-    at its line in the YAML file, not as a failed grading."""
-    out = []
-    for kind in ("cpu", "cuda", "cpu_amx"):
-        override = getattr(exercise.workload, kind, None)
-        if kind != "cpu" and override is None:
-            continue
-        wl = exercise.workload.for_device(kind)
-        if wl.setup is None:
-            continue
-        where = ("workload", kind, "setup") if override is not None and override.setup else ("workload", "setup")
-        try:
-            problem = workload.build_problem(wl.model_dump())
-        except workload.SetupError as exc:
-            out.append(f"{path}:{block_line(path, where, exc.line)}: {'.'.join(where)}: {exc.message}")
-            continue
-        if unprovided := problem.unprovided_by(exercise.entrypoint.model_dump()):
-            out.append(f"{path}: {unprovided}")
-    for i, spec in enumerate(exercise.checks):
-        if hasattr(spec, "python"):
-            try:
-                lesson.compile_check(spec)
-            except ExerciseError as exc:
-                line = block_line(path, ("checks", i, "python"), getattr(exc, "line", None))
-                out.append(f"{path}:{line}: checks[{i}].python: {exc.message}")
-    return out
-
-
 def validate_file(
     path: Path, *, device: str = "auto", launcher=None, grade: bool = True, progress=None, with_mutants: bool = True
 ) -> Report:
-    exercise, problems = parse_exercise(path)
-    report = Report(path, exercise.id if exercise else None, [str(p) for p in problems])
-    if exercise is not None:
-        report.problems += [f"{path}: {f}: still says TODO" for f in todo_fields(exercise.model_dump())]
-        code_problems = lesson_code_problems(path, exercise)
-        report.problems += code_problems
-    if exercise is None or not grade or code_problems:
+    """Every problem the file's text shows, at once (format, TODOs, lesson code, warnings); the gradings only
+    for a lesson with none, since they need all of it to work."""
+    lesson = read_lesson(path)
+    exercise = lesson.exercise
+    report = Report(path, exercise.id if exercise else (lesson.data or {}).get("id"), [str(p) for p in lesson.problems])
+    if lesson.data is not None:
+        problems, warnings = static_review.review(lesson)
+        problems = sorted([*lesson.problems, *problems], key=lambda p: p.line or 0)
+        report.problems = [str(p) for p in problems]
+        report.warnings += [str(w) for w in warnings]
+    if exercise is None or not grade or report.problems:
         return report
     try:
-        return _graded(report, path, exercise, device, launcher, progress, with_mutants)
+        return _graded(report, lesson, device, launcher, progress, with_mutants)
     except ExerciseError as exc:  # the lesson's own code failed while a submission was judged
-        report.problems.append(f"{path}: {exc.message}")
+        report.problems.append(f"{path}:{lesson_error_line(lesson, exc)}: {exc.message}")
         return report
 
 
-def _graded(report: Report, path: Path, exercise, device, launcher, progress, with_mutants) -> Report:
+def lesson_error_line(lesson, exc: ExerciseError) -> int | None:
+    """A lesson check's error names its line inside the check's python; a setup error, its workload.setup."""
+    message = exc.message
+    for i, spec in enumerate(lesson.exercise.checks):
+        if hasattr(spec, "python") and f"lesson check {spec.id!r}" in message:
+            return lesson.locator.block_line(("checks", i, "python"), getattr(exc, "line", None))
+    return lesson.locator.line(("workload", "setup"))
+
+
+def _graded(report: Report, lesson, device, launcher, progress, with_mutants) -> Report:
+    exercise, path, at = lesson.exercise, lesson.path, lesson.locator.line
     if progress:
         progress(f"{exercise.id}: grading the reference solution")
     report.reference = runner.run(exercise, exercise.reference, device=device, launcher=launcher)
     ref = report.reference
     if ref.error:
-        report.problems.append(f"{path}: reference: the reference solution errored: {ref.error.message}")
+        line = lesson.locator.block_line(("reference",), ref.error.line)
+        report.problems.append(f"{path}:{line}: reference: the reference solution errored: {ref.error.message}")
     for c in ref.checks:
         if c.status not in (PASS, NOT_APPLICABLE):
-            report.problems.append(f"{path}: checks.{c.id}: the reference solution does not pass: {c.message}")
+            i = next((i for i, spec in enumerate(exercise.checks) if spec.id == c.id), None)
+            loc = ("checks",) if i is None else ("checks", i)
+            report.problems.append(
+                f"{path}:{at(loc)}: {yaml_path(loc)}: the reference solution does not pass {c.id}: {c.message}"
+            )
     if progress:
         progress(f"{exercise.id}: grading the starter")
-    if ref.error is None and (problem := learning_problem(path, ref.plots.get("loss", {}).get("baseline", []))):
+    where = f"{path}:{at(('workload',))}"
+    if ref.error is None and (problem := learning_problem(where, ref.plots.get("loss", {}).get("baseline", []))):
         report.problems.append(problem)
     report.starter = runner.run(exercise, exercise.starter, device=device, launcher=launcher)
     if report.starter.status == PASS:
-        report.problems.append(f"{path}: starter: the starter code passes every check; it must leave work to do")
+        report.problems.append(
+            f"{path}:{at(('starter',))}: starter: the starter code passes every check; it must leave work to do"
+        )
     sound = not report.problems  # mutants only say something about a lesson whose reference passes
     for i, example in enumerate(exercise.examples):
         if progress:
             progress(f"{exercise.id}: example {example.name}")
         got = runner.run(exercise, example.code, device=device, launcher=launcher)
         report.examples[example.name] = example_mismatches(example.expect, got)
-        report.problems += [f"{path}: examples[{i}] {example.name}: {m}" for m in report.examples[example.name]]
+        report.problems += [
+            f"{path}:{at(('examples', i))}: examples[{i}] {example.name}: {m}" for m in report.examples[example.name]
+        ]
     if with_mutants and sound:
         report.mutants = mutants.run_all(exercise, device=device, launcher=launcher, progress=progress)
         report.mutants += lesson_mutants.run_all(exercise, device=device, launcher=launcher, progress=progress)
-        report.problems += [f"{path}: {p}" for p in survivor_problems(report.mutants)]
+        names = [m.name for m in exercise.mutants.lesson]
+        for m, said in zip(survivors(report.mutants), survivor_problems(report.mutants)):
+            loc = ("mutants", "lesson", names.index(m.name)) if m.kind == "lesson" and m.name in names else ("checks",)
+            report.problems.append(f"{path}:{at(loc)}: {said}")
     return report
+
+
+def survivors(results: list[mutants.MutantResult]) -> list[mutants.MutantResult]:
+    """The mutants that got through: not killed, not skipped with a reason."""
+    return [m for m in results if not m.killed and m.skipped is None]
 
 
 def survivor_problems(results: list[mutants.MutantResult]) -> list[str]:
     out = []
-    for m in results:
-        if m.killed or m.skipped is not None:
-            continue
+    for m in survivors(results):
         if m.missed:  # a lesson mutant stopped, but not by what the lesson says guards it
             out.append(
                 f"mutants.lesson: the mutant {m.name!r} ({m.description}) fails, but not as its caught_by says: "

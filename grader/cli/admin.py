@@ -43,6 +43,8 @@ def validate(paths, schema_only, no_mutants, device, sandbox, limits):
         )
         for problem in report.problems:
             click.echo(problem)
+        for warning in report.warnings:
+            click.echo(warning)
         if report.reference:
             row = measured_row(report.reference)
             click.echo(
@@ -83,6 +85,26 @@ def mutant_line(m) -> str:
     by = ", ".join(m.failed_checks) or "-"
     how = f"error: {m.error[:80]}" if m.status == "error" else f"failed {by}"
     return f"killed   {m.name:<22} {how}"
+
+
+@click.command()
+@click.argument("exercise_id")
+@click.option("--steps", type=click.IntRange(2, 200), help="measure this many steps instead of the lesson's")
+@SANDBOX
+@LIMIT
+def tune(exercise_id, steps, sandbox, limits):
+    """Measure what sizing a lesson's workload needs here: the FP32 baseline's and the reference's loss and
+    gradient norms per step, their step times and peak memory, per device kind this machine has."""
+    from grader.authoring.tune import report
+    from grader.authoring.tune import tune as measure
+    from grader.lesson.loader import load_exercise
+
+    exercise = load_exercise(exercise_id)
+    sizings, notes = measure(exercise, launcher_for(sandbox, limits), steps)
+    for sizing in sizings:
+        click.echo(report(exercise, sizing) + "\n")
+    for note in notes:
+        click.echo(note)
 
 
 @click.command()

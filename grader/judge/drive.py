@@ -65,6 +65,7 @@ class RunData:
     ranks: list[RunData] = field(default_factory=list)  # each rank's own evidence, where the code ran as several
     census: list[dict] = field(default_factory=list)  # per step: syncs, copies, matmul dtypes (grader/worker/census.py)
     compiled: list[dict] = field(default_factory=list)  # per step that torch.compile worked in: dynamo's counts
+    grad_norms: list[dict] = field(default_factory=list)  # per step: model -> gradient norm (grader tune)
     top_ops: list[dict] | None = None  # torch.profiler's busiest ops of one step (a trusted run of a given step)
     seconds: float | None = None  # a trusted run's own time, from loading its code to its parameters (budget)
 
@@ -157,6 +158,7 @@ def drive(
     census: bool = False,
     overflow: ForcedOverflow | None = None,
     survive_overflow: bool = False,
+    grad_norms: bool = False,
 ):
     """Runs the compared steps one request at a time, collecting evidence. Where the code runs as several ranks,
     each rank's evidence is kept (data.ranks) and the whole run's is made of theirs here: the step's loss is the
@@ -179,6 +181,7 @@ def drive(
             "coverage": trace and step < TRACED_STEPS,
             "memory": measure_memory,
             "profile": census,
+            **({"grad_norms": True} if grad_norms else {}),
         }
         before = None
         if forced:
@@ -207,6 +210,7 @@ def drive(
                 mine.compiled += _compiled(reply.get("compiled"))
                 records = _records(reply.get("records"), step)
                 mine.records += records[: max(0, MAX_RECORDS_PER_RUN - len(mine.records))]
+                mine.grad_norms += [{str(k): float(v) for k, v in n.items()} for n in reply.get("grad_norms", [])]
         if forced and _overflow_seen(worker, data, step, before, overflow):
             break  # the weights took the inf: what follows would be the grader's doing, not the learner's
     if n > 1:

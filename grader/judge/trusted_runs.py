@@ -203,12 +203,19 @@ def _cached(key: str) -> RunData | None:
 
 
 def trusted_run(
-    launcher, exercise: Exercise, role: str, device: str, worker: WorkerProcess | None = None, keep: bool = False
+    launcher,
+    exercise: Exercise,
+    role: str,
+    device: str,
+    worker: WorkerProcess | None = None,
+    keep: bool = False,
+    sizing: bool = False,
 ) -> RunData:
     """The public FP32 baseline or the hidden reference, each in a process of its own that never sees learner
-    code, over the same steps as the submission; cached per process. `keep` leaves a given worker open (timing)."""
+    code, over the same steps as the submission; cached per process. `keep` leaves a given worker open (timing).
+    `sizing` (grader tune) always runs, measures memory and gradient norms too, and is kept nowhere."""
     key = _trusted_key(exercise, role, device, launcher)
-    if worker is None and (cached := _cached(key)) is not None:
+    if worker is None and not sizing and (cached := _cached(key)) is not None:
         return cached
     log.info("running the %s of %s on %s (%s sandbox)", role, exercise.id, device, launcher.name)
     try:
@@ -219,10 +226,11 @@ def trusted_run(
             worker,
             steps,
             trace=False,
-            measure_memory=exercise.check("memory") is not None,
+            measure_memory=sizing or exercise.check("memory") is not None,
             data=data,
             census=role == "given",
             overflow=ForcedOverflow.of(exercise, device, role),
+            grad_norms=sizing,
         )
         collect_params(worker, data)
         data.seconds = time.monotonic() - worker.loaded_at
@@ -245,8 +253,9 @@ def trusted_run(
     finally:
         if worker is not None and not keep:
             worker.close()
-    _TRUSTED_CACHE[key] = data
-    put(_STORE, key, data)
+    if not sizing:
+        _TRUSTED_CACHE[key] = data
+        put(_STORE, key, data)
     return data
 
 

@@ -7,19 +7,16 @@ from __future__ import annotations
 import os
 import re
 import typing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from grader.errors import ExerciseError, ExerciseNotFound
-from grader.lesson.check_specs import BUILT_IN_CHECKS
+from grader.lesson.positions import UNION_TAGS, Locator, line_named, node_at
 from grader.lesson.schema import Exercise
 from grader.lesson.workload_spec import MODEL_KINDS, CnnSpec, MlpSpec, TransformerSpec
-
-# Names pydantic puts in an error location for the branch of a tagged union: not fields of the YAML.
-UNION_TAGS = {*MODEL_KINDS, *BUILT_IN_CHECKS, "lesson"}
 
 EXERCISES_ENV = "AMP_DOJO_EXERCISES"
 BUILT_IN = Path(__file__).resolve().parents[2] / "exercises"
@@ -42,31 +39,13 @@ class Problem:
     field: str
     message: str
 
+    severity: str = "error"  # or "warning": printed, never a reason to refuse the lesson
+
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line else str(self.path)
         field = f" {self.field}:" if self.field else ""
-        return f"{where}:{field} {self.message}"
-
-
-def _node_at(node: yaml.Node, loc: tuple) -> yaml.Node:
-    """The deepest YAML node along a pydantic error location."""
-    for key in loc:
-        if isinstance(node, yaml.MappingNode) and key in UNION_TAGS and not any(k.value == key for k, _ in node.value):
-            continue
-        if isinstance(node, yaml.MappingNode):
-            match = next((v for k, v in node.value if k.value == key), None)
-            if match is None:
-                # an unexpected key: point at the key itself
-                match = next((k for k, _ in node.value if k.value == key), None)
-            if match is None:
-                return node
-            node = match
-        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
-            node = node.value[key]
-        else:
-            # pydantic adds union-branch names ("str", "dict[...]"): stay where we are
-            continue
-    return node
+        warning = " warning:" if self.severity == "warning" else ""
+        return f"{where}:{warning}{field} {self.message}"
 
 
 def _describe(err: dict) -> str:
@@ -147,57 +126,134 @@ def _field_name(loc: tuple) -> str:
     return "".join(parts)
 
 
-def parse_exercise(path: Path) -> tuple[Exercise | None, list[Problem]]:
-    """Returns the exercise or every problem found in it (never raises for bad input)."""
+@dataclass
+class LessonFile:
+    """A lesson file as read: its data, where each part of it is, every problem of its format, the exercise
+    once nothing is wrong, and meanwhile `partial`: the exercise made of the fields that are valid, so that the
+    checks that need only those (its lesson code, its cross-field rules) report in the same pass."""
+
+    path: Path
+    data: dict | None = None
+    locator: Locator = field(default_factory=lambda: Locator(None))
+    exercise: Exercise | None = None
+    partial: Exercise | None = None
+    problems: list[Problem] = field(default_factory=list)
+
+
+def read_lesson(path: Path) -> LessonFile:
+    """Every problem of a lesson file's format at once (never raises for bad input)."""
+    lesson = LessonFile(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        return None, [Problem(path, None, "", f"cannot read: {exc.strerror}")]
+        lesson.problems.append(Problem(path, None, "", f"cannot read: {exc.strerror}"))
+        return lesson
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark else None
-        return None, [Problem(path, line, "", f"not valid YAML: {getattr(exc, 'problem', exc)}")]
+        lesson.problems.append(Problem(path, line, "", f"not valid YAML: {getattr(exc, 'problem', exc)}"))
+        return lesson
     if not isinstance(data, dict):
-        return None, [Problem(path, 1, "", "an exercise file must be a mapping of fields (see docs/authoring.md)")]
+        lesson.problems.append(
+            Problem(path, 1, "", "an exercise file must be a mapping of fields (see docs/authoring.md)")
+        )
+        return lesson
+    lesson.data, lesson.locator = data, Locator(root)
     try:
-        exercise = Exercise.model_validate(data)
+        exercise, errors = Exercise.model_validate(data), []
     except ValidationError as exc:
-        problems = []
-        for err in exc.errors():
-            err = _located(err)
-            node = _node_at(root, err["loc"])
-            problems.append(Problem(path, node.start_mark.line + 1, _field_name(err["loc"]), _describe(err)))
-        return None, _dedupe(problems)
+        exercise, errors = None, exc.errors()
+    fields = _one_per_mistake([e for e in errors if e["loc"]])
+    lesson.partial = exercise or _partial(data, {e["loc"][0] for e in fields})
+    rules = _rule_errors(lesson.partial) if exercise is None else []
+    if not rules:  # a whole-lesson error that is no rule of ours: pydantic's own
+        rules = [e for e in errors if not e["loc"]]
+    lesson.problems = _dedupe([_problem(lesson, e) for e in fields + rules] + _id_problems(lesson))
+    lesson.exercise = exercise if not lesson.problems else None
+    return lesson
+
+
+def parse_exercise(path: Path) -> tuple[Exercise | None, list[Problem]]:
+    """Returns the exercise or every problem found in it (never raises for bad input)."""
+    lesson = read_lesson(path)
+    return lesson.exercise, lesson.problems
+
+
+def _problem(lesson: LessonFile, err: dict) -> Problem:
+    """At the line of the field, or of the line inside its `|` block that the message names."""
+    err = _located(err)
+    message = _describe(err)
+    node = node_at(lesson.locator.root, err["loc"])
+    inside = line_named(message) if isinstance(node, yaml.ScalarNode) and node.style == "|" else None
+    line = lesson.locator.block_line(err["loc"], inside) if inside else lesson.locator.line(err["loc"])
+    return Problem(lesson.path, line, _field_name(err["loc"]), message)
+
+
+def _one_per_mistake(errors: list[dict]) -> list[dict]:
+    """A text given as a map with a wrong language fails both branches of `str | dict`: only the map's error
+    says what is wrong, so "should be a valid string" is left out where the map's branch has its own."""
+    return [
+        e
+        for e in errors
+        if e["loc"][-1] != "str"
+        or not any(len(o["loc"]) > len(e["loc"]) and o["loc"][: len(e["loc"]) - 1] == e["loc"][:-1] for o in errors)
+    ]
+
+
+def _partial(data: dict, wrong: set) -> Exercise:
+    """The exercise built from its valid fields only (the others left unset)."""
+    fields = {}
+    for name, info in Exercise.model_fields.items():
+        if name in wrong or name not in data:
+            if name not in wrong and not info.is_required():
+                fields[name] = info.get_default(call_default_factory=True)
+            continue
+        try:
+            fields[name] = TypeAdapter(info.annotation).validate_python(data[name])
+        except ValidationError:
+            continue
+    return Exercise.model_construct(**fields)
+
+
+def _rule_errors(partial: Exercise) -> list[dict]:
+    """Every rule across fields (Exercise's model validators), each run on its own: pydantic runs them only once
+    every field is valid, and stops at the first that fails. A rule that needs a field which is itself wrong
+    (reported already) is left out."""
+    out = []
+    for decorator in Exercise.__pydantic_decorators__.model_validators.values():
+        if decorator.info.mode != "after":
+            continue
+        try:
+            decorator.func(partial)
+        except ValueError as exc:
+            out.append({"type": "value_error", "loc": (), "msg": f"Value error, {exc}", "input": None})
+        except Exception:  # noqa: BLE001 - an unset (wrong) field
+            continue
+    return out
+
+
+def _id_problems(lesson: LessonFile) -> list[Problem]:
+    path = lesson.path
     expected_id = path.stem if path.name != "exercise.yaml" else path.parent.name
-    if exercise.id != expected_id:
-        line = _node_at(root, ("id",)).start_mark.line + 1
-        return None, [Problem(path, line, "id", f"must match the file name: expected {expected_id!r}")]
-    return exercise, []
-
-
-def block_line(path: Path, loc: tuple, line_in_block: int | None) -> int | None:
-    """The file line of line `line_in_block` (1-based) of a `|` block such as workload.setup, so an error in a
-    lesson's Python names the line an instructor can jump to."""
-    try:
-        node = _node_at(yaml.compose(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader), loc)
-    except (OSError, yaml.YAMLError):
-        return None
-    if not isinstance(node, yaml.ScalarNode):
-        return None
-    first = node.start_mark.line + (2 if node.style in ("|", ">") else 1)
-    return first + (line_in_block or 1) - 1
+    got = lesson.data.get("id")
+    if not isinstance(got, str) or got == expected_id:
+        return []
+    return [Problem(path, lesson.locator.line(("id",)), "id", f"must match the file name: expected {expected_id!r}")]
 
 
 def _located(err: dict) -> dict:
-    """A whole-lesson rule names the field it is about ("entrypoint.params[2]: ..."): point there."""
-    match = re.match(r"^Value error, ([a-z_][\w.]*(?:\[\d+\])*): (.*)$", err["msg"], re.S)
-    if err["loc"] or not match:
+    """A rule names the field it is about ("entrypoint.params[2]: ...", or in a quiz question "answer: ..."):
+    point there, below the place pydantic reports the rule at."""
+    match = re.match(r"^Value error, ([a-z_]\w*(?:\[\d+\]|\.[a-z_]\w*)*): (.*)$", err["msg"], re.S)
+    if not match:
         return err
     loc = tuple(int(p) if p.isdigit() else p for p in re.findall(r"[^.\[\]]+", match.group(1)))
-    return {**err, "loc": loc, "msg": match.group(2), "type": "value_error"}
+    if err["loc"] and loc[0] == err["loc"][-1]:  # "prepare.returns: ..." said by prepare itself
+        loc = loc[1:]
+    return {**err, "loc": (*err["loc"], *loc), "msg": match.group(2), "type": "value_error"}
 
 
 def _dedupe(problems: list[Problem]) -> list[Problem]:

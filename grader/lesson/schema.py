@@ -26,7 +26,7 @@ class QuizQuestion(Strict):
     @model_validator(mode="after")
     def _answer_in_range(self):
         if self.answer >= len(self.choices):
-            raise ValueError(f"answer {self.answer} is not an index of choices (0..{len(self.choices) - 1})")
+            raise ValueError(f"answer: {self.answer} is not an index of choices (0..{len(self.choices) - 1})")
         return self
 
 
@@ -193,11 +193,11 @@ class Exercise(Strict):
     @model_validator(mode="after")
     def _consistent(self):
         if self.check("memory") and self.workload.steps < 4:
-            raise ValueError("the memory check measures steps 2 and 3: set workload.steps to 4 or more")
+            raise ValueError("workload.steps: the memory check measures steps 2 and 3: set it to 4 or more")
         if "scaler" in self.entrypoint.params and not self.workload.amp.scaler:
-            raise ValueError("the entrypoint takes a scaler: set workload.amp.scaler to true")
+            raise ValueError("workload.amp.scaler: the entrypoint takes a scaler: set it to true")
         if self.check("overflow") and "scaler" not in self.entrypoint.params:
-            raise ValueError("the overflow check needs a GradScaler: add scaler to entrypoint.params")
+            raise ValueError("entrypoint.params: the overflow check needs a GradScaler: add scaler to it")
         if (over := self.check("overflow")) is not None and over.at_step is not None:
             steps = min(self.workload.for_device(kind).steps for kind in ("cpu", "cpu_amx", "cuda"))
             if (last := over.steps(steps)[-1]) >= steps - 1:
@@ -237,10 +237,13 @@ class Exercise(Strict):
         if len(set(names)) != len(names):
             raise ValueError("examples: each example needs its own name")
         ids = {c.id for c in self.checks}
-        for e in self.examples:
+        for i, e in enumerate(self.examples):
             unknown = sorted(set(e.expect.checks) - ids)
             if unknown:
-                raise ValueError(f"examples: {e.name} expects checks this lesson does not have: {', '.join(unknown)}")
+                raise ValueError(
+                    f"examples[{i}].expect.checks: {e.name} expects checks this lesson does not have: "
+                    f"{', '.join(unknown)}"
+                )
         return self
 
     @model_validator(mode="after")
@@ -260,7 +263,7 @@ class Exercise(Strict):
         ids = [c.id for c in self.checks]
         dupes = sorted({i for i in ids if ids.count(i) > 1})
         if dupes:
-            raise ValueError(f"each check may appear once; repeated: {', '.join(dupes)}")
+            raise ValueError(f"checks: each check may appear once; repeated: {', '.join(dupes)}")
         return self
 
     def check(self, check_id: str):

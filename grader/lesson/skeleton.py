@@ -143,12 +143,3 @@ examples: []
 
 def skeleton(exercise_id: str, path: str) -> str:
     return SKELETON.format(id=exercise_id, path=path)
-
-
-def todo_fields(data, where: str = "") -> list[str]:
-    """Dotted paths of the text fields that still say TODO."""
-    if isinstance(data, dict):
-        return [p for k, v in data.items() for p in todo_fields(v, f"{where}.{k}" if where else str(k))]
-    if isinstance(data, list):
-        return [p for i, v in enumerate(data) for p in todo_fields(v, f"{where}[{i}]")]
-    return [where] if isinstance(data, str) and data.lstrip().startswith("TODO") else []

@@ -210,7 +210,7 @@ class Worker:
         return fn
 
     def steps(self, msg: dict) -> dict:
-        from grader.worker import compiling, evidence, forced_overflow, memory, workload
+        from grader.worker import compiling, evidence, forced_overflow, gradients, memory, workload
 
         self._backend_flags()
         losses, scales, reply = [], [], {}
@@ -278,6 +278,8 @@ class Worker:
                 raise
             if self.scaler is not None:
                 scales.append(float(self.scaler.get_scale()))
+            if msg.get("grad_norms"):  # grader tune, of a trusted run
+                reply.setdefault("grad_norms", []).append(gradients.gradient_norms(self.problem.models))
             if rec and (changed := rec.tampered() + (self.census.tampered() if self.census else [])):
                 err = StepError.worded("tampering", "error.tampering", names=", ".join(changed[:4]))
                 err.payload["step"] = step
