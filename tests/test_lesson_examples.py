@@ -69,4 +69,4 @@ def test_a_contradictory_expectation_is_reported_at_its_line(tmp_path):
     target.write_text(text.replace(old, "expect: {status: fail, others: pass}"))
     exercise, problems = parse_exercise(target)
     line = text[: text.index(old)].count("\n") + 1
-    assert exercise is None and [(p.line, p.field) for p in problems] == [(line, "examples[0].expect")], problems
+    assert exercise is None and [(p.line, p.field) for p in problems] == [(line, "examples[0].expect.others")], problems
