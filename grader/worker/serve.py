@@ -227,7 +227,7 @@ class Worker:
             if rec and msg.get("trace"):
                 rec.events, rec.active = [], True
             compiled_before = compiling.counts()
-            if msg.get("coverage"):
+            if msg.get("coverage") or (rec and msg.get("trace")):  # loss ops are events of every traced step
                 precision = PrecisionMode(rec, self.module_names)
                 for model in self.problem.models.values():
                     precision.attach(model)
@@ -289,7 +289,7 @@ class Worker:
             if rec and msg.get("trace"):
                 dtypes = sorted({str(p.dtype).replace("torch.", "") for p in self.problem.parameters()})
                 reply.setdefault("traces", []).append({"step": step, "events": rec.events, "param_dtypes": dtypes})
-            if precision is not None:
+            if precision is not None and msg.get("coverage"):
                 reply["coverage"] = {"flops": precision.flops, "by_module": precision.by_module}
             if records:
                 reply.setdefault("records", []).extend(records)
