@@ -12,7 +12,7 @@ from pathlib import Path
 
 from grader import runner
 from grader.authoring import lesson_mutants, mutants, static_review
-from grader.errors import ExerciseError
+from grader.errors import ExerciseError, LessonCodeFailed
 from grader.lesson.loader import exercise_files, read_lesson
 from grader.lesson.positions import yaml_path
 from grader.results import NOT_APPLICABLE, PASS, GradingResult
@@ -139,6 +139,8 @@ def validate_file(
 
 def lesson_error_line(lesson, exc: ExerciseError) -> int | None:
     """A lesson check's error names its line inside the check's python; a setup error, its workload.setup."""
+    if isinstance(exc, LessonCodeFailed):  # its reference, baseline or starter raised: at that line of it
+        return lesson.locator.block_line((exc.field,), exc.line)
     message = exc.message
     for i, spec in enumerate(lesson.exercise.checks):
         if hasattr(spec, "python") and f"lesson check {spec.id!r}" in message:

@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 
 from grader.checks import profiling
-from grader.errors import EnvironmentProblem
+from grader.errors import EnvironmentProblem, LessonCodeFailed
 from grader.judge.devices import resolve_device
 from grader.judge.drive import ForcedOverflow, RunData, collect_params, drive
 from grader.judge.protocol import StepFailure, _ok, code_of, malformed_is_protocol
@@ -246,10 +246,11 @@ def trusted_run(
             "reference": "reference solution",
             "given": "given step (the lesson's starter)",
         }[role]
-        raise EnvironmentProblem(
-            f"the {what} of {exercise.id!r} failed on {device}: {exc.payload['message']}"
-            f"\n{exc.payload.get('traceback', '')}"
-        ) from None
+        message = f"the {what} of {exercise.id!r} failed on {device}: {exc.payload['message']}"
+        if exc.payload.get("kind") == "exception":  # its own code raised: the lesson's fault, at its line
+            field = {"given": "starter"}.get(role, role)
+            raise LessonCodeFailed(message, field, exc.payload.get("line")) from None
+        raise EnvironmentProblem(f"{message}\n{exc.payload.get('traceback', '')}") from None
     finally:
         if worker is not None and not keep:
             worker.close()
