@@ -63,9 +63,9 @@ def test_gradients_left_holding_the_inf_are_named_as_no_recovery(grade):
     assert all(later < earlier for earlier, later in zip(scales[step:], scales[step + 1 :]))
 
 
-def test_the_overflowed_steps_loss_is_left_out_of_the_loss_comparison():
-    data = drive.RunData(losses=[3.0, 2.0, math.nan, 1.0], overflow={"step": 2})
-    assert evaluate.compared_losses(data) == [3.0, 2.0, 1.0]
+def test_the_overflowed_steps_losses_are_left_out_of_the_loss_comparison():
+    data = drive.RunData(losses=[3.0, 2.0, math.nan, 1.0, math.nan, 0.5], overflows=[{"step": 2}, {"step": 4}])
+    assert evaluate.compared_losses(data) == [3.0, 2.0, 1.0, 0.5]
 
 
 def test_an_overflow_with_no_step_after_it_is_refused_by_the_schema(exercises):

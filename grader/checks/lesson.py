@@ -34,10 +34,15 @@ class LessonEvidence:
     device_type: str
     amp_dtype: str
     scales: list[float] = field(default_factory=list)
-    overflow_step: int | None = None  # the step the grader made overflow in every run (its trace is "overflow")
+    overflow_step: int | None = None  # the first step the grader made overflow in every run (traced: "overflow")
     reference_scales: list[float] = field(default_factory=list)  # the reference solution's scale per step
     # per step that torch.compile worked in, dynamo's counts: {"step", "frames", "graphs", "graph_breaks"}
     compiled: list[dict] = field(default_factory=list)
+    overflow_steps: list[int] = field(default_factory=list)  # every step the grader made overflow, in order
+    # what the lesson's setup code recorded with record(name, value), per step: {"step", "name", "value"(, "rank")}
+    records: list[dict] = field(default_factory=list)
+    baseline_records: list[dict] = field(default_factory=list)
+    reference_records: list[dict] = field(default_factory=list)
 
     @property
     def events(self) -> list[dict]:
@@ -46,6 +51,12 @@ class LessonEvidence:
 
     def calls(self, kind: str) -> list[dict]:
         return [e for e in self.events if e.get("ev") == kind]
+
+    def recorded(self, name: str, run: str = "submission") -> list[dict]:
+        """The records of one name, in order: each {"step", "value"} (and "rank" with ranks). `run` is
+        "submission", "baseline" or "reference"."""
+        records = {"submission": self.records, "baseline": self.baseline_records, "reference": self.reference_records}
+        return [{k: v for k, v in r.items() if k != "name"} for r in records[run] if r.get("name") == name]
 
     def update(self, name: str) -> torch.Tensor:
         """What training changed in one parameter: p - p0."""

@@ -23,12 +23,42 @@ def changed(before: dict, after: dict) -> list[str]:
     return [k for k, v in before.items() if k not in after or after[k].shape != v.shape or not torch.equal(after[k], v)]
 
 
-def check(spec, o: dict, final: dict, steps: int) -> CheckResult:
-    """`o` is the submission's overflowed step (runner.drive): its weights and scale before and after, or the
-    error it raised; `final` the weights after the last of the `steps` compared steps."""
+def check(spec, overflows: list[dict], final: dict, steps: int) -> CheckResult:
+    """`overflows` are the submission's overflowed steps (grader/judge/drive.py), in order: each with its weights
+    and scale before and after, or the error it raised; `final` the weights after the last of the `steps`
+    compared steps. A run cut at one of them ends its list there."""
+    raised = next((o for o in overflows if o.get("error")), None)
+    if raised is not None:
+        return _raised(spec, raised["step"], raised["error"])
+    said, shown = [], None  # the figures of the first step with a problem, else of the first step
+    for i, o in enumerate(overflows):
+        # where the weights are next looked at: before the next overflowed step, or after the last step
+        later = overflows[i + 1] if i + 1 < len(overflows) else None
+        found, figures = _one_step(o, later["before"] if later else final, (later["step"] if later else steps) - 1)
+        said += found
+        if shown is None and (found or i == len(overflows) - 1):
+            shown = figures if found else _one_step(overflows[0], final, -1)[1]
+    measured = {**shown, "steps": [o["step"] for o in overflows]}
+    if said:
+        findings = [finding(s.key.split(".")[0], key=s.key, **s.params) for s in said]
+        return CheckResult(
+            "overflow", FAIL, say("overflow.fail", findings=said), measured, None, findings, weight=spec.weight
+        )
+    first = overflows[0]
+    return CheckResult(
+        "overflow",
+        PASS,
+        say("overflow.pass", step=first["step"], before=first["scale_before"], after=first["scale_after"]),
+        measured,
+        None,
+        weight=spec.weight,
+    )
+
+
+def _one_step(o: dict, next_seen: dict, last: int) -> tuple[list, dict]:
+    """What is wrong with one overflowed step: weights it changed, a scale that did not back off, and no step
+    up to `last` (the step before the weights are next looked at, as `next_seen`) that trained again."""
     step = o["step"]
-    if o.get("error"):
-        return _raised(spec, step, o["error"])
     moved = changed(o["before"], o["after"])
     nan = [k for k in moved if k in o["after"] and not bool(torch.isfinite(o["after"][k]).all())]
     scale_before, scale_after = o["scale_before"], o["scale_after"]
@@ -47,21 +77,9 @@ def check(spec, o: dict, final: dict, steps: int) -> CheckResult:
         said.append(say("scale_unknown"))
     elif not scale_after < scale_before:
         said.append(say("scale_not_backed_off", scale=scale_after))
-    if not moved and step < steps - 1 and not changed(o["after"], final):
-        said.append(say("not_recovered", step=step, later=steps - 1 - step))
-    if said:
-        findings = [finding(s.key.split(".")[0], key=s.key, **s.params) for s in said]
-        return CheckResult(
-            "overflow", FAIL, say("overflow.fail", findings=said), measured, None, findings, weight=spec.weight
-        )
-    return CheckResult(
-        "overflow",
-        PASS,
-        say("overflow.pass", step=step, before=scale_before, after=scale_after),
-        measured,
-        None,
-        weight=spec.weight,
-    )
+    if not moved and step < last and not changed(o["after"], next_seen):
+        said.append(say("not_recovered", step=step, later=last - step))
+    return said, measured
 
 
 def _raised(spec, step: int, error: dict) -> CheckResult:

@@ -56,7 +56,9 @@ class RunData:
     coverage: dict | None = None
     memory: list[dict] = field(default_factory=list)  # per measured step: peak_bytes, retained_bytes
     params: dict | None = None
-    overflow: dict | None = None  # the forced-overflow step: weights before and after, scale before and after
+    overflow: dict | None = None  # the forced-overflow step that decided the run (it was cut there), else the first
+    overflows: list[dict] = field(default_factory=list)  # every forced-overflow step: weights and scale around it
+    records: list[dict] = field(default_factory=list)  # what the lesson's setup code recorded: {step, name, value}
     ranks: list[RunData] = field(default_factory=list)  # each rank's own evidence, where the code ran as several
     census: list[dict] = field(default_factory=list)  # per step: syncs, copies, matmul dtypes (grader/worker/census.py)
     compiled: list[dict] = field(default_factory=list)  # per step that torch.compile worked in: dynamo's counts
@@ -105,19 +107,25 @@ def _merge_coverage(total: dict | None, new: dict | None) -> dict | None:
 
 @dataclass(frozen=True)
 class ForcedOverflow:
-    """The graded step whose gradients the grader makes overflow in a run: `how` is "overflow" (every gradient
+    """The graded steps whose gradients the grader makes overflow in a run: `how` is "overflow" (every gradient
     gets an inf, as a float16 backward that overflows would give: the runs with a GradScaler) or "skip" (the
     FP32 baseline, which has no scaler: it runs the step and is put back as a skipped step leaves it)."""
 
-    step: int
+    steps: tuple[int, ...]
     how: str = "overflow"
+
+    @property
+    def step(self) -> int:
+        """The first overflowed step."""
+        return self.steps[0]
 
     @classmethod
     def of(cls, exercise: Exercise, device: str, role: str = "submission") -> ForcedOverflow | None:
         spec = exercise.check("overflow")
         if spec is None:
             return None
-        return cls(spec.step(workload_of(exercise, device).steps), "skip" if role == "baseline" else "overflow")
+        steps = tuple(spec.steps(workload_of(exercise, device).steps))
+        return cls(steps, "skip" if role == "baseline" else "overflow")
 
 
 RAISED = ("exception",)  # what a step that raised on the forced overflow ends as (not a timeout, not memory)
@@ -146,7 +154,7 @@ def drive(
         data.ranks = [RunData() for _ in range(n)]
     for step in range(steps):
         progress(step)
-        forced = overflow is not None and step == overflow.step
+        forced = overflow is not None and step in overflow.steps
         traced = trace and (step < TRACED_STEPS or forced)
         msg = {
             "cmd": "steps",
@@ -209,14 +217,14 @@ def _losses(reply: dict, forced: bool) -> list[float]:
 
 
 def _overflow_seen(worker: WorkerProcess, data: RunData, step: int, before: list[dict]) -> bool:
-    """Keeps each rank's weights and scale just before and just after the overflowed step. Where that step
+    """Keeps each rank's weights and scale just before and just after an overflowed step. Where that step
     changed weights (it applied the inf gradients), the run is cut there: it is judged as the window of the steps
     before it, and the overflow check names the mistake. Returns whether it was cut."""
     after = load_rank_params(worker)
     runs = data.ranks or [data]
     applied = any(overflow.changed(was, now) for was, now in zip(before, after))
     for mine, was, now in zip(runs, before, after):
-        mine.overflow = {
+        record = {
             "step": step,
             "before": was,
             "after": now,
@@ -225,24 +233,32 @@ def _overflow_seen(worker: WorkerProcess, data: RunData, step: int, before: list
             "scale_before": mine.scales[-2] if len(mine.scales) > 1 else None,
             "scale_after": mine.scales[-1] if mine.scales else None,
         }
+        _keep_overflow(mine, record, decided=applied)
         if applied:
             del mine.losses[step:], mine.scales[step:]
             mine.memory = mine.memory[: max(0, step - MEMORY_FROM)]
             mine.params = was
     if data.ranks:
-        data.overflow = data.ranks[0].overflow
+        data.overflow, data.overflows = data.ranks[0].overflow, data.ranks[0].overflows
         if applied:
             data.params = data.ranks[0].params
     return applied
 
 
+def _keep_overflow(data: RunData, record: dict, decided: bool):
+    """Files one overflowed step's record; `data.overflow` is the one that cut the run, else the first."""
+    data.overflows.append(record)
+    if decided or data.overflow is None:
+        data.overflow = record
+
+
 def _overflow_raised(data: RunData, step: int, before: list[dict], payload: dict):
-    """The code raised on the step the grader made overflow: the run stops there, and what it did until then
+    """The code raised on a step the grader made overflow: the run stops there, and what it did until then
     (the weights before that step, the calls it made on it) is judged as a window of `step` steps."""
     payload = {k: v for k, v in payload.items() if k != "rank_traces"}
     partial = partial_trace(payload)
     for rank, (mine, was) in enumerate(zip(data.ranks or [data], before)):
-        mine.overflow = {
+        record = {
             "step": step,
             "before": was,
             "after": None,
@@ -250,11 +266,12 @@ def _overflow_raised(data: RunData, step: int, before: list[dict], payload: dict
             "scale_before": mine.scales[-1] if mine.scales else None,
             "scale_after": None,
         }
+        _keep_overflow(mine, record, decided=True)
         mine.params = was
         if not data.ranks or payload.get("rank") == rank:
             mine.traces += [{**t, "overflow": True} for t in partial]
     if data.ranks:
-        data.overflow = data.ranks[0].overflow
+        data.overflow, data.overflows = data.ranks[0].overflow, data.ranks[0].overflows
         data.params = data.ranks[0].params
 
 
@@ -271,13 +288,17 @@ def cut_at_overflow(data: RunData) -> bool:
 def window(data: RunData, steps: int) -> RunData:
     """A trusted run as it stood before step `steps` (the overflowed step, which it ran through): what a
     submission whose run ended on that step (it raised, or applied the inf) is compared with."""
-    o = data.overflow
+    o = next(o for o in data.overflows if o["step"] == steps)
+    kept = [o for o in data.overflows if o["step"] < steps]
     return dataclasses.replace(
         data,
         losses=data.losses[:steps],
         scales=data.scales[:steps],
         memory=data.memory[: max(0, steps - MEMORY_FROM)],
         params=o["before"],
+        overflow=kept[0] if kept else None,
+        overflows=kept,
+        records=[r for r in data.records if r.get("step") is not None and r["step"] < steps],
         ranks=[window(r, steps) for r in data.ranks],
     )
 

@@ -165,7 +165,7 @@ def evaluate(
         elif spec.id == "memory":
             out.append(memory.check(spec, kind, sub.memory, base.memory))
         elif spec.id == "overflow":
-            out.append(overflow.check(spec, sub.overflow, sub.params, len(sub.losses)))
+            out.append(overflow.check(spec, sub.overflows, sub.params, len(sub.losses)))
         elif cut_at_overflow(sub) and spec.id in ("speedup", "step_time"):
             key = "check.not_run_overflow" if raised_on_overflow(sub) else "check.not_run_overflow_applied"
             out.append(CheckResult(spec.id, ERROR, say(key, step=sub.overflow["step"]), weight=spec.weight))
@@ -189,9 +189,13 @@ def evaluate(
                         kind,
                         amp_dtype,
                         sub.scales,
-                        sub.overflow["step"] if sub.overflow else None,
+                        sub.overflows[0]["step"] if sub.overflows else None,
                         ev.reference.scales if ev.reference else [],
                         sub.compiled,
+                        [o["step"] for o in sub.overflows],
+                        sub.records,
+                        base.records,
+                        ev.reference.records if ev.reference else [],
                     ),
                 )
             )
@@ -199,10 +203,10 @@ def evaluate(
 
 
 def compared_losses(data: RunData) -> list[float]:
-    """The losses parity compares: all but the overflowed step's (a loss term made of that step's gradients, a
+    """The losses parity compares: all but the overflowed steps' (a loss term made of that step's gradients, a
     gradient penalty say, is inf there in every run with a scaler, and the FP32 baseline has none)."""
-    step = data.overflow["step"] if data.overflow else None
-    return [v for i, v in enumerate(data.losses) if i != step]
+    steps = {o["step"] for o in data.overflows}
+    return [v for i, v in enumerate(data.losses) if i not in steps]
 
 
 def profile_evidence(

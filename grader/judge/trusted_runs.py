@@ -36,10 +36,23 @@ from grader.sandboxes.process import WorkerFailure, WorkerProcess
 from grader.worker import census
 
 log = logging.getLogger("grader.judge.trusted_runs")
-FIELDS = ("losses", "scales", "traces", "coverage", "memory", "params", "census", "top_ops", "seconds", "overflow")
+FIELDS = (
+    "losses",
+    "scales",
+    "traces",
+    "coverage",
+    "memory",
+    "params",
+    "census",
+    "top_ops",
+    "seconds",
+    "overflow",
+    "overflows",
+    "records",
+)
 # 2: a profiling lesson's given step keeps its census and torch.profiler table; 3: the run's own time; 4: the
-# overflowed step inside the window, with the weights before it
-FORMAT = 4
+# overflowed step inside the window, with the weights before it; 5: several overflowed steps, the lesson's records
+FORMAT = 5
 
 
 @lru_cache(maxsize=1)

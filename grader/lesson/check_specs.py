@@ -65,18 +65,34 @@ class CoverageCheck(Strict):
 
 class OverflowCheck(Strict):
     id: Literal["overflow"]
-    at_step: int | None = Field(
+    at_step: int | list[int] | None = Field(
         None,
-        ge=1,
-        description="the graded step whose gradients the grader makes overflow "
+        description="the graded step (or a list of steps) whose gradients the grader makes overflow "
         "(inf) in every run, the submission's and the trusted ones; the steps after it are "
         "graded as the recovery. Default: the middle of the window (steps // 2)",
     )
     weight: float = Field(1.0, gt=0)
 
+    @model_validator(mode="after")
+    def _steps_inside(self):
+        steps = self.at_step if isinstance(self.at_step, list) else [] if self.at_step is None else [self.at_step]
+        if isinstance(self.at_step, list) and not steps:
+            raise ValueError("at_step: give at least one step, or leave at_step out for the middle of the window")
+        if any(s < 1 for s in steps):
+            raise ValueError("at_step: every overflowed step must be 1 or later (step 0 has no scale to back off from)")
+        if len(set(steps)) != len(steps):
+            raise ValueError("at_step: each step at most once")
+        return self
+
+    def steps(self, steps: int) -> list[int]:
+        """The overflowed steps, in order, in a window of `steps` steps."""
+        if self.at_step is None:
+            return [steps // 2]
+        return sorted(self.at_step) if isinstance(self.at_step, list) else [self.at_step]
+
     def step(self, steps: int) -> int:
-        """The overflowed step in a window of `steps` steps."""
-        return self.at_step if self.at_step is not None else steps // 2
+        """The first overflowed step in a window of `steps` steps."""
+        return self.steps(steps)[0]
 
 
 class SpeedupCheck(Strict):

@@ -186,9 +186,9 @@ class Exercise(Strict):
             raise ValueError("the overflow check needs a GradScaler: add scaler to entrypoint.params")
         if (over := self.check("overflow")) is not None and over.at_step is not None:
             steps = min(self.workload.for_device(kind).steps for kind in ("cpu", "cpu_amx", "cuda"))
-            if over.at_step >= steps - 1:
+            if (last := over.steps(steps)[-1]) >= steps - 1:
                 raise ValueError(
-                    f"checks: overflow.at_step {over.at_step} leaves no step after it to grade the "
+                    f"checks: overflow.at_step {last} leaves no step after it to grade the "
                     f"recovery: the window has {steps} steps (0 to {steps - 1}); use at most {steps - 2}"
                 )
         if self.check("speedup") and self.check("step_time"):

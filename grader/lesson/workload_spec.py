@@ -108,6 +108,20 @@ class AmpSpec(Strict):
         "its scale (PyTorch's default 2000; a few steps make growth happen inside the "
         "graded window)",
     )
+    growth_factor: float = Field(
+        2.0,
+        gt=1,
+        le=16,
+        description="what the grader's GradScaler multiplies its scale by after growth_interval good "
+        "steps (PyTorch's default 2.0)",
+    )
+    backoff_factor: float = Field(
+        0.5,
+        gt=0,
+        lt=1,
+        description="what the grader's GradScaler multiplies its scale by after a step with inf/NaN "
+        "gradients (PyTorch's default 0.5)",
+    )
 
 
 class WorkloadOverride(Strict):

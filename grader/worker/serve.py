@@ -110,6 +110,8 @@ class Worker:
                 self.device_type,
                 init_scale=amp.get("init_scale", 2.0**16),
                 growth_interval=amp.get("growth_interval", 2000),
+                growth_factor=amp.get("growth_factor", 2.0),
+                backoff_factor=amp.get("backoff_factor", 0.5),
             )
             if amp["scaler"]
             else None
@@ -208,7 +210,7 @@ class Worker:
         return fn
 
     def steps(self, msg: dict) -> dict:
-        from grader.worker import compiling, memory, workload
+        from grader.worker import compiling, forced_overflow, memory, workload
 
         self._backend_flags()
         losses, scales, reply = [], [], {}
@@ -229,7 +231,7 @@ class Worker:
                 for model in self.problem.models.values():
                     precision.attach(model)
             mem: dict = {}
-            hooks = self._overflow_hooks() if msg.get("overflow") else []
+            hooks = forced_overflow.poison_hooks(self.problem.parameters()) if msg.get("overflow") else []
             kept = self._skippable() if msg.get("skip") else None
             counting = (
                 self.census.start(self.problem.models.values(), self.module_names)
@@ -305,22 +307,14 @@ class Worker:
 
         return census.torch_profile(self.device_type, into)
 
-    def _overflow_hooks(self) -> list:
-        """Puts an inf into every parameter's gradient during this step, as a float16 backward that overflows
-        would: the grader then looks from outside at whether the step was skipped and the scale backed off."""
-
-        def poison(grad):
-            grad = grad.clone()
-            grad.view(-1)[0] = float("inf")
-            return grad
-
-        return [p.register_hook(poison) for p in self.problem.parameters() if p.requires_grad]
-
-    def _skippable(self) -> _Skipped:
+    def _skippable(self):
         """The FP32 baseline has no scaler to skip the step the grader makes overflow in the other runs: it runs
-        the step (its loss is compared) and then puts the weights and optimizer state back as a skipped step
-        leaves them, with the gradients cleared, so every run goes on from the same point."""
-        return _Skipped(self.problem.parameters(), list(self.problem.optimizers.values()))
+        the step (its loss is compared) and is then put back as a skipped step leaves it, its schedulers too, with
+        the gradients cleared, so every run goes on from the same point."""
+        from grader.worker import forced_overflow
+
+        schedulers = forced_overflow.schedulers_among(self.problem.constants, self.prepared)
+        return forced_overflow.Skipped(self.problem.parameters(), list(self.problem.optimizers.values()), schedulers)
 
     def _loss_value(self, loss, step: int, overflowed: bool = False) -> float | None:
         import torch
@@ -345,28 +339,6 @@ class Worker:
         buffer = io.BytesIO()
         torch.save(state, buffer)
         return {"params": base64.b64encode(buffer.getvalue()).decode("ascii")}
-
-
-class _Skipped:
-    """Weights and optimizer state as they were before a step, to be put back (buffers, such as running
-    statistics, keep what the step's forward did: a skipped step still ran it)."""
-
-    def __init__(self, params, optimizers):
-        import copy
-
-        self.params = [(p, p.detach().clone()) for p in params]
-        self.optimizers = [(o, {p: copy.deepcopy(state) for p, state in o.state.items()}) for o in optimizers]
-
-    def restore(self):
-        import torch
-
-        with torch.no_grad():
-            for p, value in self.params:
-                p.copy_(value)
-                p.grad = None
-        for optimizer, state in self.optimizers:
-            optimizer.state.clear()
-            optimizer.state.update(state)
 
 
 class _null:

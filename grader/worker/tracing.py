@@ -13,6 +13,7 @@ import weakref
 
 import torch
 
+from grader.worker.memory_formats import input_format, weight_format
 from grader.worker.precision import PrecisionMode
 from grader.worker.watching import watching
 
@@ -67,9 +68,9 @@ class Recorder:
         from torch.optim.optimizer import register_optimizer_step_pre_hook
 
         register_optimizer_step_pre_hook(self._on_optimizer_step)
-        from grader.worker import tracing_distributed
+        from grader.worker import tracing_distributed, tracing_schedulers
 
-        replaced = tracing_distributed.install(self)
+        replaced = tracing_distributed.install(self) + tracing_schedulers.install(self)
         if "accelerate" in self.libraries:
             from grader.worker import tracing_accelerate
 
@@ -119,12 +120,19 @@ class Recorder:
         def pre(module, args):
             if not torch.compiler.is_compiling():
                 self._forward_autocast = self.autocast_on()
+                self._forward_input = input_format(args) if self.active else None
 
         def post(module, args, output):
             if torch.compiler.is_compiling():
                 return
             dtype = str(output.dtype).replace("torch.", "") if isinstance(output, torch.Tensor) else None
-            self.emit("forward", autocast=self._forward_autocast, dtype=dtype)
+            self.emit(
+                "forward",
+                autocast=self._forward_autocast,
+                dtype=dtype,
+                input_format=self._forward_input,
+                weight_format=weight_format(module) if self.active else None,
+            )
 
         model.register_forward_pre_hook(pre)
         model.register_forward_hook(post)

@@ -1,0 +1,66 @@
+"""The overflow the grader forces on a chosen step, inside the worker. Runs with a GradScaler get an inf in every
+parameter's gradient, as a float16 backward that overflows would give; the FP32 baseline, which has no scaler,
+runs the step and is then put back as a skipped step leaves it. "As a skipped step leaves it" includes the
+learning-rate schedule: a right solution does not step its scheduler when the scaler skipped the optimizer step,
+so the baseline's plain `scheduler.step()` is undone here, and its public code needs no skip logic."""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+
+
+def poison_hooks(params) -> list:
+    """Hooks that put an inf into each parameter's gradient during one step; the caller removes them after it."""
+
+    def poison(grad):
+        grad = grad.clone()
+        grad[(0,) * grad.dim()] = float("inf")  # by index, not view(-1): a channels_last gradient has no flat view
+        return grad
+
+    return [p.register_hook(poison) for p in params if p.requires_grad]
+
+
+def schedulers_among(*groups) -> list:
+    """The learning-rate schedulers among the values of some dicts (setup's constants, what prepare returned)."""
+    from torch.optim.lr_scheduler import LRScheduler, ReduceLROnPlateau
+
+    kinds = (LRScheduler, ReduceLROnPlateau)
+    found = []
+    for values in groups:
+        for value in values.values():
+            if isinstance(value, kinds) and all(value is not s for s in found):
+                found.append(value)
+    return found
+
+
+class Skipped:
+    """Weights, optimizer state (per parameter, and the param groups' hyperparameters, which a scheduler sets) and
+    every scheduler's state as they were before a step, to be put back. Buffers, such as running statistics, keep
+    what the step's forward did: a skipped step still ran it."""
+
+    def __init__(self, params, optimizers, schedulers=()):
+        self.params = [(p, p.detach().clone()) for p in params]
+        self.optimizers = [
+            (
+                o,
+                {p: copy.deepcopy(state) for p, state in o.state.items()},
+                [copy.deepcopy({k: v for k, v in g.items() if k != "params"}) for g in o.param_groups],
+            )
+            for o in optimizers
+        ]
+        self.schedulers = [(s, copy.deepcopy(s.state_dict())) for s in schedulers]
+
+    def restore(self):
+        with torch.no_grad():
+            for p, value in self.params:
+                p.copy_(value)
+                p.grad = None
+        for optimizer, state, groups in self.optimizers:
+            optimizer.state.clear()
+            optimizer.state.update(state)
+            for group, settings in zip(optimizer.param_groups, groups):
+                group.update(copy.deepcopy(settings))
+        for scheduler, state in self.schedulers:
+            scheduler.load_state_dict(copy.deepcopy(state))
