@@ -10,7 +10,9 @@ import torch
 import yaml
 
 from grader import runner
+from grader.judge import protocol
 from grader.lesson.schema import Exercise
+from grader.worker import evidence, workload
 from grader.worker.tracing import Recorder
 
 SETUP = """
@@ -232,3 +234,104 @@ def test_overflow_steps_must_be_distinct_and_leave_a_step_after_the_last():
         lesson(at_step=[2, 6])
     with pytest.raises(ValueError, match="1 or later"):
         lesson(at_step=[0, 3])
+
+
+# -- lesson evidence: records and bookkeeping tensors ---------------------------------------------------
+
+NOTES = SETUP.replace(
+    "def build(seed):",
+    '''class Noted(nn.Module):
+    """The lesson's model, taking notes for the lesson's checks: a count of channels_last forwards in a buffer
+    (bookkeeping, no weight) and each input's format as a record."""
+
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+        self.register_buffer("seen", torch.zeros(1))
+
+    def forward(self, x):
+        last = x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous()
+        self.seen += float(last)
+        record("input_format", "channels_last" if last else "contiguous")
+        record("batch", [x.shape[0], str(x.dtype)])
+        return self.net(x)
+
+
+def build(seed):''',
+).replace('    return {\n        "model": model,', '    return {\n        "model": Noted(model),')
+
+NOTES_CHECK = """
+def check(ev):
+    formats = [(r["step"], r["value"]) for r in ev.recorded("input_format")]
+    if [f for _, f in formats] != ["channels_last"] * 7 or float(ev.params["seen"][0]) != 7:
+        baseline = [r["value"] for r in ev.recorded("input_format", "baseline")]
+        return finding("inputs_not_channels_last", f"formats {formats}, seen {ev.params['seen'].tolist()}, "
+                       f"baseline {baseline}, batch {ev.recorded('batch')[0]['value']}", "convert them")
+"""
+
+
+def noted(**workload) -> Exercise:
+    check = {"id": "noted_formats", "title": "every step's input was channels_last", "python": NOTES_CHECK}
+    return lesson(setup=NOTES, checks=[check], **workload)
+
+
+def test_setup_code_records_values_for_the_lessons_checks_every_step(graded):
+    result = graded(noted(bookkeeping=["seen"]), CONTIGUOUS_INPUTS)
+    check = result.check("noted_formats")
+    assert check.status == "fail"
+    message = check.findings[0].message
+    assert "formats [(0, 'contiguous'), (1, 'contiguous'), (2, 'contiguous')" in message  # forced steps too
+    assert "(6, 'contiguous')]" in message and "seen [0.0]" in message
+    assert f"baseline {['contiguous'] * 7}" in message and "batch [32, 'torch.float32']" in message
+
+
+def test_bookkeeping_tensors_are_left_out_of_parity_and_overflow_and_seen_by_lesson_checks(graded):
+    result = graded(noted(bookkeeping=["see*"]), REFERENCE)
+    assert result.status == "pass", result.to_dict()
+    assert "seen" not in result.check("parity").measured["update_rel_diff"]
+
+
+def test_without_bookkeeping_a_lessons_note_is_judged_as_a_weight(graded):
+    """The instructor trial's failure, kept as the reason for workload.bookkeeping: the count moves on the
+    forced overflow (the forward ran) and differs from the FP32 run's (its inputs stay contiguous)."""
+    result = graded(noted(), REFERENCE)
+    assert result.check("overflow").status == "fail"
+    assert [f.id for f in result.check("overflow").findings] == ["overflow_step_applied"]
+    assert result.check("parity").measured["worst_param"] == "seen"
+
+
+@pytest.mark.parametrize(
+    ("patterns", "message"),
+    [
+        (["seen", "nothing*"], r"workload.bookkeeping\[1\]: 'nothing\*' matches no tensor"),
+        (["net.0.*"], r"matches 'net.0.weight', a parameter an optimizer trains"),
+    ],
+)
+def test_a_bookkeeping_entry_must_name_a_tensor_that_no_optimizer_trains(patterns, message):
+    spec = noted(bookkeeping=patterns).workload.model_dump()
+    with pytest.raises(workload.SetupError, match=message):
+        workload.build_problem(spec)
+
+
+def test_records_are_bounded_per_step_and_ignored_outside_steps():
+    evidence.record("outside", 1)
+    evidence.begin(3)
+    for i in range(evidence.MAX_PER_STEP + 10):
+        evidence.record("n", [i, torch.tensor(2.5), "x" * 500, float("inf")])
+    with pytest.raises(TypeError, match="not a value a lesson can record"):
+        evidence.record("model", torch.nn.Linear(1, 1))
+    records = evidence.end()
+    assert len(records) == evidence.MAX_PER_STEP
+    assert records[0] == {"step": 3, "name": "n", "value": [0, 2.5, "x" * evidence.MAX_STRING, "inf"]}
+    assert evidence.end() == []
+
+
+def test_the_judge_refuses_records_beyond_the_bounds_and_files_them_under_the_step_it_asked_for():
+    forged = [{"step": 99, "name": "n", "value": ["y" * 10_000, [1, 2], 1e400]}]
+    assert protocol._records(forged, 2) == [
+        {"step": 2, "name": "n", "value": [protocol.cut("y" * 10_000, 200), float("inf")]}
+    ]
+    with pytest.raises(TypeError):
+        protocol._records([{"name": "n", "value": 1}] * (evidence.MAX_PER_STEP + 1), 0)
+    with pytest.raises(TypeError):
+        protocol._records([{"name": "x" * 100, "value": 1}], 0)

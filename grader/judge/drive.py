@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import fnmatch
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from grader.checks import overflow
 from grader.judge.protocol import (
+    MAX_RECORDS_PER_RUN,
     StepFailure,
     _census,
     _compiled,
@@ -21,6 +23,7 @@ from grader.judge.protocol import (
     _floats,
     _memory,
     _params,
+    _records,
     _traces,
     code_of,
     malformed_is_protocol,
@@ -113,6 +116,11 @@ class ForcedOverflow:
 
     steps: tuple[int, ...]
     how: str = "overflow"
+    bookkeeping: tuple[str, ...] = ()  # the lesson's bookkeeping tensors: a skipped step may change them
+
+    def weights(self, params: dict) -> dict:
+        """The tensors whose change means the step applied its inf gradients: all but the bookkeeping ones."""
+        return {k: v for k, v in params.items() if not any(fnmatch.fnmatchcase(k, p) for p in self.bookkeeping)}
 
     @property
     def step(self) -> int:
@@ -125,7 +133,7 @@ class ForcedOverflow:
         if spec is None:
             return None
         steps = tuple(spec.steps(workload_of(exercise, device).steps))
-        return cls(steps, "skip" if role == "baseline" else "overflow")
+        return cls(steps, "skip" if role == "baseline" else "overflow", tuple(exercise.workload.bookkeeping))
 
 
 RAISED = ("exception",)  # what a step that raised on the forced overflow ends as (not a timeout, not memory)
@@ -190,7 +198,9 @@ def drive(
                 if census:
                     mine.census += _census(reply.get("census"))
                 mine.compiled += _compiled(reply.get("compiled"))
-        if forced and _overflow_seen(worker, data, step, before):
+                records = _records(reply.get("records"), step)
+                mine.records += records[: max(0, MAX_RECORDS_PER_RUN - len(mine.records))]
+        if forced and _overflow_seen(worker, data, step, before, overflow):
             break  # the weights took the inf: what follows would be the grader's doing, not the learner's
     if n > 1:
         _combine_ranks(data)
@@ -203,6 +213,8 @@ def _combine_ranks(data: RunData):
     data.census = list(ranks[0].census)
     data.compiled = list(ranks[0].compiled)
     data.traces = [t for r in ranks for t in r.traces]
+    records = [{**record, "rank": rank} for rank, r in enumerate(ranks) for record in r.records]
+    data.records = sorted(records, key=lambda r: (r["step"], r["rank"]))
     data.coverage = None
     for r in ranks:  # copies: merging adds into the first one, which stays that rank's own evidence
         data.coverage = _merge_coverage(data.coverage, copy.deepcopy(r.coverage))
@@ -216,13 +228,13 @@ def _losses(reply: dict, forced: bool) -> list[float]:
     return _floats(reply, "losses", expected=1)
 
 
-def _overflow_seen(worker: WorkerProcess, data: RunData, step: int, before: list[dict]) -> bool:
+def _overflow_seen(worker: WorkerProcess, data: RunData, step: int, before: list[dict], forced: ForcedOverflow) -> bool:
     """Keeps each rank's weights and scale just before and just after an overflowed step. Where that step
     changed weights (it applied the inf gradients), the run is cut there: it is judged as the window of the steps
     before it, and the overflow check names the mistake. Returns whether it was cut."""
     after = load_rank_params(worker)
     runs = data.ranks or [data]
-    applied = any(overflow.changed(was, now) for was, now in zip(before, after))
+    applied = any(overflow.changed(forced.weights(was), forced.weights(now)) for was, now in zip(before, after))
     for mine, was, now in zip(runs, before, after):
         record = {
             "step": step,

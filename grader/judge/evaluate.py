@@ -5,6 +5,7 @@ learner's code still gets the checks that the steps before it can support."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from grader.checks import call_order, coverage, lesson, memory, overflow, parity, profiling, ranks, speedup
@@ -128,9 +129,36 @@ def closeness(sub: RunData, ev: Evidence, near: float) -> dict | None:
     }
 
 
+def without_bookkeeping(exercise: Exercise, sub: RunData, ev: Evidence, timing):
+    """The evidence the built-in checks judge: every run's tensors but the lesson's bookkeeping ones
+    (workload.bookkeeping), which its own checks read and which are no weights: parity, overflow, coverage's
+    direction and the ranks check leave them out."""
+    if not exercise.workload.bookkeeping:
+        return sub, ev, timing
+
+    def kept(params):
+        return {k: v for k, v in params.items() if not exercise.workload.is_bookkeeping(k)} if params else params
+
+    def run(data: RunData | None) -> RunData | None:
+        if data is None:
+            return None
+        overflows = [{**o, "before": kept(o["before"]), "after": kept(o.get("after"))} for o in data.overflows]
+        return dataclasses.replace(
+            data, params=kept(data.params), overflows=overflows, ranks=list(map(run, data.ranks))
+        )
+
+    ev = dataclasses.replace(ev, baseline=run(ev.baseline), reference=run(ev.reference), given=run(ev.given))
+    ev.start = kept(ev.start)
+    if timing is not None and timing.after_params:
+        timing = dataclasses.replace(timing, after_params=tuple(map(kept, timing.after_params)))
+    return run(sub), ev, timing
+
+
 def evaluate(
     exercise, kind, amp_dtype, static_findings, sub: RunData, ev: Evidence, timing, speed: str | None = None
 ) -> list[CheckResult]:
+    whole_sub, whole_ev = sub, ev  # what the lesson's own checks see, bookkeeping tensors included
+    sub, ev, timing = without_bookkeeping(exercise, sub, ev, timing)
     describe = layers.namer(ev.layers)
     base = ev.baseline
     speed = speed or kind
@@ -183,9 +211,9 @@ def evaluate(
                         sub.traces,
                         sub.losses,
                         base.losses,
-                        sub.params,
-                        base.params,
-                        ev.start,
+                        whole_sub.params,
+                        whole_ev.baseline.params,
+                        whole_ev.start,
                         kind,
                         amp_dtype,
                         sub.scales,

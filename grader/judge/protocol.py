@@ -9,7 +9,8 @@ Commands, one JSON object per line (judge -> worker):
     {"cmd": "steps", "start": i, "count": n, "trace"?, "coverage"?, "memory"?, "profile"?, "overflow"?, "skip"?,
      "torch_profile"?}              -> {"ok": true, "losses": [n floats], "scales": [...], "traces"?: [...],
                                         "coverage"?: {...}, "memory"?: [...], "census"?: [...], "top_ops"?: [...],
-                                        "compiled"?: [{step, frames, graphs, graph_breaks}]}
+                                        "compiled"?: [{step, frames, graphs, graph_breaks}],
+                                        "records"?: [{step, name, value}] (grader/worker/evidence.py)}
     {"cmd": "save"}                  -> {"ok": true, "params": base64 of torch.save({name: float tensor})}
     {"cmd": "exit"}
 A failure is {"ok": false, "error": {"kind": one of ERROR_KINDS, "message": str, "said"?: {"key", "params"},
@@ -40,7 +41,7 @@ import torch
 from grader.judge.static import caret_column
 from grader.sandboxes.process import WorkerFailure, WorkerProcess
 from grader.wording.catalog import EN, Said, say
-from grader.worker import census
+from grader.worker import census, evidence
 
 # ---- bounds on every field a worker reports ----
 
@@ -396,6 +397,26 @@ def _compiled(steps) -> list[dict]:
     if not isinstance(s, dict) or not all(_count(s.get(k)) for k in ("step", *COMPILED_FIELDS)):
         raise TypeError("compiled")
     return [{k: s[k] for k in ("step", *COMPILED_FIELDS)}]
+
+
+MAX_RECORDS_PER_STEP = evidence.MAX_PER_STEP
+MAX_RECORDS_PER_RUN = 2000  # what one run's records may add up to, whatever the steps
+
+
+def _records(records, step: int) -> list[dict]:
+    """One step's records (grader/worker/evidence.py), rebuilt: a short name, a plain bounded value, and the step
+    the judge asked for, whatever the reply says."""
+    if records is None:
+        return []
+    if not isinstance(records, list) or len(records) > MAX_RECORDS_PER_STEP:
+        raise TypeError("records")
+    out = []
+    for r in records:
+        name = r["name"]
+        if not isinstance(name, str) or not 0 < len(name) <= evidence.MAX_NAME:
+            raise TypeError("records")
+        out.append({"step": step, "name": name, "value": _value(r["value"])})
+    return out
 
 
 def _count(v) -> bool:

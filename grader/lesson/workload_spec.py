@@ -4,6 +4,7 @@ schema because it describes what runs in the sandbox, not what the learner reads
 
 from __future__ import annotations
 
+import fnmatch
 from typing import Annotated, Literal
 
 from pydantic import Discriminator, Field, Tag, model_validator
@@ -186,6 +187,12 @@ class Workload(Strict):
         "its code to its last reply: a cap on the budget the grader derives from the trusted runs' own time "
         "(docs/security.md); only ever tightens it",
     )
+    bookkeeping: list[str] = Field(
+        default_factory=list,
+        description="names (or fnmatch globs such as 'model.*.seen') of tensors in the models' state that the "
+        "lesson keeps for its own checks, not weights: parity, overflow, coverage and ranks leave them out; lesson "
+        "checks still see them. Each must match a tensor, and none a parameter an optimizer trains",
+    )
     cuda: WorkloadOverride | None = Field(None, description="what changes when grading on CUDA")
     cpu_amx: WorkloadOverride | None = Field(
         None,
@@ -205,6 +212,10 @@ class Workload(Strict):
             missing = [k for k in ("model", "optimizer", "data") if getattr(self, k) is None]
             raise ValueError(f"the workload needs {', '.join(missing)} (or setup code that builds them)")
         return self
+
+    def is_bookkeeping(self, name: str) -> bool:
+        """Whether the tensor `name` (as parity names it) is one of the lesson's bookkeeping tensors."""
+        return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.bookkeeping)
 
     def for_device(self, kind: str) -> Workload:
         """The workload as graded on `kind` ("cpu", "cpu_amx" or "cuda"), its override applied."""

@@ -210,12 +210,13 @@ class Worker:
         return fn
 
     def steps(self, msg: dict) -> dict:
-        from grader.worker import compiling, forced_overflow, memory, workload
+        from grader.worker import compiling, evidence, forced_overflow, memory, workload
 
         self._backend_flags()
         losses, scales, reply = [], [], {}
         rec = self.recorder
         for step in range(msg["start"], msg["start"] + msg["count"]):
+            evidence.begin(step)  # what the lesson's setup code records from here to the step's end
             try:
                 args = self.problem.arguments(
                     self.spec["exercise"]["entrypoint"]["params"], step, **self.grader_arguments(), **self.prepared
@@ -258,6 +259,7 @@ class Worker:
                     err.payload["events"] = rec.events
                 raise err from None
             finally:
+                records = evidence.end()
                 for hook in hooks:
                     hook.remove()
                 if precision is not None:
@@ -287,6 +289,8 @@ class Worker:
                 reply.setdefault("traces", []).append({"step": step, "events": rec.events, "param_dtypes": dtypes})
             if precision is not None:
                 reply["coverage"] = {"flops": precision.flops, "by_module": precision.by_module}
+            if records:
+                reply.setdefault("records", []).extend(records)
             if mem:
                 reply.setdefault("memory", []).append(mem)
             if census_events is not None:

@@ -13,6 +13,7 @@ loss and every layer's weights."""
 
 from __future__ import annotations
 
+import fnmatch
 import traceback
 from dataclasses import dataclass
 
@@ -197,7 +198,9 @@ def _setup_failure(exc: BaseException, what: str) -> SetupError:
 
 def load_setup(source: str) -> dict:
     """Runs the setup code and returns its namespace, which must define build(seed) and batch(step, seed)."""
-    namespace: dict = {"__name__": "amp_dojo_setup"}
+    from grader.worker.evidence import record
+
+    namespace: dict = {"__name__": "amp_dojo_setup", "record": record}
     try:
         exec(compile(source, SETUP_FILENAME, "exec"), namespace)
     except BaseException as exc:  # noqa: BLE001
@@ -369,9 +372,31 @@ def build_problem(workload: dict, device: torch.device | str = "cpu", optimizers
     (seconds). Setup code builds what it builds."""
     device = torch.device(device)
     with torch.random.fork_rng(devices=[]):
-        if workload.get("setup"):
-            return _from_setup(workload, device)
-        return _shorthand(workload, device, optimizers)
+        problem = _from_setup(workload, device) if workload.get("setup") else _shorthand(workload, device, optimizers)
+    return _check_bookkeeping(problem, workload.get("bookkeeping") or [])
+
+
+def _check_bookkeeping(problem: Problem, patterns: list[str]) -> Problem:
+    """workload.bookkeeping names tensors the built-in checks leave out: each must name one, and none may name a
+    parameter an optimizer trains (or a shorthand model's, which its optimizer trains): that would let a lesson
+    hide training from parity."""
+    names = list(problem.root.state_dict())
+    owned = {id(p) for o in problem.optimizers.values() if o is not None for g in o.param_groups for p in g["params"]}
+    shorthand = not problem.optimizers or any(o is None for o in problem.optimizers.values())
+    trained = {n for n, p in problem.root.named_parameters() if id(p) in owned or (shorthand and p.requires_grad)}
+    for i, pattern in enumerate(patterns):
+        matched = fnmatch.filter(names, pattern)
+        if not matched:
+            raise SetupError(
+                f"workload.bookkeeping[{i}]: {pattern!r} matches no tensor of the models (they hold "
+                f"{', '.join(names[:8])}{', ...' if len(names) > 8 else ''})"
+            )
+        if hidden := [n for n in matched if n in trained]:
+            raise SetupError(
+                f"workload.bookkeeping[{i}]: {pattern!r} matches {hidden[0]!r}, a parameter an optimizer "
+                "trains: bookkeeping tensors are left out of parity, so only buffers and untrained tensors may be"
+            )
+    return problem
 
 
 def initial_state(workload: dict) -> dict[str, torch.Tensor]:
