@@ -72,6 +72,8 @@ def test_lessons_are_ordered_as_taught():
         "ddp_mixed_precision",
         "accelerate",
         "compile_autocast",
+        "channels_last",
+        "lr_scheduler_skips",
         "fp8_training",
     ]
 
