@@ -27,6 +27,7 @@ from grader.judge.protocol import (
     rank_replies,
     step_trace,
 )
+from grader.judge import shards
 from grader.judge.workers import workload_of
 from grader.lesson.schema import Exercise
 from grader.sandboxes.process import WorkerProcess
@@ -70,9 +71,11 @@ def load_params(worker: WorkerProcess) -> dict:
 
 
 def load_rank_params(worker: WorkerProcess) -> list[dict]:
-    """Every rank's parameters, each loaded here from its own reply."""
+    """Every rank's parameters, each loaded here from its own reply; a sharded model's pieces (FSDP2) put
+    together here into each rank's view of the full tensors."""
     reply = worker.request({"cmd": "save"}, max_bytes=worker.params_limit, oversized="error.oversized_params")
-    return [_params(r) for r in rank_replies(worker, reply)]
+    replies = rank_replies(worker, reply)
+    return shards.assemble([_params(r) for r in replies], [r.get("shards") for r in replies])
 
 
 def collect_params(worker: WorkerProcess, data: RunData):

@@ -153,10 +153,11 @@ class Workload(Strict):
         "first step; false leaves them on the CPU for the learner's entrypoint.prepare to "
         "move (e.g. to `device`, then wrap)",
     )
-    libraries: list[Literal["accelerate"]] = Field(
+    libraries: list[Literal["accelerate", "fsdp"]] = Field(
         default_factory=list,
         description="libraries the learner's code uses that the grader imports first and "
-        "traces (accelerate: Accelerator, prepare, accumulate, backward, clip_grad_norm_)",
+        "traces (accelerate: Accelerator, prepare, accumulate, backward, clip_grad_norm_; fsdp: fully_shard and "
+        "its MixedPrecisionPolicy, optimizers built, .to_local() of gradients)",
     )
     step_timeout_s: float | None = Field(
         None,

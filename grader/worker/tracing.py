@@ -21,7 +21,7 @@ class Recorder:
     def __init__(self, submission_path: str, device_type: str, libraries: tuple[str, ...] = ()):
         self.path = submission_path
         self.device_type = device_type
-        self.libraries = tuple(libraries)  # besides torch, what to trace: "accelerate"
+        self.libraries = tuple(libraries)  # besides torch, what to trace: "accelerate", "fsdp"
         self.models: list[torch.nn.Module] = []
         self.events: list[dict] = []
         self.active = False
@@ -74,6 +74,10 @@ class Recorder:
             from grader.worker import tracing_accelerate
 
             replaced += tracing_accelerate.install(self)
+        if "fsdp" in self.libraries:
+            from grader.worker import tracing_fsdp
+
+            replaced += tracing_fsdp.install(self)
         self._snapshot = {(owner, attr): getattr(owner, attr) for owner, attr in self._watched() + replaced}
 
     def _watched(self) -> list[tuple[object, str]]:
