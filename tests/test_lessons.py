@@ -72,6 +72,7 @@ def test_lessons_are_ordered_as_taught():
         "ddp_mixed_precision",
         "accelerate",
         "compile_autocast",
+        "fsdp2_mixed_precision",
     ]
 
 

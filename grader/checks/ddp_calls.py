@@ -45,7 +45,14 @@ def step_rules(events, ctx) -> list[Finding]:
     syncs = [e for e in every(events, "ddp_forward") if e["sync"] and e.get("lesson", True)]
     reduced = [e for e in every(events, "all_reduce") if e.get("on_grad")]
     fsdp = fsdp_calls.sharded(ctx.get("prepare_events", []))  # FSDP2 reduces the gradients of what it shards
-    if ctx.get("ranks", 1) > 1 and not syncs and not reduced and not fsdp and backwards(events) and not ctx.get("partial"):
+    if (
+        ctx.get("ranks", 1) > 1
+        and not syncs
+        and not reduced
+        and not fsdp
+        and backwards(events)
+        and not ctx.get("partial")
+    ):
         out += _not_synchronised(events, ctx)
     if len(syncs) > 1:
         out.append(

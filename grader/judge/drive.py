@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from grader.checks import overflow
+from grader.judge import shards
 from grader.judge.protocol import (
     StepFailure,
     _census,
@@ -27,7 +28,6 @@ from grader.judge.protocol import (
     rank_replies,
     step_trace,
 )
-from grader.judge import shards
 from grader.judge.workers import workload_of
 from grader.lesson.schema import Exercise
 from grader.sandboxes.process import WorkerProcess
