@@ -40,7 +40,7 @@ def policy_fields(policy) -> dict:
 
 
 def whose(rec, module) -> str:
-    """ "root" for one of the lesson's models, "block" for a module inside one, "other" for anything else."""
+    """Whose module it is: "root" for one of the lesson's models, "block" for a module inside one, "other" else."""
     if any(module is m for m in rec.models):
         return "root"
     if isinstance(module, nn.Module) and any(module is sub for m in rec.models for sub in m.modules()):

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
-MAX_NORM = 0.1
+MAX_NORM = 0.5
 
 
 def prepare(model, device, world_size):
@@ -18,7 +18,7 @@ def prepare(model, device, world_size):
     for block in model[:-1]:
         fully_shard(block, mesh=mesh, mp_policy=policy)
     fully_shard(model, mesh=mesh, mp_policy=policy)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     return model, optimizer
 
 
