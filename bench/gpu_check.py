@@ -82,8 +82,11 @@ def fmt(value, spec=".3g") -> str:
 def ranked_notes(rows: list[dict], device: str) -> list[str]:
     """How the lessons that run as several ranks (DDP, FSDP2) were run here: nccl needs a GPU per rank, else
     the ranks share one GPU over gloo. Their CUDA workloads are uncalibrated until a run like this one says so."""
-    ranked = sorted({r["lesson"] for r in rows if load_all()[r["lesson"]].workload.ranks > 1})
-    if not ranked or not device.startswith("cuda"):
+    if not device.startswith("cuda"):
+        return []
+    lessons = load_all()
+    ranked = sorted({r["lesson"] for r in rows if r["lesson"] in lessons and lessons[r["lesson"]].workload.ranks > 1})
+    if not ranked:
         return []
     gpus = torch.cuda.device_count()
     how = "nccl, one GPU per rank" if gpus >= 2 else "gloo, every rank on the one GPU (nccl needs one GPU per rank)"
