@@ -1,7 +1,7 @@
 # expect-status: fail
 # expect-check: parity=pass
 # expect-check: ranks=pass
-# expect-finding: fsdp_reduce_16bit line=17
+# expect-finding: fsdp_reduce_16bit line=19
 # No reduce_dtype: the gradients are reduce-scattered in param_dtype (bfloat16). The loss curve looks fine
 # and parity passes; only the policy shows it.
 import torch

@@ -1,8 +1,7 @@
-# expect-status: fail
-# expect-check: ranks=fail
-# expect-finding: fsdp_root_not_sharded line=18
-# The blocks are sharded but not the root: the output layer stays whole on each rank and its gradients are
-# never averaged, so the ranks drift apart.
+# expect-status: error
+# expect-finding: fsdp_root_not_sharded line=17
+# The blocks are sharded but not the root: the output layer stays a float32 module outside any FSDP unit,
+# gets the last block's bfloat16 output and raises; the trace names the missing root call.
 import torch
 import torch.nn.functional as F
 from torch.distributed.device_mesh import init_device_mesh
