@@ -79,6 +79,20 @@ def fmt(value, spec=".3g") -> str:
     return "-" if value is None else format(value, spec)
 
 
+def ranked_notes(rows: list[dict], device: str) -> list[str]:
+    """How the lessons that run as several ranks (DDP, FSDP2) were run here: nccl needs a GPU per rank, else
+    the ranks share one GPU over gloo. Their CUDA workloads are uncalibrated until a run like this one says so."""
+    if not device.startswith("cuda"):
+        return []
+    lessons = load_all()
+    ranked = sorted({r["lesson"] for r in rows if r["lesson"] in lessons and lessons[r["lesson"]].workload.ranks > 1})
+    if not ranked:
+        return []
+    gpus = torch.cuda.device_count()
+    how = "nccl, one GPU per rank" if gpus >= 2 else "gloo, every rank on the one GPU (nccl needs one GPU per rank)"
+    return [f"\nRanked lessons ({', '.join(ranked)}) ran over {how}; {gpus} GPU(s) seen. Uncalibrated before this run."]
+
+
 def report(rows: list[dict], skipped: dict[str, str], device: str, args) -> str:
     name = torch.cuda.get_device_name(device) if device.startswith("cuda") else bf16_support().describe()
     head = [
@@ -118,6 +132,7 @@ def report(rows: list[dict], skipped: dict[str, str], device: str, args) -> str:
         lines.append("| " + " | ".join(cells) + " |")
     for sandbox, why in skipped.items():
         lines.append(f"\nNot run in the {sandbox} sandbox: {why}")
+    lines += ranked_notes(rows, device)
     errors = [f"- {r['lesson']} ({r['sandbox']}): {e}" for r in rows for e in r["errors"]]
     if errors:
         lines += ["", "Errors:", *errors]

@@ -75,6 +75,7 @@ def test_lessons_are_ordered_as_taught():
         "channels_last",
         "lr_scheduler_skips",
         "fp8_training",
+        "fsdp2_mixed_precision",
     ]
 
 

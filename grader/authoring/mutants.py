@@ -184,11 +184,14 @@ MUTANTS = [
     ),
     Mutant(
         "no_allreduce",
-        "the gradients are never averaged across the ranks (every backward as if in no_sync())",
+        "the gradients are never averaged across the ranks (every backward as if in DDP's no_sync(), or after "
+        "FSDP2's set_requires_gradient_sync(False))",
         lambda ex: ex.workload.ranks > 1 and _has("model")(ex),
         "s['sync'] = getattr(T, 'require_backward_grad_sync', None)\n"
-        "if s['sync'] is not None: T.require_backward_grad_sync = False",
-        "if s['sync'] is not None: T.require_backward_grad_sync = s['sync']",
+        "if s['sync'] is not None: T.require_backward_grad_sync = False\n"
+        "if hasattr(T, 'set_requires_gradient_sync'): T.set_requires_gradient_sync(False)",
+        "if s['sync'] is not None: T.require_backward_grad_sync = s['sync']\n"
+        "if hasattr(T, 'set_requires_gradient_sync'): T.set_requires_gradient_sync(True)",
         over="model",
     ),
     Mutant(

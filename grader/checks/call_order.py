@@ -4,7 +4,7 @@ trace gives the learner's line."""
 
 from __future__ import annotations
 
-from grader.checks import accelerate_calls, ddp_calls
+from grader.checks import accelerate_calls, ddp_calls, fsdp_calls
 from grader.checks.events import BACKWARDS, backwards, every, first
 from grader.results import FAIL, PASS, CheckResult, Finding, finding, message_of
 from grader.wording.catalog import say
@@ -229,9 +229,10 @@ def zeroed_before_step(events, ctx) -> list[Finding]:
     return []
 
 
-# Rules for the calls of libraries over torch's AMP (grader/worker/tracing_distributed.py, tracing_accelerate.py): each
+# Rules for the calls of libraries over torch's AMP (grader/worker/tracing_distributed.py, tracing_accelerate.py,
+# tracing_fsdp.py): each
 # module has prepare_rules(trace, ctx), for what the learner's prepare did once, and step_rules(events, ctx).
-LIBRARY_RULES = (ddp_calls, accelerate_calls)
+LIBRARY_RULES = (ddp_calls, accelerate_calls, fsdp_calls)
 
 
 def diagnose(traces: list[dict], ctx: dict) -> list[Finding]:

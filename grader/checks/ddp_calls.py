@@ -8,6 +8,7 @@ steps or updates makes the ranks drift apart."""
 
 from __future__ import annotations
 
+from grader.checks import fsdp_calls
 from grader.checks.events import backwards, every, first
 from grader.results import Finding, finding
 
@@ -43,7 +44,15 @@ def step_rules(events, ctx) -> list[Finding]:
     n, out = ctx.get("micro_batches", 1), []
     syncs = [e for e in every(events, "ddp_forward") if e["sync"] and e.get("lesson", True)]
     reduced = [e for e in every(events, "all_reduce") if e.get("on_grad")]
-    if ctx.get("ranks", 1) > 1 and not syncs and not reduced and backwards(events) and not ctx.get("partial"):
+    fsdp = fsdp_calls.sharded(ctx.get("prepare_events", []))  # FSDP2 reduces the gradients of what it shards
+    if (
+        ctx.get("ranks", 1) > 1
+        and not syncs
+        and not reduced
+        and not fsdp
+        and backwards(events)
+        and not ctx.get("partial")
+    ):
         out += _not_synchronised(events, ctx)
     if len(syncs) > 1:
         out.append(

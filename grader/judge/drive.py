@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from grader.checks import overflow
+from grader.judge import shards
 from grader.judge.protocol import (
     MAX_RECORDS_PER_RUN,
     StepFailure,
@@ -76,9 +77,11 @@ def load_params(worker: WorkerProcess) -> dict:
 
 
 def load_rank_params(worker: WorkerProcess) -> list[dict]:
-    """Every rank's parameters, each loaded here from its own reply."""
+    """Every rank's parameters, each loaded here from its own reply; a sharded model's pieces (FSDP2) put
+    together here into each rank's view of the full tensors."""
     reply = worker.request({"cmd": "save"}, max_bytes=worker.params_limit, oversized="error.oversized_params")
-    return [_params(r) for r in rank_replies(worker, reply)]
+    replies = rank_replies(worker, reply)
+    return shards.assemble([_params(r) for r in replies], [r.get("shards") for r in replies])
 
 
 def collect_params(worker: WorkerProcess, data: RunData):

@@ -81,6 +81,7 @@ def _ctx(exercise: Exercise, kind: str, amp_dtype: str) -> dict:
         "amp_dtype": amp_dtype,
         "micro_batches": micro_batch_count(exercise, kind),
         "ranks": exercise.workload.ranks,
+        "fsdp": "fsdp" in exercise.workload.libraries,
     }
 
 

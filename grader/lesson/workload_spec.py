@@ -168,11 +168,12 @@ class Workload(Strict):
         "first step; false leaves them on the CPU for the learner's entrypoint.prepare to "
         "move (e.g. to `device`, then wrap)",
     )
-    libraries: list[Literal["accelerate", "torchao"]] = Field(
+    libraries: list[Literal["accelerate", "torchao", "fsdp"]] = Field(
         default_factory=list,
         description="libraries the learner's code uses that the grader imports first and "
         "traces (accelerate: Accelerator, prepare, accumulate, backward, clip_grad_norm_; "
-        "torchao: convert_to_float8_training and each Float8Linear forward)",
+        "torchao: convert_to_float8_training and each Float8Linear forward; fsdp: fully_shard and "
+        "its MixedPrecisionPolicy, optimizers built, .to_local() of gradients)",
     )
     step_timeout_s: float | None = Field(
         None,

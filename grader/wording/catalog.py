@@ -21,6 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from grader.wording.catalog_checks import CHECKS
+from grader.wording.catalog_fsdp import FSDP
 from grader.wording.catalog_timing import TIMING
 from grader.wording.locales import choose, format_in
 
@@ -29,6 +30,7 @@ LANGS = ("en", "it", "id")
 
 EN: dict[str, str | dict[str, str]] = {
     **CHECKS,  # the checks' messages and findings (grader/wording/catalog_checks.py)
+    **FSDP,  # FSDP2's findings (grader/wording/catalog_fsdp.py)
     **TIMING,  # speedup, step_time and the CPU's kind (grader/wording/catalog_timing.py)
     # -- a submission's errors (the kind stays in the result for tools) ----------------------------------
     "error.at_line": "line {line}: {message}",
@@ -70,6 +72,7 @@ EN: dict[str, str | dict[str, str]] = {
     "holds: did the code add tensors to the model?",
     "error.params_unreadable": "the saved parameters could not be read",
     "error.params_not_tensors": "the saved parameters are not a dict of float tensors",
+    "error.params_shards": "the ranks' saved pieces of parameter {name!r} do not make up one whole tensor",
     "error.cancelled": "the grading was cancelled before it finished",
     # -- measured values against their thresholds (grader/wording/phrases.py) --------------------------------------
     "measure.needs": "needs {x}",

@@ -341,10 +341,13 @@ class Worker:
     def save(self, msg: dict) -> dict:
         import torch
 
-        state = self.problem.state()
+        state, layouts = self.problem.saved()
         buffer = io.BytesIO()
         torch.save(state, buffer)
-        return {"params": base64.b64encode(buffer.getvalue()).decode("ascii")}
+        reply = {"params": base64.b64encode(buffer.getvalue()).decode("ascii")}
+        if layouts:  # one rank's pieces of sharded parameters: the grading process puts them together
+            reply["shards"] = layouts
+        return reply
 
 
 class _null:

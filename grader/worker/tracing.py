@@ -22,7 +22,7 @@ class Recorder:
     def __init__(self, submission_path: str, device_type: str, libraries: tuple[str, ...] = ()):
         self.path = submission_path
         self.device_type = device_type
-        self.libraries = tuple(libraries)  # besides torch, what to trace: "accelerate"
+        self.libraries = tuple(libraries)  # besides torch, what to trace: "accelerate", "fsdp"
         self.models: list[torch.nn.Module] = []
         self.events: list[dict] = []
         self.active = False
@@ -79,6 +79,10 @@ class Recorder:
             from grader.worker import tracing_torchao
 
             replaced += tracing_torchao.install(self)
+        if "fsdp" in self.libraries:
+            from grader.worker import tracing_fsdp
+
+            replaced += tracing_fsdp.install(self)
         self._snapshot = {(owner, attr): getattr(owner, attr) for owner, attr in self._watched() + replaced}
 
     def _watched(self) -> list[tuple[object, str]]:

@@ -307,7 +307,15 @@ class Problem:
         return self.data(step)
 
     def state(self) -> dict[str, torch.Tensor]:
-        return {k: v.detach().to("cpu", torch.float32).clone() for k, v in self.root.state_dict().items()}
+        return self.saved()[0]
+
+    def saved(self) -> tuple[dict[str, torch.Tensor], dict]:
+        """The weights as float32 CPU tensors, and the layout of those that are one rank's piece of a sharded
+        parameter (FSDP2; grader/worker/sharded.py)."""
+        from grader.worker.sharded import local_pieces
+
+        pieces, layouts = local_pieces(self.root.state_dict())
+        return {k: v.detach().to("cpu", torch.float32).clone() for k, v in pieces.items()}, layouts
 
     def arguments(self, params: list[str], step: int | None, **grader_args) -> list:
         """The positional arguments of the learner's entrypoint, by name. With `rank` and `world_size` among the
