@@ -225,6 +225,8 @@ def test_a_lesson_sets_every_scaler_factor_and_the_steps_that_overflow(graded):
     assert result.status == "pass", result.to_dict()
     # every good step multiplies the scale by 4, each forced overflow (steps 1 and 4) by 0.25
     assert result.plots["scale"] == [1024.0, 256.0, 1024.0, 4096.0, 1024.0, 4096.0, 16384.0]
+    # the scale chart marks both forced overflows, not only the first
+    assert result.plots["scale_overflows"] == [{"step": 1, "scale": 256.0}, {"step": 4, "scale": 1024.0}]
 
 
 def test_overflow_steps_must_be_distinct_and_leave_a_step_after_the_last():

@@ -18,9 +18,11 @@ def plots(sub: RunData, base: RunData, timing) -> dict:
     data = {"loss": {"submission": _plotted(sub.losses), "baseline": _plotted(base.losses)}}
     if sub.scales:
         data["scale"] = sub.scales
-    o = sub.overflow
-    if o is not None and o["scale_after"] is not None:  # the step the grader made overflow, and its scale after
-        data["scale_overflow"] = {"step": o["step"], "scale": o["scale_after"]}
+    # the steps the grader made overflow, each with its scale after; `scale_overflow`, the first, for older readers
+    forced = [{"step": o["step"], "scale": o["scale_after"]} for o in sub.overflows if o["scale_after"] is not None]
+    if forced:
+        data["scale_overflows"] = forced
+        data["scale_overflow"] = forced[0]
     if sub.memory and base.memory:
         data["memory"] = {
             "submission_bytes": memory.whole_run_peak(sub.memory),

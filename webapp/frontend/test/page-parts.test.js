@@ -81,6 +81,15 @@ test("the scale chart marks the overflow the grader forced, and counts back-offs
   assert.deepEqual(scaleChart([8, 8], { step: 2, scale: 4 }).series[0].values, [[0, 8], [1, 8], [2, 4]]);
 });
 
+test("the scale chart marks every overflow the grader forced, not only the first", () => {
+  const spec = scaleChart([1024, 2048, 1024, 1024, 512, 1024],
+    [{ step: 2, scale: 1024 }, { step: 4, scale: 512 }]);
+  assert.deepEqual(spec.markers.map((m) => [m.x, m.label]), [
+    [1, "grew"], [2, "overflow forced by the grader"], [4, "overflow forced by the grader"], [5, "grew"],
+  ]);
+  assert.equal(spec.title, "GradScaler scale (backed off 2×, grew 2×)");
+});
+
 test("the profile chart leaves out what this device cannot count, and says so", () => {
   const spec = profileChart({ given: { per_step: { host_sync: 3, float32_matmul: 2, host_device_copy: null } },
                               submission: { per_step: { host_sync: 0, float32_matmul: 0 } } });

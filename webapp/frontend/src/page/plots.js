@@ -26,7 +26,9 @@ export function resultCharts(plots) {
       series: [{ name: tr("your loss minus FP32 loss"), color: COLORS.submission, values: lossDifference(base, mine) }],
     }]);
   }
-  if (plots.scale && plots.scale.length) charts.push(["line", scaleChart(plots.scale, plots.scale_overflow)]);
+  if (plots.scale && plots.scale.length) {
+    charts.push(["line", scaleChart(plots.scale, plots.scale_overflows || plots.scale_overflow)]);
+  }
   if (plots.timing && plots.timing.baseline_s && plots.timing.baseline_s.length) {
     charts.push(["bar", {
       title: tr("Time per {n} steps (median)", { n: plots.timing.steps_per_block }), unit: "s",
@@ -75,11 +77,13 @@ export function profileChart(profile) {
 }
 
 /* The loss scale per step, with each change marked: a back-off (an overflow: the step was skipped) or a
-   growth; the step the grader made overflow on purpose is marked as such. */
+   growth; each step the grader made overflow on purpose is marked as such. `forced` is the list of those
+   steps, {step, scale} each (a result from before lessons could force several: one of them, or none). */
 export function scaleChart(scales, forced) {
   const points = scales.map((v, i) => [i, v]);
-  // The grader forces the overflow on a step inside the window (older results: on the step after it).
-  if (forced && forced.step >= points.length) points.push([forced.step, forced.scale]);
+  const forcedSteps = Array.isArray(forced) ? forced : forced ? [forced] : [];
+  // The grader forces the overflows on steps inside the window (older results: on the step after it).
+  for (const f of forcedSteps) if (f.step >= points.length) points.push([f.step, f.scale]);
   const markers = [];
   let backoffs = 0;
   let growths = 0;
@@ -88,7 +92,7 @@ export function scaleChart(scales, forced) {
     const down = p[1] < points[i - 1][1];
     if (down) backoffs++;
     else growths++;
-    const isForced = forced && p[0] === forced.step;
+    const isForced = forcedSteps.some((f) => f.step === p[0]);
     const label = isForced ? tr("overflow forced by the grader") : down ? tr("backed off") : tr("grew");
     markers.push({
       x: p[0], color: down ? "#b91c1c" : COLORS.scale, label,
