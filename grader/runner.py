@@ -234,7 +234,7 @@ def run(
     if result.error is None:
         if cut:  # judged as the window of steps before the overflowed one, the trusted runs' too
             base, ref = (window(r, sub_data.overflow["step"]) if r is not None else None for r in (base, ref))
-        evidence = Evidence(base, ref, start.state, start.layers, given, source, given_timing, start.buffers)
+        evidence = Evidence(base, ref, start.state, start.layers, given, source, given_timing, start.untrained)
         result.checks = judged(
             lambda: evaluate(exercise, kind, result.amp_dtype, static_findings, sub_data, evidence, timing, speed),
             result,

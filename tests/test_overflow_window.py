@@ -3,6 +3,7 @@ baseline by skipping it), so the steps after it are judged as the recovery, and 
 the scale grow inside the window."""
 
 import math
+from types import SimpleNamespace
 
 import pytest
 from conftest import SUBMISSIONS
@@ -87,3 +88,49 @@ def test_batchnorm_statistics_moved_by_a_skipped_steps_forward_are_no_applied_st
     result = runner.run(exercise, exercise.reference, device="cpu", launcher=launcher)
     assert result.check("overflow").status == "pass", result.check("overflow").to_dict()
     assert result.status == "pass", result.to_dict()
+
+
+EMA_SETUP = """
+import copy
+import torch
+from torch import nn
+
+
+def build(seed):
+    model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Linear(8, 2))
+    return {"model": model, "ema": copy.deepcopy(model), "optimizer": torch.optim.SGD(model.parameters(), lr=0.1)}
+
+
+def batch(step, seed):
+    return {"inputs": torch.randn(4, 4, generator=torch.Generator().manual_seed(step))}
+"""
+
+
+def test_only_what_an_optimizer_trains_tells_an_applied_overflow_step():
+    """An EMA copy no optimizer holds may move on a skipped step (a lesson's own check judges that); the inf
+    gradients can only reach the weights through an optimizer, so the overflow check looks at those alone."""
+    from grader.checks import overflow
+    from grader.judge.workers import untrained
+    from grader.worker.workload import build_problem
+
+    problem = build_problem({"seed": 0, "setup": EMA_SETUP})
+    skipped = untrained(problem)
+    assert {"ema.0.weight", "ema.2.bias", "model.1.running_mean", "ema.1.running_var"} <= skipped
+    assert not any(name.startswith("model.") and not name.startswith("model.1.") for name in skipped)
+
+    before = problem.state()
+    ema_moved = {k: v + 1 if k.startswith("ema.") else v for k, v in before.items()}
+    trained_again = {k: v + 1 if k == "model.0.weight" else v for k, v in ema_moved.items()}
+    record = {"step": 1, "before": before, "after": ema_moved, "scale_before": 4.0, "scale_after": 2.0}
+    assert overflow.check(SimpleNamespace(weight=1.0), [record], trained_again, 3, skipped).status == "pass"
+    assert overflow.check(SimpleNamespace(weight=1.0), [record], trained_again, 3).status == "fail"
+
+
+def test_every_parameter_counts_as_trained_where_the_setup_builds_no_optimizer():
+    """The learner's prepare builds it (after wrapping or sharding): the grader cannot tell, so it judges all."""
+    from grader.judge.workers import untrained
+    from grader.worker.workload import build_problem
+
+    setup = EMA_SETUP.replace(', "optimizer": torch.optim.SGD(model.parameters(), lr=0.1)', "")
+    problem = build_problem({"seed": 0, "setup": setup})
+    assert untrained(problem) == {name for name, _ in problem.root.named_buffers()}

@@ -19,20 +19,21 @@ from grader.results import FAIL, PASS, CheckResult, finding, message_of
 from grader.wording.catalog import say
 
 
-def changed(before: dict, after: dict, buffers=frozenset()) -> list[str]:
-    """The tensors that differ, leaving out `buffers`: a forward moves BatchNorm's running statistics on a
-    skipped step too, so only parameters tell whether a step was applied or trained again."""
+def changed(before: dict, after: dict, untrained=frozenset()) -> list[str]:
+    """The tensors that differ, leaving out `untrained`: a forward moves BatchNorm's running statistics on a
+    skipped step too, and a tensor no optimizer holds (an EMA copy) is the lesson's own business; only the
+    parameters an optimizer trains tell whether a step was applied or trained again."""
     return [
         k
         for k, v in before.items()
-        if k not in buffers and (k not in after or after[k].shape != v.shape or not torch.equal(after[k], v))
+        if k not in untrained and (k not in after or after[k].shape != v.shape or not torch.equal(after[k], v))
     ]
 
 
-def check(spec, overflows: list[dict], final: dict, steps: int, buffers=frozenset()) -> CheckResult:
+def check(spec, overflows: list[dict], final: dict, steps: int, untrained=frozenset()) -> CheckResult:
     """`overflows` are the submission's overflowed steps (grader/judge/drive.py), in order: each with its weights
     and scale before and after, or the error it raised; `final` the weights after the last of the `steps`
-    compared steps. A run cut at one of them ends its list there. `buffers` are the models' buffers by name."""
+    compared steps. A run cut at one of them ends its list there. `untrained` are the tensors no optimizer trains, by name."""
     raised = next((o for o in overflows if o.get("error")), None)
     if raised is not None:
         return _raised(spec, raised["step"], raised["error"])
@@ -41,10 +42,10 @@ def check(spec, overflows: list[dict], final: dict, steps: int, buffers=frozense
         # where the weights are next looked at: before the next overflowed step, or after the last step
         later = overflows[i + 1] if i + 1 < len(overflows) else None
         next_seen = later["before"] if later else final
-        found, figures = _one_step(o, next_seen, (later["step"] if later else steps) - 1, buffers)
+        found, figures = _one_step(o, next_seen, (later["step"] if later else steps) - 1, untrained)
         said += found
         if shown is None and (found or i == len(overflows) - 1):
-            shown = figures if found else _one_step(overflows[0], final, -1, buffers)[1]
+            shown = figures if found else _one_step(overflows[0], final, -1, untrained)[1]
     measured = {**shown, "steps": [o["step"] for o in overflows]}
     if said:
         findings = [finding(s.key.split(".")[0], key=s.key, **s.params) for s in said]
@@ -62,11 +63,11 @@ def check(spec, overflows: list[dict], final: dict, steps: int, buffers=frozense
     )
 
 
-def _one_step(o: dict, next_seen: dict, last: int, buffers=frozenset()) -> tuple[list, dict]:
+def _one_step(o: dict, next_seen: dict, last: int, untrained=frozenset()) -> tuple[list, dict]:
     """What is wrong with one overflowed step: weights it changed, a scale that did not back off, and no step
     up to `last` (the step before the weights are next looked at, as `next_seen`) that trained again."""
     step = o["step"]
-    moved = changed(o["before"], o["after"], buffers)
+    moved = changed(o["before"], o["after"], untrained)
     nan = [k for k in moved if k in o["after"] and not bool(torch.isfinite(o["after"][k]).all())]
     scale_before, scale_after = o["scale_before"], o["scale_after"]
     measured = {
@@ -84,7 +85,7 @@ def _one_step(o: dict, next_seen: dict, last: int, buffers=frozenset()) -> tuple
         said.append(say("scale_unknown"))
     elif not scale_after < scale_before:
         said.append(say("scale_not_backed_off", scale=scale_after))
-    if not moved and step < last and not changed(o["after"], next_seen, buffers):
+    if not moved and step < last and not changed(o["after"], next_seen, untrained):
         said.append(say("not_recovered", step=step, later=last - step))
     return said, measured
 

@@ -121,15 +121,16 @@ class ForcedOverflow:
     steps: tuple[int, ...]
     how: str = "overflow"
     bookkeeping: tuple[str, ...] = ()  # the lesson's bookkeeping tensors: a skipped step may change them
-    buffers: frozenset = frozenset()  # the models' buffers: the skipped step's forward moved running statistics
+    untrained: frozenset = frozenset()  # buffers, and parameters no optimizer holds (grader/judge/workers.py)
 
     def weights(self, params: dict) -> dict:
-        """The tensors whose change means the step applied its inf gradients: the parameters, without the
-        bookkeeping ones. A buffer is no weight: a correct skipped step still ran BatchNorm's forward."""
+        """The tensors whose change means the step applied its inf gradients: the parameters an optimizer trains,
+        without the bookkeeping ones. A buffer is no weight (a correct skipped step still ran BatchNorm's
+        forward), and a tensor no optimizer holds (an EMA copy) cannot take the inf through the optimizer."""
         return {
             k: v
             for k, v in params.items()
-            if k not in self.buffers and not any(fnmatch.fnmatchcase(k, p) for p in self.bookkeeping)
+            if k not in self.untrained and not any(fnmatch.fnmatchcase(k, p) for p in self.bookkeeping)
         }
 
     @property
@@ -144,7 +145,7 @@ class ForcedOverflow:
             return None
         steps = tuple(spec.steps(workload_of(exercise, device).steps))
         how = "skip" if role == "baseline" else "overflow"
-        return cls(steps, how, tuple(exercise.workload.bookkeeping), starting_point(exercise, device).buffers)
+        return cls(steps, how, tuple(exercise.workload.bookkeeping), starting_point(exercise, device).untrained)
 
 
 RAISED = ("exception",)  # what a step that raised on the forced overflow ends as (not a timeout, not memory)

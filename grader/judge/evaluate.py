@@ -115,7 +115,7 @@ class Evidence:
     given: RunData | None = None  # a profiling lesson: the grader's own run of the given step (its starter)
     source: str = ""  # the submission's source, read (never run) by checks that look at what it declares
     given_timing: TimingResult | None = None  # the fixed step timed against the given step
-    buffers: frozenset = frozenset()  # the models' buffers, by name: no weights for the overflow check
+    untrained: frozenset = frozenset()  # tensors no optimizer trains, by name: the overflow check leaves them out
 
 
 def closeness(sub: RunData, ev: Evidence, near: float) -> dict | None:
@@ -201,7 +201,7 @@ def evaluate(
         elif spec.id == "memory":
             out.append(memory.check(spec, kind, sub.memory, base.memory))
         elif spec.id == "overflow":
-            out.append(overflow.check(spec, sub.overflows, sub.params, len(sub.losses), ev.buffers))
+            out.append(overflow.check(spec, sub.overflows, sub.params, len(sub.losses), ev.untrained))
         elif cut_at_overflow(sub) and spec.id in ("speedup", "step_time"):
             key = "check.not_run_overflow" if raised_on_overflow(sub) else "check.not_run_overflow_applied"
             out.append(CheckResult(spec.id, ERROR, say(key, step=sub.overflow["step"]), weight=spec.weight))

@@ -83,8 +83,9 @@ class Start:
 
     state: dict
     layers: dict
-    # the models' buffers (BatchNorm's running statistics, ...): a forward changes them, a skipped step may too
-    buffers: frozenset = frozenset()
+    # the tensors no optimizer trains, by name: buffers (BatchNorm's running statistics, which a skipped step's
+    # forward moves) and parameters no optimizer of the lesson's setup holds (an EMA copy of the weights)
+    untrained: frozenset = frozenset()
 
 
 def starting_point(exercise: Exercise, device: str) -> Start:
@@ -99,9 +100,20 @@ def starting_point(exercise: Exercise, device: str) -> Start:
             raise lesson_setup_error(exercise, exc.message) from None
         if unprovided := problem.unprovided_by(exercise.entrypoint.model_dump()):
             raise lesson_setup_error(exercise, unprovided)
-        buffers = frozenset(name for name, _ in problem.root.named_buffers())
-        _START_CACHE[key] = Start(problem.state(), layers.describe(problem.root), buffers)
+        _START_CACHE[key] = Start(problem.state(), layers.describe(problem.root), untrained(problem))
     return _START_CACHE[key]
+
+
+def untrained(problem: workload.Problem) -> frozenset:
+    """What no optimizer can change, so that only the learner's other code moves it: buffers, and parameters
+    that none of the setup's optimizers holds. Where the setup builds no optimizer (the learner's prepare does,
+    after wrapping or sharding) or a shorthand one not built here, every parameter counts as trained."""
+    buffers = {name for name, _ in problem.root.named_buffers()}
+    optimizers = list(problem.optimizers.values())
+    if not optimizers or any(o is None for o in optimizers):
+        return frozenset(buffers)
+    held = {id(p) for o in optimizers for g in o.param_groups for p in g["params"]}
+    return frozenset(buffers | {name for name, p in problem.root.named_parameters() if id(p) not in held})
 
 
 def workload_of(exercise: Exercise, device: str):
