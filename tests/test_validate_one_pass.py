@@ -88,3 +88,24 @@ def test_a_graded_problem_is_printed_at_its_line_too_inside_the_reference(tmp_pa
     # the coverage check makes the reference a trusted run too: its error is the lesson's, at the line that raised
     said = [p for p in report.problems if p.startswith(f"{path}:{line}: ")]
     assert said and "reference solution" in said[0] and "the reference breaks here" in said[0], report.problems
+
+
+def test_a_misspelt_field_does_not_hide_the_rest_of_its_section(tmp_path):
+    """A misspelt name in workload.amp used to make the whole workload unknown: its setup's errors, the rules
+    that read workload.steps and the warnings came only in a later round."""
+    text = (FIXTURES.parent.parent / "exercises" / "lr_scheduler_skips.yaml").read_text()
+    for old, new in (
+        ("growth_interval: 2}", "growth_intervall: 2}"),
+        ("        model = mlp(IN, 256, 256, CLASSES)\n", "        model = mlpp(IN, 256, 256, CLASSES)\n"),
+        ("    at_step: [3, 5]\n", "    at_step: [3, 7]\n"),
+    ):
+        assert old in text
+        text = text.replace(old, new, 1)
+    path = tmp_path / "lr_scheduler_skips.yaml"
+    path.write_text(text)
+    report = validate_file(path, grade=False)
+    line = {k: next(n for n, ln in enumerate(text.splitlines(), 1) if k in ln) for k in ("intervall", "mlpp", "[3, 7]")}
+    said = "\n".join(report.problems)
+    assert f":{line['intervall']}: workload.amp.growth_intervall: unknown field" in said
+    assert f":{line['mlpp']}: workload.setup: " in said and "name 'mlpp' is not defined" in said
+    assert f":{line['[3, 7]']}: checks[" in said and "].at_step: 7 leaves no step after it" in said

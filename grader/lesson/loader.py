@@ -4,6 +4,7 @@ locations are mapped back onto the YAML nodes they came from."""
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 import typing
@@ -204,18 +205,47 @@ def _one_per_mistake(errors: list[dict]) -> list[dict]:
 
 
 def _partial(data: dict, wrong: set) -> Exercise:
-    """The exercise built from its valid fields only (the others left unset)."""
+    """The exercise built from its valid fields only (the others left unset). A field whose only fault is a
+    misspelt name inside it (`workload.amp.growth_intervall`) is kept without that name, so that what depends on
+    it (its setup code, the rules across fields, the warnings) is still checked in the same pass."""
     fields = {}
     for name, info in Exercise.model_fields.items():
-        if name in wrong or name not in data:
-            if name not in wrong and not info.is_required():
+        if name not in data:
+            if not info.is_required():
                 fields[name] = info.get_default(call_default_factory=True)
             continue
-        try:
-            fields[name] = TypeAdapter(info.annotation).validate_python(data[name])
-        except ValidationError:
-            continue
+        value = _without_unknown_fields(info.annotation, data[name])
+        if value is not None:
+            fields[name] = value
     return Exercise.model_construct(**fields)
+
+
+def _without_unknown_fields(annotation, value, tries: int = 20):
+    """`value` validated, after dropping the fields its model does not know, one error at a time; None where
+    any other error remains (a wrong value is never replaced by a default that could mislead a rule)."""
+    value = copy.deepcopy(value)
+    for _ in range(tries):
+        try:
+            return TypeAdapter(annotation).validate_python(value)
+        except ValidationError as exc:
+            unknown = [e["loc"] for e in exc.errors() if e["type"] == "extra_forbidden"]
+            if len(unknown) != len(exc.errors()) or not all(_drop(value, loc) for loc in unknown):
+                return None
+    return None
+
+
+def _drop(value, loc: tuple) -> bool:
+    """Deletes the key at `loc` (whose parts may include a union's tag, which is no key of the data)."""
+    parts = [p for p in loc[:-1]]
+    for part in parts:
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and isinstance(part, int) and part < len(value):
+            value = value[part]
+    if isinstance(value, dict) and loc and loc[-1] in value:
+        del value[loc[-1]]
+        return True
+    return False
 
 
 def _rule_errors(partial: Exercise) -> list[dict]:

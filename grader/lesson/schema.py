@@ -202,11 +202,14 @@ class Exercise(Strict):
             steps = min(self.workload.for_device(kind).steps for kind in ("cpu", "cpu_amx", "cuda"))
             if (last := over.steps(steps)[-1]) >= steps - 1:
                 raise ValueError(
-                    f"checks: overflow.at_step {last} leaves no step after it to grade the "
+                    f"checks[{self.checks.index(over)}].at_step: {last} leaves no step after it to grade the "
                     f"recovery: the window has {steps} steps (0 to {steps - 1}); use at most {steps - 2}"
                 )
-        if self.check("speedup") and self.check("step_time"):
-            raise ValueError("speedup and step_time both time the submission's steps: keep one of them")
+        if self.check("speedup") and (timed := self.check("step_time")):
+            raise ValueError(
+                f"checks[{self.checks.index(timed)}]: speedup and step_time both time the submission's steps: "
+                "keep one of them"
+            )
         return self
 
     @model_validator(mode="after")
