@@ -76,3 +76,15 @@ def test_trace_events_keep_only_plain_bounded_fields():
     assert out["line"] == 1 and len(out["name"]) < protocol.MAX_EVENT_STRING_CHARS + 50
     assert len(out["in_dtypes"]) == protocol.MAX_EVENT_LIST and out["big"] is None and out["nested"] is None
     assert len(out) <= protocol.MAX_EVENT_FIELDS + 2
+
+
+def test_a_list_of_flat_records_in_an_event_is_kept_bounded_and_never_deeper():
+    """A conversion names its modules as records ({"name", "in", "out"}); they reached the lesson's check
+    empty, so it saw FP8 layers only through their forwards, which a compiled model never calls."""
+    record = {"name": "n" * 10_000, "in": 256, "deep": {"x": 1}, "list": [1], **{f"k{i}": i for i in range(100)}}
+    event = {"ev": "float8_convert", "line": 1, "converted": [record] * 1000 + [[record]]}
+    out = protocol.bounded_event(event, "x = 1\n")["converted"]
+    assert len(out) == protocol.MAX_EVENT_LIST and out[0]["in"] == 256
+    assert len(out[0]["name"]) < protocol.MAX_EVENT_STRING_CHARS + 50 and len(out[0]) <= protocol.MAX_EVENT_FIELDS
+    assert "deep" not in out[0] and "list" not in out[0]
+    assert protocol.bounded_event({"ev": "x", "line": 1, "nested": {"a": 1}}, "x = 1\n")["nested"] is None

@@ -88,18 +88,22 @@ def mutant_line(m) -> str:
 
 
 @click.command()
-@click.argument("exercise_id")
+@click.argument("exercise")
 @click.option("--steps", type=click.IntRange(2, 200), help="measure this many steps instead of the lesson's")
 @SANDBOX
 @LIMIT
-def tune(exercise_id, steps, sandbox, limits):
+def tune(exercise, steps, sandbox, limits):
     """Measure what sizing a lesson's workload needs here: the FP32 baseline's and the reference's loss and
-    gradient norms per step, their step times and peak memory, per device kind this machine has."""
+    gradient norms per step, their step times and peak memory, per device kind this machine has. EXERCISE is
+    a lesson id or, as for `grader validate`, the path of its YAML file."""
+    from pathlib import Path
+
     from grader.authoring.tune import report
     from grader.authoring.tune import tune as measure
-    from grader.lesson.loader import load_exercise
+    from grader.lesson.loader import load_exercise, load_exercise_file
 
-    exercise = load_exercise(exercise_id)
+    is_file = exercise.endswith((".yaml", ".yml")) and Path(exercise).is_file()
+    exercise = load_exercise_file(Path(exercise)) if is_file else load_exercise(exercise)
     sizings, notes = measure(exercise, launcher_for(sandbox, limits), steps)
     for sizing in sizings:
         click.echo(report(exercise, sizing) + "\n")

@@ -77,8 +77,9 @@ def line_text(code: str, line: int | None) -> str | None:
     return cut(lines[line - 1].strip() if line <= len(lines) else "", MAX_SOURCE_LINE_CHARS)
 
 
-def _value(v):
-    """A trace event's field value: bools, None, bounded numbers, cut strings, short flat lists of those."""
+def _value(v, nested: bool = False):
+    """A trace event's field value: bools, None, bounded numbers, cut strings, and short lists of those or of
+    flat records of them (a conversion's modules: {"name", "in", "out"}), never deeper."""
     if v is None or isinstance(v, bool):
         return v
     if isinstance(v, int):
@@ -87,8 +88,14 @@ def _value(v):
         return v if not math.isfinite(v) or abs(v) <= MAX_NUMBER else math.copysign(math.inf, v)
     if isinstance(v, str):
         return cut(v, MAX_EVENT_STRING_CHARS)
-    if isinstance(v, list):
-        return [_value(x) for x in v[:MAX_EVENT_LIST] if not isinstance(x, (list, dict))]
+    if isinstance(v, dict) and nested:
+        return {
+            k: _value(x)
+            for k, x in list(v.items())[:MAX_EVENT_FIELDS]
+            if isinstance(k, str) and len(k) <= 40 and not isinstance(x, (list, dict))
+        }
+    if isinstance(v, list) and not nested:
+        return [_value(x, nested=True) for x in v[:MAX_EVENT_LIST] if not isinstance(x, list)]
     return None
 
 

@@ -27,7 +27,8 @@ def input_format(args) -> str | None:
 
 
 def weight_format(module: torch.nn.Module) -> str | None:
-    """The format of the module's first 4-D parameter (a convolution's weight), None if it has none."""
+    """The format of the module's 4-D parameters (convolutions' weights): "contiguous" if any of them is, so
+    that converting the first block alone does not pass for the model; None if it has none."""
     lazy = torch.nn.parameter.UninitializedParameter  # a lazy module's weight before its first forward has no shape
-    first = next((p for p in module.parameters() if not isinstance(p, lazy) and p.dim() == 4), None)
-    return memory_format(first)
+    formats = {memory_format(p) for p in module.parameters() if not isinstance(p, lazy) and p.dim() == 4}
+    return "contiguous" if "contiguous" in formats else formats.pop() if formats else None

@@ -11,6 +11,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry, sdpa_backward_flop_count, sdpa_flop_count
 
+from grader.worker.memory_formats import memory_format
+
 OUTSIDE_MODEL = "(backward or outside the model)"  # where FLOPs that no module's forward ran are counted
 
 LOSS_OPS = {
@@ -77,8 +79,9 @@ def _pop(module, args, output):
 
 class PrecisionMode(TorchDispatchMode):
     """Counts matmul/conv FLOPs by dtype and by the module that ran them, and
-    notes loss ops with the autocast state they ran under. Ops arrive here
-    after autocast has cast their inputs, so the dtype is what really ran."""
+    notes loss ops with the autocast state they ran under, and the memory
+    formats convolutions ran with. Ops arrive here after autocast has cast
+    their inputs, so the dtype is what really ran."""
 
     def __init__(self, recorder, module_names: dict[int, str]):  # recorder: grader/worker/tracing.py's Recorder
         super().__init__()
@@ -88,6 +91,7 @@ class PrecisionMode(TorchDispatchMode):
         self.loss_values: list[float] = []
         self._stack: list[str] = []
         self._names = module_names
+        self._layouts: set[tuple] = set()  # (input, weight) memory formats of the convolutions seen this step
 
     @classmethod
     def ignore_compile_internals(cls) -> bool:
@@ -124,6 +128,8 @@ class PrecisionMode(TorchDispatchMode):
             mod = self.by_module.setdefault(where, {})
             mod[dtype] = mod.get(dtype, 0) + flops
         name = packet.__name__
+        if name == "convolution":
+            self._convolution(args)
         if name in LOSS_OPS:
             value = out[0] if isinstance(out, tuple) else out
             if isinstance(value, torch.Tensor) and value.numel() == 1:
@@ -131,3 +137,12 @@ class PrecisionMode(TorchDispatchMode):
                     "loss_op", op=name, autocast=self.recorder.autocast_on(), value=float(value.detach().float())
                 )
         return out
+
+    def _convolution(self, args):
+        """Each layout a convolution really ran with, once a step, at the learner's line that led to it: where the
+        layout matters, only the tensors the kernel gets tell it (a model's input can be converted back inside,
+        a block called alone bypasses the model's forward)."""
+        layout = (memory_format(args[0]), memory_format(args[1]) if len(args) > 1 else None)
+        if layout not in self._layouts and len(self._layouts) < 8:
+            self._layouts.add(layout)
+            self.recorder.emit("convolution", input_format=layout[0], weight_format=layout[1])

@@ -141,6 +141,7 @@ class Recorder:
                 input_format=self._forward_input,
                 weight_format=weight_format(module) if self.active else None,
             )
+            self._forward_input = None  # a forward whose pre-hook did not run (removed) reports no input
 
         model.register_forward_pre_hook(pre)
         model.register_forward_hook(post)
