@@ -4,7 +4,7 @@ stayed in float32."""
 
 from __future__ import annotations
 
-from grader.results import FAIL, PASS, CheckResult, finding
+from grader.results import FAIL, NOT_APPLICABLE, PASS, CheckResult, finding
 from grader.wording.catalog import say
 from grader.worker.census import LOW
 from grader.worker.precision import OUTSIDE_MODEL
@@ -55,7 +55,10 @@ def check(
     closeness: dict | None = None,
     amp_dtype: str | None = None,
     fp8_lesson: bool = False,
+    compiled_emulated_fp8: bool = False,
 ) -> CheckResult:
+    if compiled_emulated_fp8:  # what the dispatcher sees is no longer what the precision was
+        return CheckResult("coverage", NOT_APPLICABLE, say("coverage.fp8_compiled_cpu"), weight=spec.weight)
     if not coverage or not coverage["flops"]:
         return CheckResult(
             "coverage",

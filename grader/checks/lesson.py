@@ -45,6 +45,9 @@ class LessonEvidence:
     reference_records: list[dict] = field(default_factory=list)
     # the events of what the learner's entrypoint.prepare did, once (rank 0's), where the lesson has a prepare
     prepare_events: list[dict] = field(default_factory=list)
+    # the submission's matmul/convolution FLOPs by the dtype they ran in, over the steps coverage counts (the
+    # first 2), as its census reported them (float8 ones by their float8 dtype); empty without a coverage check
+    flops: dict[str, int] = field(default_factory=dict)
 
     @property
     def events(self) -> list[dict]:

@@ -195,7 +195,8 @@ def evaluate(
                     describe,
                     closeness(sub, ev, tol.update_rtol if tol else NEAR_FP32),
                     amp_dtype,
-                    "torchao" in exercise.workload.libraries,
+                    (fp8 := "torchao" in exercise.workload.libraries),
+                    fp8 and kind != "cuda" and compiled_at_all(sub),
                 )
             )
         elif spec.id == "memory":
@@ -233,10 +234,17 @@ def evaluate(
                         base.records,
                         ev.reference.records if ev.reference else [],
                         [e for t in sub.prepare_traces[:1] for e in t["events"]],
+                        dict((sub.coverage or {}).get("flops") or {}),
                     ),
                 )
             )
     return [advised(exercise.check(result.id), result) for result in out]
+
+
+def compiled_at_all(data: RunData) -> bool:
+    """Whether the run called torch.compile (in prepare or a step) or dynamo compiled anything in it."""
+    traced = [e for t in (*data.prepare_traces, *data.traces) for e in t["events"]]
+    return any(e.get("ev") == "compile" for e in traced) or any(c["frames"] > 0 for c in data.compiled)
 
 
 def compared_losses(data: RunData) -> list[float]:
