@@ -100,3 +100,18 @@ with tracing.PrecisionMode(recorder, {}), census.start([model], {}):
 print(lazy_dynamo.real_loaded())
 """)
     assert out.split() == ["False"], out
+
+
+def test_a_dynamo_submodule_imported_first_is_one_module_whose_counters_see_compiles():
+    """`import torch._dynamo.utils` while the stand-in is torch._dynamo (torchao does it) loaded the real module,
+    which imported utils, and Python then ran utils again: dynamo counted its compiles in one `counters`, the
+    grader read the other, and every compile of an FP8 lesson looked like none."""
+    out = run(
+        "import torch._dynamo.utils as utils\n"
+        "import torch._dynamo.convert_frame as convert_frame\n"
+        "assert convert_frame.counters is utils.counters\n"
+        "assert utils.__spec__.origin.endswith('utils.py')\n"
+        "torch.compile(lambda x: x * 2)(torch.ones(2))\n"
+        "print(utils.counters['frames']['ok'])\n"
+    )
+    assert out.strip() == "1"

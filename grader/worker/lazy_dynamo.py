@@ -19,6 +19,7 @@ Functions this does not find keep PyTorch's own behaviour."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import os
 import sys
@@ -47,6 +48,31 @@ class _DynamoUntilUsed(types.ModuleType):
 
     def __getattr__(self, name):
         return getattr(_load_real(), name)
+
+
+class _AlreadyImported:
+    """A finder (first on sys.meta_path) for a torch._dynamo submodule that is in sys.modules already. Python
+    imports `torch._dynamo.utils` by reading its parent's __path__ and then finding and running the submodule;
+    while the parent is the stand-in, reading __path__ loads the real torch._dynamo, which imports utils itself,
+    and Python would then run utils a second time: two modules, two `counters` (dynamo counted its compiles in
+    one, the grader read the other, so `import torchao` made every compile invisible). This hands back the one
+    the real module imported."""
+
+    def __init__(self):
+        self._specs: dict = {}
+
+    def find_spec(self, name, path=None, target=None):
+        if name.startswith("torch._dynamo.") and name in sys.modules:
+            return importlib.util.spec_from_loader(name, self)
+        return None
+
+    def create_module(self, spec):
+        module = sys.modules[spec.name]
+        self._specs[spec.name] = module.__spec__
+        return module
+
+    def exec_module(self, module):
+        module.__spec__ = self._specs.pop(module.__name__, module.__spec__)  # its own, not this finder's
 
 
 _STAND_IN: _DynamoUntilUsed | None = None
@@ -118,6 +144,7 @@ def install() -> int:
     if "torch._dynamo" in sys.modules:
         return 0
     _STAND_IN = _DynamoUntilUsed(os.path.join(os.path.dirname(torch.__file__), "_dynamo", "__init__.py"))
+    sys.meta_path.insert(0, _AlreadyImported())
     sys.modules["torch._dynamo"] = _STAND_IN
     torch._dynamo = _STAND_IN
     compile_file = torch._compile.__file__
