@@ -134,3 +134,22 @@ def test_every_parameter_counts_as_trained_where_the_setup_builds_no_optimizer()
     setup = EMA_SETUP.replace(', "optimizer": torch.optim.SGD(model.parameters(), lr=0.1)', "")
     problem = build_problem({"seed": 0, "setup": setup})
     assert untrained(problem) == {name for name, _ in problem.root.named_buffers()}
+
+
+def test_a_forced_overflow_reaches_one_gradient_of_each_optimizer_and_another_on_each_step():
+    """A GradScaler skips an optimizer only for an inf among its own gradients, so each optimizer gets one; one
+    gradient, not all, so that testing the head's gradient alone misses the overflows elsewhere."""
+    import torch
+    from torch import nn
+
+    from grader.worker.forced_overflow import poisoned
+
+    a, b = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2)), nn.Linear(2, 2)
+    opt_a, opt_b = torch.optim.SGD(a.parameters(), lr=0.1), torch.optim.SGD(b.parameters(), lr=0.1)
+    params = [*a.parameters(), *b.parameters()]
+    for step in (3, 5):
+        chosen = poisoned(params, step, [opt_a, opt_b])
+        assert len(chosen) == 2
+        assert any(p is chosen[0] for p in a.parameters()) and any(p is chosen[1] for p in b.parameters())
+    assert poisoned(params, 3, [opt_a])[0] is not poisoned(params, 5, [opt_a])[0]
+    assert len(poisoned(params, 3)) == 1  # the learner builds the optimizers: one of all

@@ -1,6 +1,6 @@
 """What the GradScaler does when a step overflows, observed from outside.
-On one step inside the graded window every parameter's gradient gets an inf,
-as a float16 backward that overflows would give, in the submission's run and
+On one step inside the graded window one gradient of each optimizer gets an
+inf (grader/worker/forced_overflow.py), as a float16 backward that overflows would give, in the submission's run and
 in the trusted ones (the FP32 baseline, which has no scaler, is put back as a
 skipped step leaves it). A correct step (scaler.step, then scaler.update)
 leaves every weight exactly as it was and backs the scale off; the steps after

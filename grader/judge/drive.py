@@ -114,8 +114,8 @@ def _merge_coverage(total: dict | None, new: dict | None) -> dict | None:
 
 @dataclass(frozen=True)
 class ForcedOverflow:
-    """The graded steps whose gradients the grader makes overflow in a run: `how` is "overflow" (every gradient
-    gets an inf, as a float16 backward that overflows would give: the runs with a GradScaler) or "skip" (the
+    """The graded steps whose gradients the grader makes overflow in a run: `how` is "overflow" (one gradient of
+    each optimizer gets an inf, as a float16 backward that overflows would give: the runs with a GradScaler) or "skip" (the
     FP32 baseline, which has no scaler: it runs the step and is put back as a skipped step leaves it)."""
 
     steps: tuple[int, ...]

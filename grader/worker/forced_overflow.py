@@ -11,15 +11,31 @@ import copy
 import torch
 
 
-def poison_hooks(params) -> list:
-    """Hooks that put an inf into each parameter's gradient during one step; the caller removes them after it."""
+def poisoned(params, step: int, optimizers=()) -> list:
+    """The parameters whose gradients overflow on a forced step: one of each optimizer's (a GradScaler skips
+    an optimizer's step only for an inf among its own gradients, so each must get one for every step to be
+    skipped), or one of all where the learner builds the optimizers. One, as an overflow inside a layer's
+    weight gradient goes no further, and another from step to step, so that only a step that asks the scaler
+    (or looks at every gradient) sees each overflow; a test of the head's gradient alone misses some. The same
+    in every run of a lesson: it depends on the step and the parameters' order only."""
+    groups = [[p for g in o.param_groups for p in g["params"]] for o in optimizers if o is not None] or [params]
+    chosen = []
+    for group in groups:
+        trainable = [p for p in group if p.requires_grad]
+        if trainable and not any(trainable[(step * 7919) % len(trainable)] is c for c in chosen):
+            chosen.append(trainable[(step * 7919) % len(trainable)])
+    return chosen
+
+
+def poison_hooks(params, step: int, optimizers=()) -> list:
+    """Hooks that put an inf into some gradients during one step (`poisoned`); the caller removes them after."""
 
     def poison(grad):
         grad = grad.clone()
         grad[(0,) * grad.dim()] = float("inf")  # by index, not view(-1): a channels_last gradient has no flat view
         return grad
 
-    return [p.register_hook(poison) for p in params if p.requires_grad]
+    return [p.register_hook(poison) for p in poisoned(params, step, optimizers)]
 
 
 def schedulers_among(*groups) -> list:

@@ -232,7 +232,11 @@ class Worker:
                 for model in self.problem.models.values():
                     precision.attach(model)
             mem: dict = {}
-            hooks = forced_overflow.poison_hooks(self.problem.parameters()) if msg.get("overflow") else []
+            hooks = (
+                forced_overflow.poison_hooks(self.problem.parameters(), step, self.problem.optimizers.values())
+                if msg.get("overflow")
+                else []
+            )
             kept = self._skippable() if msg.get("skip") else None
             counting = (
                 self.census.start(self.problem.models.values(), self.module_names)
