@@ -36,7 +36,7 @@ def prepare_rules(trace, ctx) -> list[Finding]:
         return out + [finding("fsdp_not_sharded", None, ranks=ctx.get("ranks", 1))]
     if root is None:
         out.append(finding("fsdp_root_not_sharded", blocks[0]["line"]))
-    elif not blocks:
+    elif _block_units(blocks) < 2:
         out.append(finding("fsdp_only_root", root["line"]))
     unpolicied = next((e for e in calls if e.get("param_dtype") not in LOW), None)
     if unpolicied:
@@ -47,6 +47,14 @@ def prepare_rules(trace, ctx) -> list[Finding]:
         out.append(finding("fsdp_reduce_16bit", low_reduce["line"], key=key, dtype=reduce_dtype(low_reduce)))
     out += _optimizer_order(events, calls)
     return out
+
+
+def _block_units(blocks: list[dict]) -> int:
+    """FSDP units below the root that hold parameters: a call on a list of blocks makes one unit of them all,
+    and a module without parameters (an activation) gathers nothing, so neither splits the model's gathers."""
+    singles = [b for b in blocks if b.get("group", 1) == 1 and b.get("params", 1) > 0]
+    grouped = {b["line"] for b in blocks if b.get("group", 1) > 1 and b.get("params", 1) > 0}
+    return len(singles) + len(grouped)
 
 
 def _cast(events: list[dict], calls: list[dict]) -> list[Finding]:

@@ -6,7 +6,8 @@ FSDP: dict[str, str | dict[str, str]] = {
     "trains a whole copy of its own on its share of the batch and nothing averages their gradients",
     "fsdp_not_sharded.fix": "in prepare, call `fully_shard(block, mesh=mesh, mp_policy=policy)` on each block, then "
     "`fully_shard(model, mesh=mesh, mp_policy=policy)` on the model itself",
-    "fsdp_only_root": "only the model itself was sharded: its one FSDP unit all-gathers every weight before the "
+    "fsdp_only_root": "the blocks are not FSDP units of their own (only the model, a list of blocks sharded as one "
+    "unit, or modules without parameters were sharded): its one FSDP unit all-gathers every weight before the "
     "forward and keeps them all until its backward, so no communication overlaps the computation and each rank "
     "holds the whole unsharded model at its peak",
     "fsdp_only_root.fix": "call fully_shard on each block first (`for block in model[:-1]: fully_shard(block, ...)`), "

@@ -67,6 +67,8 @@ def install(rec) -> list[tuple[object, str]]:
                 "fully_shard",
                 module=type(m).__name__,
                 role=whose(rec, m),
+                group=len(modules),  # modules sharded together, as one unit
+                params=sum(1 for _ in m.parameters()) if isinstance(m, nn.Module) else 0,
                 param_dtypes=sorted({_name(p.dtype) for p in params}),
                 **policy_fields(kwargs.get("mp_policy")),
             )
