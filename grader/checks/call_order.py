@@ -262,7 +262,17 @@ def diagnose(traces: list[dict], ctx: dict) -> list[Finding]:
             found.setdefault(f.id, f)
     for f in compilation([t for t in traces if t.get("phase") != "prepare"], ctx.get("compiled", [])):
         found.setdefault(f.id, f)
-    return list(found.values())
+    return [f for f in found.values() if not _consequence(f.id, found)]
+
+
+# Findings that follow from another one, said once: an optimizer.step() called directly leaves the scaler no
+# step of its own (scaler_step_missing where the learner skipped it by hand; update "before" a step that never
+# comes), which its own finding explains.
+CONSEQUENCES = {"optimizer_step_direct": ("scaler_step_missing", "update_before_step")}
+
+
+def _consequence(finding_id: str, found: dict) -> bool:
+    return any(cause in found and finding_id in follows for cause, follows in CONSEQUENCES.items())
 
 
 def compilation(traces: list[dict], compiled: list[dict]) -> list[Finding]:
