@@ -109,10 +109,9 @@ def untrained(problem: workload.Problem) -> frozenset:
     that none of the setup's optimizers holds. Where the setup builds no optimizer (the learner's prepare does,
     after wrapping or sharding) or a shorthand one not built here, every parameter counts as trained."""
     buffers = {name for name, _ in problem.root.named_buffers()}
-    optimizers = list(problem.optimizers.values())
-    if not optimizers or any(o is None for o in optimizers):
+    held = problem.optimized()
+    if held is None:
         return frozenset(buffers)
-    held = {id(p) for o in optimizers for g in o.param_groups for p in g["params"]}
     return frozenset(buffers | {name for name, p in problem.root.named_parameters() if id(p) not in held})
 
 

@@ -269,6 +269,14 @@ class Problem:
     def parameters(self) -> list[nn.Parameter]:
         return list(self.root.parameters())
 
+    def optimized(self) -> set[int] | None:
+        """The ids of the parameters the optimizers hold; None where they are not built here (the learner's
+        prepare builds them, or a shorthand workload looked at without its optimizer)."""
+        optimizers = list(self.optimizers.values())
+        if not optimizers or any(o is None for o in optimizers):
+            return None
+        return {id(p) for o in optimizers for g in o.param_groups for p in g["params"]}
+
     def names(self) -> set[str]:
         return {*self.models, *self.optimizers, *self.constants, *self.data_names, *GRADER_PARAMS}
 
@@ -389,9 +397,8 @@ def _check_bookkeeping(problem: Problem, patterns: list[str]) -> Problem:
     parameter an optimizer trains (or a shorthand model's, which its optimizer trains): that would let a lesson
     hide training from parity."""
     names = list(problem.root.state_dict())
-    owned = {id(p) for o in problem.optimizers.values() if o is not None for g in o.param_groups for p in g["params"]}
-    shorthand = not problem.optimizers or any(o is None for o in problem.optimizers.values())
-    trained = {n for n, p in problem.root.named_parameters() if id(p) in owned or (shorthand and p.requires_grad)}
+    held = problem.optimized()
+    trained = {n for n, p in problem.root.named_parameters() if (p.requires_grad if held is None else id(p) in held)}
     for i, pattern in enumerate(patterns):
         matched = fnmatch.filter(names, pattern)
         if not matched:
