@@ -68,6 +68,19 @@ def _linears(rec, float8_cls) -> tuple[list[dict], list[dict]]:
     return converted, plain
 
 
+def _emulated(module, forward, *args, **kwargs):
+    """A Float8Linear forward with emulate=False on a CPU, run emulated. Whether the real FP8 path runs on a
+    CPU depends on its kernels (it stops on some, runs on others), and a verdict must not depend on which CPU
+    graded it: the lesson check names the mistake from the event (float8_not_emulated), and the run goes on
+    with FP8's numbers so every other check still has evidence. The backward reads the same config."""
+    saved = module.linear_mm_config
+    module.linear_mm_config = type(saved)(*(c._replace(emulate=True) for c in saved))
+    try:
+        return forward(module, *args, **kwargs)
+    finally:
+        module.linear_mm_config = saved
+
+
 def install(rec) -> list[tuple[object, str]]:
     import torchao.float8 as float8
     import torchao.float8.float8_linear_utils as utils
@@ -90,15 +103,18 @@ def install(rec) -> list[tuple[object, str]]:
 
     @watching(forward)
     def forward_w(self_, *args, **kwargs):
+        emulate = bool(getattr(getattr(self_, "config", None), "emulate", False))
         if rec.active:
             rec.emit(
                 "float8_forward",
                 name=_names(rec).get(id(self_)),
                 **{"in": self_.in_features, "out": self_.out_features},
                 scaling=_scaling(self_),
-                emulate=bool(getattr(getattr(self_, "config", None), "emulate", False)),
+                emulate=emulate,
             )
-        return forward(self_, *args, **kwargs)
+        if emulate or self_.weight.device.type != "cpu":
+            return forward(self_, *args, **kwargs)
+        return _emulated(self_, forward, *args, **kwargs)
 
     utils.convert_to_float8_training = float8.convert_to_float8_training = convert_w
     Float8Linear.forward = forward_w

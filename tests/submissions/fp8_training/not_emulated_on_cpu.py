@@ -1,6 +1,9 @@
-# expect-status: error
-# expect-finding: float8_not_emulated line=21
-# On a CPU without FP8 matmul kernels (bfloat16 capped at AVX2) the real FP8 path stops in the forward.
+# expect-status: fail
+# expect-finding: float8_not_emulated line=17
+# expect-check: float8_modules=fail
+# expect-check: parity=pass
+# emulate=False on a CPU: the real FP8 path stops on some CPUs and runs on others; the grader runs it emulated
+# on every CPU and names the config, so the verdict is the same whichever CPU grades it.
 import torch
 import torch.nn.functional as F
 from torchao.float8 import Float8LinearConfig, convert_to_float8_training
