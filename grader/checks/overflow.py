@@ -30,10 +30,14 @@ def changed(before: dict, after: dict, untrained=frozenset()) -> list[str]:
     ]
 
 
-def check(spec, overflows: list[dict], final: dict, steps: int, untrained=frozenset()) -> CheckResult:
+def check(
+    spec, overflows: list[dict], final: dict, steps: int, untrained=frozenset(), scales=(), growth=(2000, 2.0)
+) -> CheckResult:
     """`overflows` are the submission's overflowed steps (grader/judge/drive.py), in order: each with its weights
     and scale before and after, or the error it raised; `final` the weights after the last of the `steps`
-    compared steps. A run cut at one of them ends its list there. `untrained` are the tensors no optimizer trains, by name."""
+    compared steps. A run cut at one of them ends its list there. `untrained` are the tensors no optimizer trains,
+    by name; `scales` the scale after each step and `growth` the grader's GradScaler's (growth_interval,
+    growth_factor), which bound how fast a backed-off scale may climb again."""
     raised = next((o for o in overflows if o.get("error")), None)
     if raised is not None:
         return _raised(spec, raised["step"], raised["error"])
@@ -42,7 +46,9 @@ def check(spec, overflows: list[dict], final: dict, steps: int, untrained=frozen
         # where the weights are next looked at: before the next overflowed step, or after the last step
         later = overflows[i + 1] if i + 1 < len(overflows) else None
         next_seen = later["before"] if later else final
-        found, figures = _one_step(o, next_seen, (later["step"] if later else steps) - 1, untrained)
+        last = (later["step"] if later else steps) - 1
+        found, figures = _one_step(o, next_seen, last, untrained)
+        found += _backoff_undone(o, scales, last, growth)
         said += found
         if shown is None and (found or i == len(overflows) - 1):
             shown = figures if found else _one_step(overflows[0], final, -1, untrained)[1]
@@ -88,6 +94,32 @@ def _one_step(o: dict, next_seen: dict, last: int, untrained=frozenset()) -> tup
     if not moved and step < last and not changed(o["after"], next_seen, untrained):
         said.append(say("not_recovered", step=step, later=last - step))
     return said, measured
+
+
+def _backoff_undone(o: dict, scales, last: int, growth: tuple[int, float]) -> list:
+    """A back-off lasts: after it, the GradScaler grows its scale by growth_factor once per growth_interval good
+    steps and no faster. A scale above that bound on a later step up to `last` means the back-off was undone (the
+    scaler's state put back, a new scaler, update called more than once), so the scale that overflowed is tried
+    again; the step right after the overflow cannot show that."""
+    step, backed_off = o["step"], o["scale_after"]
+    if backed_off is None or not math.isfinite(backed_off) or not backed_off < (o["scale_before"] or math.inf):
+        return []  # no back-off to undo: _one_step says so
+    interval, factor = growth
+    for later in range(step + 1, min(last, len(scales) - 1) + 1):
+        bound = backed_off * factor ** ((later - step) // interval)
+        if not scales[later] <= bound * (1 + 1e-6):
+            return [
+                say(
+                    "backoff_undone",
+                    step=step,
+                    backed_off=backed_off,
+                    later=later,
+                    scale=scales[later],
+                    interval=interval,
+                    factor=factor,
+                )
+            ]
+    return []
 
 
 def _raised(spec, step: int, error: dict) -> CheckResult:

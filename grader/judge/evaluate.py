@@ -202,7 +202,18 @@ def evaluate(
         elif spec.id == "memory":
             out.append(memory.check(spec, kind, sub.memory, base.memory))
         elif spec.id == "overflow":
-            out.append(overflow.check(spec, sub.overflows, sub.params, len(sub.losses), ev.untrained))
+            amp = exercise.workload.amp
+            out.append(
+                overflow.check(
+                    spec,
+                    sub.overflows,
+                    sub.params,
+                    len(sub.losses),
+                    ev.untrained,
+                    sub.scales,
+                    (amp.growth_interval, amp.growth_factor),
+                )
+            )
         elif cut_at_overflow(sub) and spec.id in ("speedup", "step_time"):
             key = "check.not_run_overflow" if raised_on_overflow(sub) else "check.not_run_overflow_applied"
             out.append(CheckResult(spec.id, ERROR, say(key, step=sub.overflow["step"]), weight=spec.weight))

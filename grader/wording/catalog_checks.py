@@ -273,6 +273,11 @@ CHECKS: dict[str, str | dict[str, str]] = {
     "not_recovered.fix": "clear every optimizer's gradients before each backward (optimizer.zero_grad("
     "set_to_none=True) for each optimizer, also after a skipped step), so that one overflow "
     "costs one step",
+    "backoff_undone": "the scale backed off to {backed_off:g} after the overflow on step {step}, but was back at "
+    "{scale:g} after step {later}, sooner than the GradScaler grows it (x{factor:g} per {interval} good steps): "
+    "the back-off was undone, so the scale that overflowed is tried again",
+    "backoff_undone.fix": "keep one GradScaler and its state for the whole run: do not build a new one, load an "
+    "earlier state_dict or set its scale in the step, and call scaler.update() once per step",
     "overflow.fail": "when the gradients overflowed: {findings}",
     "overflow.pass": "an overflowed step ({step}) changed no weight and the scale backed off from {before:g} to "
     "{after:g}",
