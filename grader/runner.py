@@ -11,7 +11,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from grader.checks import profiling
-from grader.judge import static
+from grader.judge import static, unexercised
 from grader.judge.cache import user_cache_dir
 from grader.judge.devices import amp_dtype_for, resolve_device, speed_kind_of
 from grader.judge.drive import (
@@ -249,7 +249,9 @@ def run(
         )
     for c in result.checks:
         progress("check", check=c.id, status=c.status)
-    result.notes = [f for c in result.checks for f in c.findings if f.severity == "info"]
+    if result.error is None:
+        result.notes = unexercised.notes(source, sub_data.lines_run, device, result.amp_dtype)
+    result.notes = [f for c in result.checks for f in c.findings if f.severity == "info"] + result.notes
     return _finish(result, exercise, started, progress)
 
 

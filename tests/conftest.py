@@ -64,6 +64,8 @@ def expectations(path: Path) -> dict:
         "status": None,
         "error": None,
         "finding_lines": {},
+        "notes": [],
+        "absent_notes": [],
     }
     for line in path.read_text().splitlines():
         m = re.match(r"# expect-([a-z-]+): (.*)", line)
@@ -77,6 +79,11 @@ def expectations(path: Path) -> dict:
             out["findings"].append(finding)
             if rest and rest[0].startswith("line="):
                 out["finding_lines"][finding] = int(rest[0].split("=")[1])
+        elif key == "note":  # a note beside the verdict, by its message key (or id), at a line
+            note, *rest = value.split()
+            out["notes"].append((note, int(rest[0].split("=")[1]) if rest else None))
+        elif key == "no-note":
+            out["absent_notes"].append(value)
         elif key == "no-finding":
             out["absent"].append(value)
         elif key == "check":

@@ -38,6 +38,12 @@ def test_submission_is_graded_as_its_header_says(path, grade):
         assert result.error.kind == expected["error"]["kind"], result.error
         if "line" in expected["error"]:
             assert result.error.line in {int(n) for n in expected["error"]["line"].split("|")}, result.error
+    notes = {((n.text or {}).get("message", {}).get("key"), n.line) for n in result.notes}
+    notes |= {(n.id, n.line) for n in result.notes}
+    for note, line in expected["notes"]:
+        assert any(k == note and (line is None or at == line) for k, at in notes), f"no note {note} at {line}: {notes}"
+    for note in expected["absent_notes"]:
+        assert all(k != note for k, _ in notes), f"{note!r} was noted, but the code does not do that: {notes}"
     # every diagnosis tells the learner how to fix it
     for check in result.checks:
         for finding in check.findings:

@@ -65,6 +65,8 @@ def sample(name: str):
         "limit",
         "amount",
         "cores",
+        "backed_off",
+        "factor",
     }
     if name in numeric:
         return 0.123

@@ -23,6 +23,7 @@ from pathlib import Path
 from grader.wording.catalog_checks import CHECKS
 from grader.wording.catalog_fsdp import FSDP
 from grader.wording.catalog_timing import TIMING
+from grader.wording.catalog_unexercised import UNEXERCISED
 from grader.wording.locales import choose, format_in
 
 TRANSLATIONS = Path(__file__).resolve().parent / "translations"
@@ -32,6 +33,7 @@ EN: dict[str, str | dict[str, str]] = {
     **CHECKS,  # the checks' messages and findings (grader/wording/catalog_checks.py)
     **FSDP,  # FSDP2's findings (grader/wording/catalog_fsdp.py)
     **TIMING,  # speedup, step_time and the CPU's kind (grader/wording/catalog_timing.py)
+    **UNEXERCISED,  # the learner's lines a grading never ran (grader/wording/catalog_unexercised.py)
     # -- a submission's errors (the kind stays in the result for tools) ----------------------------------
     "error.at_line": "line {line}: {message}",
     "error.raised": "{detail}",
@@ -158,6 +160,7 @@ EN: dict[str, str | dict[str, str]] = {
     "check_name.step_time": "Faster than the given step",
     "report.mistake": "mistake",
     "report.note": "note",
+    "report.notes": "Notes on this grading:",
     "report.fix": "fix:",
     "report.printed": "What your code printed",
     "report.printed_more": {"one": "... {n} more line", "other": "... {n} more lines"},

@@ -234,6 +234,11 @@ def report(
         Text(""),
     ]
     parts += _layout(_rows(doc, src, lang, titles), badge_width, tty)
+    in_checks = [f for c in doc["checks"] for f in c["findings"]]
+    if own_notes := [f for f in doc.get("notes", []) if f not in in_checks]:  # a check's notes are shown with it
+        parts += [Text(""), Text(phrase("report.notes", lang), style="bold")]
+        for f in own_notes:
+            parts += [Text("  ") + line for line in _finding(f, "", src, lang)]
     if printed := doc["output"].strip():
         out_lines = printed.splitlines()
         parts += [Text(""), Text(phrase("report.printed", lang), style="bold")]

@@ -25,6 +25,7 @@ import warnings
 
 from grader.worker.channel import Channel
 from grader.worker.errors import StepError, call_failure, describe_exception
+from grader.worker.lines_run import LinesRun
 from grader.worker.precision import PrecisionMode
 
 
@@ -36,6 +37,7 @@ class Worker:
 
         self.spec = spec
         self.path = os.path.abspath(spec["code_path"])
+        self.lines_run = LinesRun(self.path)  # the learner's lines that ran in prepare and the traced steps
         self.rank, self.world_size = rank, world_size
         # A lesson with ranks has a process group in every worker (the FP32 baseline's is a group of one).
         self.distributed = spec["exercise"]["workload"].get("ranks", 1) > 1
@@ -147,7 +149,8 @@ class Worker:
         if rec:
             rec.events, rec.active = [], True
         try:
-            out = fn(*self.problem.arguments(spec["params"], None, **self.grader_arguments()))
+            with self.lines_run:
+                out = fn(*self.problem.arguments(spec["params"], None, **self.grader_arguments()))
         except BaseException as exc:  # noqa: BLE001
             err = call_failure(exc, self.path, prepare=spec["name"])
             err.payload["phase"] = "prepare"
@@ -254,6 +257,7 @@ class Worker:
                         precision if precision is not None else _null(),
                         counting if counting is not None else _null(),
                         self._torch_profile(msg, profiled),
+                        self.lines_run if msg.get("trace") else _null(),
                     ):
                         loss = self.fn(*args)
             except BaseException as exc:  # noqa: BLE001
@@ -293,6 +297,7 @@ class Worker:
             if rec and msg.get("trace"):
                 dtypes = sorted({str(p.dtype).replace("torch.", "") for p in self.problem.parameters()})
                 reply.setdefault("traces", []).append({"step": step, "events": rec.events, "param_dtypes": dtypes})
+                reply["lines_run"] = self.lines_run.reply()
             if precision is not None and msg.get("coverage"):
                 reply["coverage"] = {"flops": precision.flops, "by_module": precision.by_module}
             if records:

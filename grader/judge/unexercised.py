@@ -1,0 +1,248 @@
+"""The learner's lines that never ran while the grader watched, said beside the verdict. A CPU grading runs
+bfloat16 and never takes a branch written for CUDA or float16: a mistake there (float16 without a scaler, a
+host sync inside `if x.is_cuda`) cannot show in any check, so a pass must not be silent about it. The worker
+reports the lines that ran (grader/worker/lines_run.py); this module reads the learner's source to find the
+statements that did not, groups them by the `if` that skipped them and words one note per group, naming the
+condition where the code states one.
+
+Only statements that always produce a line event when they run are judged (not `pass`, `global`, docstrings or
+other constant expressions, which compile to nothing), so a note never names a line that ran."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from grader.judge.static import Visitor, dotted
+from grader.results import Finding, finding, message_of
+
+MAX_NOTES = 6  # a verdict names at most this many skipped blocks; the rest are counted in the last note
+MAX_LINES_RUN = 20_000
+
+
+def lines_run(reply) -> set[int]:
+    """The worker's list of line numbers, rebuilt as plain bounded ints (a malformed one is a protocol error,
+    raised as TypeError inside drive's malformed_is_protocol)."""
+    if reply is None:
+        return set()
+    if not isinstance(reply, list) or len(reply) > MAX_LINES_RUN:
+        raise TypeError("lines_run")
+    if not all(isinstance(n, int) and not isinstance(n, bool) and 0 < n < 10**7 for n in reply):
+        raise TypeError("lines_run")
+    return set(reply)
+
+
+@dataclass
+class Skipped:
+    """A run of statements that never ran, under one branch."""
+
+    first: int
+    last: int
+    function: str
+    condition: str | None  # the source of the `if` test that decides the branch, where there is one
+    negated: bool  # the statements are in that `if`'s else branch
+    whole_function: bool = False
+
+
+def _judged(stmt: ast.stmt) -> bool:
+    if isinstance(stmt, (ast.Pass, ast.Global, ast.Nonlocal, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return False
+    return not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant))
+
+
+class _Walker:
+    def __init__(self, source: str, ran: set[int]):
+        self.source, self.ran = source, ran
+        self.skipped: list[Skipped] = []
+
+    def function(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        body_lines = [s.lineno for s in ast.walk(fn) if isinstance(s, ast.stmt) and s is not fn and _judged(s)]
+        if not body_lines:
+            return
+        if not any(line in self.ran for line in _own_lines(fn)):
+            last = max(getattr(fn, "end_lineno", fn.lineno) or fn.lineno, fn.lineno)
+            self.skipped.append(Skipped(fn.lineno, last, fn.name, None, False, whole_function=True))
+            return
+        self.block(fn.body, fn.name, None, False)
+
+    def block(self, body: list[ast.stmt], function: str, condition: str | None, negated: bool) -> None:
+        """The statements of one block that did not run, as runs of consecutive statements."""
+        run: list[ast.stmt] = []
+        for stmt in body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self._close(run, function, condition, negated)
+                run = []
+                continue
+            if _judged(stmt) and not self._ran(stmt):
+                run.append(stmt)
+                continue
+            self._close(run, function, condition, negated)
+            run = []
+            self.nested(stmt, function)
+        self._close(run, function, condition, negated)
+
+    def nested(self, stmt: ast.stmt, function: str) -> None:
+        """The blocks inside a statement that ran (or that compiles to nothing)."""
+        if isinstance(stmt, ast.If):
+            test = ast.get_source_segment(self.source, stmt.test)
+            self.block(stmt.body, function, test, False)
+            if stmt.orelse:
+                self.block(stmt.orelse, function, test, True)
+            return
+        for name in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, name, None)
+            if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                self.block(inner, function, None, False)
+        for handler in getattr(stmt, "handlers", []) or []:
+            self.block(handler.body, function, None, False)
+        for case in getattr(stmt, "cases", []) or []:
+            self.block(case.body, function, None, False)
+
+    def _ran(self, stmt: ast.stmt) -> bool:
+        """A simple statement ran where any of its lines did (a multi-line one may report only a later line);
+        a compound one where its header or anything inside it did (`try:` and `while True:` report no line)."""
+        if any(isinstance(child, ast.stmt) for child in ast.walk(stmt) if child is not stmt):
+            return stmt.lineno in self.ran or any(
+                child.lineno in self.ran
+                for child in ast.walk(stmt)
+                if isinstance(child, ast.stmt) and child is not stmt
+            )
+        return any(line in self.ran for line in range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1))
+
+    def _close(self, run: list[ast.stmt], function: str, condition: str | None, negated: bool) -> None:
+        if run:
+            last = max((s.end_lineno or s.lineno) for s in run)
+            self.skipped.append(Skipped(run[0].lineno, last, function, condition, negated))
+
+
+def _own_lines(fn) -> list[int]:
+    """The lines of a function's own statements, not those of functions defined inside it."""
+    out, todo = [], list(fn.body)
+    while todo:
+        stmt = todo.pop()
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        out.append(stmt.lineno)
+        for child in ast.iter_child_nodes(stmt):
+            if isinstance(child, ast.stmt):
+                todo.append(child)
+            elif isinstance(child, (ast.excepthandler, ast.match_case)):
+                todo.extend(child.body)
+    return out
+
+
+def skipped_blocks(source: str, ran: set[int]) -> list[Skipped]:
+    """Every block of the learner's functions that did not run, in source order. Module-level code runs when
+    the module loads and is not judged."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    walker = _Walker(source, ran)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            walker.function(node)
+    return sorted(walker.skipped, key=lambda s: s.first)
+
+
+FLOAT16 = ("torch.float16", "torch.half", "float16", "half")
+
+
+def _float16_mistakes(source: str, tree: ast.Module, block: Skipped) -> list[tuple[int, str]]:
+    """What a float16 branch that did not run would do wrong, read from its source: a backward of a loss the
+    scaler did not scale, or scaler.step without scaler.update in the same function."""
+    fn = next(
+        (
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == block.function
+        ),
+        None,
+    )
+    if fn is None:
+        return []
+    inside = [n for n in ast.walk(fn) if block.first <= getattr(n, "lineno", 0) <= block.last]
+    names = {dotted(n) for n in inside if isinstance(n, ast.Attribute)} | {block.condition or ""}
+    if not any(any(f in name for f in FLOAT16) for name in names):
+        return []
+    calls = [n for n in inside if isinstance(n, ast.Call)]
+    scaled_names = {  # `scaled = scaler.scale(loss)`: scaled.backward() is a scaled backward
+        t.id
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and dotted(n.value.func).endswith(".scale")
+        for t in n.targets
+        if isinstance(t, ast.Name)
+    }
+    updates = any(  # anywhere in the file: the update may be in a helper the step calls
+        isinstance(n, ast.Call) and dotted(n.func).endswith(".update") and "scal" in dotted(n.func)
+        for n in ast.walk(tree)
+    )
+    out = []
+    for call in calls:
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr == "backward" and not call.args:  # tensor.backward()
+            receiver = func.value
+            scaled = (isinstance(receiver, ast.Call) and dotted(receiver.func).endswith(".scale")) or (
+                isinstance(receiver, ast.Name) and receiver.id in scaled_names
+            )
+            if not scaled:
+                out.append((call.lineno, "unscaled"))
+        if dotted(func).endswith(".step") and "scal" in dotted(func) and not updates:
+            out.append((call.lineno, "no_update"))
+    return out
+
+
+def _would(source: str, blocks: list[Skipped]) -> list[Finding]:
+    """The static rules (grader/judge/static.py) and the float16 ones above, applied to the code that did not
+    run: notes of what it would do where it runs."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    visitor = Visitor()
+    visitor.visit(tree)
+    out = []
+    for b in blocks:
+        for f in visitor.findings:
+            if f.severity != "info" and f.line is not None and b.first <= f.line <= b.last:
+                out.append(
+                    finding("not_exercised", f.line, severity="info", key="not_exercised.would", detail=message_of(f))
+                )
+        for line, what in _float16_mistakes(source, tree, b):
+            out.append(finding("not_exercised", line, severity="info", key=f"not_exercised.{what}"))
+    return out
+
+
+def notes(source: str, ran: set[int], device: str, amp_dtype: str) -> list[Finding]:
+    """One info finding per skipped block (at most MAX_NOTES), at its first line, and what the static rules
+    find inside those blocks."""
+    if not ran:
+        return []  # nothing was watched (a worker that does not report lines): say nothing rather than guess
+    blocks = skipped_blocks(source, ran)
+    shown = blocks if len(blocks) <= MAX_NOTES else blocks[: MAX_NOTES - 1]
+    out = []
+    for b in shown:
+        lines = str(b.first) if b.first == b.last else f"{b.first}-{b.last}"
+        key = "not_exercised.function" if b.whole_function else "not_exercised"
+        if b.condition is not None:
+            key += ".else" if b.negated else ".if"
+        out.append(
+            finding(
+                "not_exercised",
+                b.first,
+                severity="info",
+                key=key,
+                lines=lines,
+                n=b.last - b.first + 1,
+                function=b.function,
+                condition=(b.condition or "")[:120],
+                device=device,
+                dtype=amp_dtype,
+            )
+        )
+    if len(shown) < len(blocks):
+        rest = blocks[len(shown)]
+        out.append(
+            finding("not_exercised", rest.first, severity="info", key="not_exercised.more", n=len(blocks) - len(shown))
+        )
+    return out + _would(source, blocks)

@@ -1,0 +1,76 @@
+"""Which lines of the learner's own file ran during the graded steps. A CPU grading never takes a branch written
+for CUDA or for float16 (`if device_type == "cuda":`), and a verdict that passes must say which lines it never
+saw run (grader/judge/unexercised.py words that). Python's line tracing sees the lines that run; a function
+torch.compile traced runs as a compiled graph afterwards, so the lines dynamo read while tracing it are counted
+too (dynamo's own `starts_line`, wrapped once dynamo is loaded).
+
+Only the graded (traced) steps and prepare are watched: timed steps run without a trace function. What the
+learner's process reports here is as trusted as the trace: it only decides which lines a note names, never a
+check's status."""
+
+from __future__ import annotations
+
+import sys
+
+MAX_LINES = 20_000  # a reply never carries more line numbers than a learner's file could have
+
+
+class LinesRun:
+    """A trace function for the learner's file alone: every other frame returns None at its call, so only the
+    learner's frames pay for line events."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.lines: set[int] = set()
+        self._before = None
+
+    def _local(self, frame, event, arg):
+        if event == "line" and frame.f_code.co_filename == self.path:
+            self.lines.add(frame.f_lineno)
+        return self._local
+
+    def _global(self, frame, event, arg):
+        if frame.f_code.co_filename != self.path:
+            return None
+        _watch_dynamo(self)
+        self.lines.add(frame.f_lineno)
+        return self._local
+
+    def __enter__(self):
+        _watch_dynamo(self)
+        self._before = sys.gettrace()
+        sys.settrace(self._global)
+        return self
+
+    def __exit__(self, *exc):
+        sys.settrace(self._before)
+        return False
+
+    def reply(self) -> list[int]:
+        return sorted(self.lines)[:MAX_LINES]
+
+
+_WATCHED: list[LinesRun] = []
+
+
+def _watch_dynamo(run: LinesRun) -> None:
+    """Once torch._dynamo's symbolic interpreter is loaded, every line it traces of the learner's file is a
+    line that runs, compiled."""
+    if run not in _WATCHED:
+        _WATCHED.append(run)
+    module = sys.modules.get("torch._dynamo.symbolic_convert")
+    cls = getattr(module, "InstructionTranslatorBase", None)
+    if cls is None or getattr(cls.starts_line, "_lines_run", False):
+        return
+    starts_line = cls.starts_line
+
+    def counted(self, lineno):
+        code = getattr(self, "f_code", None)
+        if code is not None:
+            for watched in _WATCHED:
+                if code.co_filename == watched.path:
+                    watched.lines.add(lineno)
+        return starts_line(self, lineno)
+
+    counted._lines_run = True
+    cls.starts_line = counted
