@@ -105,3 +105,31 @@ def test_a_malformed_lines_reply_is_refused(reply):
 
 def test_a_lines_reply_is_a_set_of_line_numbers():
     assert lines_run([3, 1, 3]) == {1, 3} and lines_run(None) == set()
+
+
+def test_a_step_that_lost_count_makes_every_line_unknown():
+    from grader.judge.unexercised import merge_lines
+
+    known = merge_lines(set(), [1, 2])
+    assert known == {1, 2} and merge_lines(known, None) == {1, 2}
+    assert merge_lines(known, []) is None and merge_lines(None, [3]) is None
+    assert notes(STEP, None, "cpu", "bfloat16") == []
+
+
+def test_the_worker_stops_counting_once_the_learners_code_sets_its_own_trace_function(tmp_path):
+    import runpy
+    import sys
+
+    from grader.worker.lines_run import LinesRun
+
+    path = tmp_path / "submission.py"
+    path.write_text("import sys\n\ndef f(x):\n    y = x + 1\n    return y\n\ndef g():\n    sys.settrace(None)\n")
+    module = runpy.run_path(str(path))
+    run = LinesRun(str(path))
+    before = sys.gettrace()
+    with run:
+        module["f"](1)
+    assert run.reply() == [3, 4, 5] and sys.gettrace() is before
+    with run:
+        module["g"]()
+    assert run.reply() == []

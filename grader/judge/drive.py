@@ -31,7 +31,7 @@ from grader.judge.protocol import (
     rank_replies,
     step_trace,
 )
-from grader.judge.unexercised import lines_run
+from grader.judge.unexercised import merge_lines
 from grader.judge.workers import starting_point, workload_of
 from grader.lesson.schema import Exercise
 from grader.sandboxes.process import WorkerProcess
@@ -70,7 +70,7 @@ class RunData:
     grad_norms: list[dict] = field(default_factory=list)  # per step: model -> gradient norm (grader tune)
     top_ops: list[dict] | None = None  # torch.profiler's busiest ops of one step (a trusted run of a given step)
     seconds: float | None = None  # a trusted run's own time, from loading its code to its parameters (budget)
-    lines_run: set[int] = field(default_factory=set)  # the learner's lines that ran (grader/judge/unexercised.py)
+    lines_run: set[int] | None = field(default_factory=set)  # the learner's lines that ran; None: not known
 
 
 def load_params(worker: WorkerProcess) -> dict:
@@ -214,7 +214,7 @@ def drive(
                 if census:
                     mine.census += _census(reply.get("census"))
                 mine.compiled += _compiled(reply.get("compiled"))
-                mine.lines_run |= lines_run(reply.get("lines_run"))
+                mine.lines_run = merge_lines(mine.lines_run, reply.get("lines_run"))
                 records = _records(reply.get("records"), step)
                 mine.records += records[: max(0, MAX_RECORDS_PER_RUN - len(mine.records))]
                 mine.grad_norms += [{str(k): float(v) for k, v in n.items()} for n in reply.get("grad_norms", [])]
@@ -230,7 +230,7 @@ def _combine_ranks(data: RunData):
     data.scales = list(ranks[0].scales)
     data.census = list(ranks[0].census)
     data.compiled = list(ranks[0].compiled)
-    data.lines_run = set().union(*(r.lines_run for r in ranks))
+    data.lines_run = None if any(r.lines_run is None for r in ranks) else set().union(*(r.lines_run for r in ranks))
     data.traces = [t for r in ranks for t in r.traces]
     records = [{**record, "rank": rank} for rank, r in enumerate(ranks) for record in r.records]
     data.records = sorted(records, key=lambda r: (r["step"], r["rank"]))

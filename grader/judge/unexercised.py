@@ -32,6 +32,15 @@ def lines_run(reply) -> set[int]:
     return set(reply)
 
 
+def merge_lines(known: set[int] | None, reply) -> set[int] | None:
+    """The lines known to have run, with one traced step's reply. An empty list from a step that ran is the
+    worker saying it lost count (the learner's code set a trace function of its own): unknown from then on."""
+    if known is None or reply is None:
+        return known
+    got = lines_run(reply)
+    return known | got if got else None
+
+
 @dataclass
 class Skipped:
     """A run of statements that never ran, under one branch."""
@@ -213,7 +222,7 @@ def _would(source: str, blocks: list[Skipped]) -> list[Finding]:
     return out
 
 
-def notes(source: str, ran: set[int], device: str, amp_dtype: str) -> list[Finding]:
+def notes(source: str, ran: set[int] | None, device: str, amp_dtype: str) -> list[Finding]:
     """One info finding per skipped block (at most MAX_NOTES), at its first line, and what the static rules
     find inside those blocks."""
     if not ran:

@@ -23,6 +23,7 @@ class LinesRun:
         self.path = path
         self.lines: set[int] = set()
         self._before = None
+        self.replaced = False  # the learner's code set its own trace function: what ran is no longer known
 
     def _local(self, frame, event, arg):
         if event == "line" and frame.f_code.co_filename == self.path:
@@ -43,11 +44,14 @@ class LinesRun:
         return self
 
     def __exit__(self, *exc):
+        self.replaced |= sys.gettrace() != self._global  # a bound method: equal, never the same object
         sys.settrace(self._before)
         return False
 
     def reply(self) -> list[int]:
-        return sorted(self.lines)[:MAX_LINES]
+        """The lines that ran, or none at all once the count could have missed some: the judge then names no
+        line rather than name one that ran."""
+        return [] if self.replaced else sorted(self.lines)[:MAX_LINES]
 
 
 _WATCHED: list[LinesRun] = []
