@@ -101,7 +101,7 @@ def run(
             column=column,
         )
         return _finish(result, exercise, started, progress)
-    static_findings = static.analyse(source)
+    static_findings = static.analyse(source) + static.hardcoded_devices(source)
     if exercise.check("host_syncs") is None:  # graded by host_syncs where the lesson has it, a note elsewhere
         static_findings += static.cuda_only_host_syncs(source, exercise.entrypoint.name, note=True)
     start = starting_point(exercise, device)

@@ -80,3 +80,22 @@ def test_as_a_note_it_is_info_level():
     )
     assert [(f.id, f.severity) for f in found] == [("host_sync_cuda_only", "info")]
     assert "harmless for correctness" in found[0].message
+
+
+def test_a_device_written_as_a_literal_is_named_outside_a_branch_that_tests_the_device():
+    from grader.judge.static import hardcoded_devices
+
+    source = (
+        "import torch\n"
+        "mesh = init_device_mesh('cpu', (2,))\n"
+        "def step(device_type, x):\n"
+        "    scaler = torch.amp.GradScaler(device='cuda:0')\n"
+        "    if device_type == 'cuda':\n"
+        "        torch.autocast('cuda')\n"
+        "    with torch.autocast(device_type, dtype=x):\n"
+        "        torch.autocast('cuda' if x else 'cpu')\n"
+    )
+    found = [
+        (f.line, f.text["message"]["key"], f.text["message"]["params"]["device"]) for f in hardcoded_devices(source)
+    ]
+    assert found == [(2, "hardcoded_device.mesh", "cpu"), (4, "hardcoded_device.scaler", "cuda:0")]

@@ -296,6 +296,9 @@ def compilation(traces: list[dict], compiled: list[dict]) -> list[Finding]:
 # micro-batch out. Where the source shows that slice, its line is the one to fix. A slice alone is no mistake
 # (DDP's `micro_batches[:-1]` under no_sync(), then the last one), so it never makes a finding by itself.
 SOURCE_NAMES_THE_LINE = {"micro_batch_skipped"}
+# Read from the source alone, exactly (not a heuristic): said whatever the trace shows, unless a finding of the
+# trace already names that line (autocast_wrong_device where the literal is the other device)
+SOURCE_ALONE = {"hardcoded_device"}
 
 
 def merge(found: list[Finding], static: list[Finding], *, traced: bool) -> list[Finding]:
@@ -305,11 +308,13 @@ def merge(found: list[Finding], static: list[Finding], *, traced: bool) -> list[
     for f in found:
         if (f.line is None or f.id in SOURCE_NAMES_THE_LINE) and f.id in by_id:
             f.line = by_id[f.id].line
-    known = {f.id for f in found}
+    known, lines = {f.id for f in found}, {f.line for f in found}
     extra = [
         f
         for f in static
-        if f.id not in known and f.id not in SOURCE_NAMES_THE_LINE and (f.severity == "info" or not traced)
+        if f.id not in known
+        and f.id not in SOURCE_NAMES_THE_LINE
+        and (f.severity == "info" or not traced or (f.id in SOURCE_ALONE and f.line not in lines))
     ]
     return found + extra
 

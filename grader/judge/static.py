@@ -235,3 +235,44 @@ def cuda_only_host_syncs(source: str, entrypoint: str, *, note: bool = False) ->
         for statement in function.body:
             visit(statement, False)
     return sorted(out, key=lambda f: f.line)
+
+
+# The calls whose device must follow the device the grader gives: (the name the call ends with, the variant)
+DEVICE_CALLS = {"autocast": "autocast", "GradScaler": "scaler", "init_device_mesh": "mesh"}
+
+
+def _device_literal(call: ast.Call) -> str | None:
+    """The device a call is given as a string literal ("cpu", "cuda", "cuda:0"), where it is one."""
+    given = call.args[:1] + [k.value for k in call.keywords if k.arg in ("device_type", "device")]
+    for node in given:
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and node.value.split(":")[0] in ("cpu", "cuda")
+        ):
+            return node.value
+    return None
+
+
+def hardcoded_devices(source: str) -> list[Finding]:
+    """`hardcoded_device` at each autocast, GradScaler or init_device_mesh given its device as a literal outside
+    a branch that tests the device: such code is right on one kind of device only, and the grading device cannot
+    tell (a CPU grading passes `torch.autocast("cpu")`, a GPU grading would not), so it is named everywhere."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    out = []
+
+    def visit(node: ast.AST, tested: bool):
+        if isinstance(node, ast.If) and _mentions_cuda(node.test) is not None:
+            tested = True
+        if isinstance(node, ast.Call) and not tested:
+            variant = DEVICE_CALLS.get(dotted(node.func).split(".")[-1])
+            if variant and (device := _device_literal(node)) is not None:
+                out.append(finding("hardcoded_device", node.lineno, key=f"hardcoded_device.{variant}", device=device))
+        for child in ast.iter_child_nodes(node):
+            visit(child, tested)
+
+    visit(tree, False)
+    return out

@@ -27,6 +27,16 @@ CHECKS: dict[str, str | dict[str, str]] = {
     "backward(), this backward pass should not run under autocast (its "
     "ops already use the dtypes chosen in the forward pass)",
     "backward_inside_autocast.fix": "dedent the backward call so it comes after the `with torch.autocast(...)` block",
+    "hardcoded_device.autocast": "torch.autocast is given the device {device!r} as a literal: where the model runs "
+    "on another kind of device this autocast does nothing, and the step runs in float32",
+    "hardcoded_device.scaler": "the GradScaler is made for the device {device!r}, written as a literal: on another "
+    "kind of device it is disabled or refuses the gradients, so the loss is not scaled",
+    "hardcoded_device.mesh": "init_device_mesh is given the device {device!r} as a literal: on another kind of "
+    "device its process group does not match where the model's tensors live, and the collectives fail",
+    "hardcoded_device": "a device is written as the literal {device!r}, so this code is right on one kind of device "
+    "only",
+    "hardcoded_device.fix": "use the device_type argument the grader passes (torch.autocast(device_type=device_type, "
+    "...)) instead of a string, so the same code is right on a CPU and on a GPU",
     "forward_outside_autocast": "the model's forward pass ran outside autocast, so its matmuls ran in float32",
     "forward_outside_autocast.fix": "call the model inside the `with torch.autocast(...)` block",
     "loss_outside_autocast": "the loss was computed after leaving the autocast block",
