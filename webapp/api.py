@@ -194,8 +194,9 @@ def cancel(sid):
     try:
         _queue().put("cancel", sid, row["attempt"], {"at": time.time()})
         take_back(db, _queue(), sid, row["attempt"])  # a task still waiting leaves the queue now
-    except Exception:  # the record says cancelled; a worker that never hears of it finishes and is ignored
-        log.exception("could not tell the workers that submission %s was cancelled", sid)
+    except Exception:  # the record says cancelled; a worker that never hears of it finishes and is ignored, and
+        # the collector takes the task back later (until then it holds the learner's place in the queue)
+        log.exception("could not tell the grading queue that submission %s was cancelled", sid)
     dispatch(db, _queue(), current_app.config, row["learner"])
     return jsonify(store.summary(store.get(db, sid)))
 

@@ -298,6 +298,7 @@ def requeue(db, queue, config, row, now: float) -> None:
             now,
         ),
     )
+    queue.forget(sid, row["attempt"])  # the attempt given up on: its keys (its task's, as big as its code) go
     queue.enqueue(store.payload(db.execute("SELECT * FROM submissions WHERE id = ?", (sid,)).fetchone(), config))
     log.warning("submission %s: worker lease expired, re-enqueued as attempt %s", sid, attempt)
 
