@@ -115,11 +115,14 @@ def check_rate(db, learner: str, client_ip: str | None, config, now: float):
 def _places(db, column: str | None = None, value: str | None = None) -> int:
     """Submissions waiting, being graded, or cancelled with their task still in the queue: all of them, or those
     whose `column` is `value`."""
-    if column is None:  # the queue's own line: handed over or not, not yet taken by a worker
-        return db.execute(
-            "SELECT count(*) FROM submissions WHERE status = 'queued' OR "
-            "(error = 'cancelled' AND enqueued_at IS NOT NULL)"
-        ).fetchone()[0]
+    if column is None:  # the queue's own line, handed over or not; two counts, each on its own index
+        waiting = db.execute("SELECT count(*) FROM submissions WHERE status = 'queued'").fetchone()[0]
+        return (
+            waiting
+            + db.execute(
+                "SELECT count(*) FROM submissions WHERE error = 'cancelled' AND enqueued_at IS NOT NULL"
+            ).fetchone()[0]
+        )
     return db.execute(f"SELECT count(*) FROM submissions WHERE {column} = ? AND {HOLDS_PLACE}", (value,)).fetchone()[0]
 
 

@@ -69,8 +69,18 @@ def test_submitting_and_cancelling_many_times_leaves_the_queue_and_an_honest_pla
     assert waiting == [first["id"], later["id"]]  # what a worker finds: the honest tasks, nothing cancelled
 
 
-def test_a_cancelled_task_the_queue_could_not_take_back_holds_its_place_until_the_collector_does(make_app, monkeypatch):
-    app = make_app(MAX_WAITING_PER_LEARNER=1)
+@pytest.mark.parametrize(
+    "cap, words",
+    [
+        ("QUEUE_MAX", "The grading queue is full"),
+        ("MAX_WAITING_PER_LEARNER", "of your submissions is still waiting"),
+        ("MAX_WAITING_PER_IP", "from your network address are waiting"),
+    ],
+)
+def test_a_cancelled_task_the_queue_could_not_take_back_counts_toward_each_cap_until_the_collector_does(
+    make_app, monkeypatch, cap, words
+):
+    app = make_app(**{cap: 1})
     queue = app.extensions["amp_dojo_queue"]
     client = app.test_client()
     sid = submit(client).get_json()["id"]
@@ -81,14 +91,16 @@ def test_a_cancelled_task_the_queue_could_not_take_back_holds_its_place_until_th
     monkeypatch.setattr(queue, "withdraw", down)
     cancel(client, sid)
     assert queue.pending_count() == 1 and row(app, sid)["enqueued_at"] is not None
-    refused = submit(client)  # the task is still in the queue: it counts, though the status says cancelled
-    assert refused.status_code == 429 and "waiting or being graded" in refused.get_json()["error"]
+    # the task is still in the queue: it counts, though the status says cancelled
+    next_client = client if cap == "MAX_WAITING_PER_LEARNER" else app.test_client()
+    refused = submit(next_client)
+    assert refused.status_code == 429 and words in refused.get_json()["error"]
     background_pass(app)  # still down: nothing changes
     assert queue.pending_count() == 1
     monkeypatch.undo()
     background_pass(app)
     assert queue.pending_count() == 0 and row(app, sid)["enqueued_at"] is None
-    assert submit(client).status_code == 202 and queue.pending_count() == 1
+    assert submit(next_client).status_code == 202 and queue.pending_count() == 1
 
 
 def test_a_task_a_worker_took_before_the_cancel_is_skipped_and_frees_the_place(app):
