@@ -14,7 +14,7 @@ from grader.errors import ExerciseNotFound
 from webapp import content, i18n, store
 from webapp.collector import collect
 from webapp.db import connect, get_db
-from webapp.dispatch import dispatch
+from webapp.dispatch import dispatch, take_back
 from webapp.security import client_ip, csrf_token, learner_id, readable_submission
 from webapp.streams import StreamSlots
 
@@ -193,8 +193,10 @@ def cancel(sid):
         raise store.Refused(409, "this submission has already finished")
     try:
         _queue().put("cancel", sid, row["attempt"], {"at": time.time()})
-    except Exception:  # the record says cancelled; a worker that never hears of it finishes and is ignored
-        log.exception("could not tell the workers that submission %s was cancelled", sid)
+        take_back(db, _queue(), sid, row["attempt"])  # a task still waiting leaves the queue now
+    except Exception:  # the record says cancelled; a worker that never hears of it finishes and is ignored, and
+        # the collector takes the task back later (until then it holds the learner's place in the queue)
+        log.exception("could not tell the grading queue that submission %s was cancelled", sid)
     dispatch(db, _queue(), current_app.config, row["learner"])
     return jsonify(store.summary(store.get(db, sid)))
 

@@ -2,7 +2,8 @@
 app's database, and watches their leases.
 
 It runs on every status/stream request (for that submission) and in a
-background thread (for all active ones). Every change is a compare-and-set on
+background thread (for all active ones; only this one looks for lost tasks,
+each by its key in the queue, webapp/queue.py is_pending). Every change is a compare-and-set on
 (status, attempt) inside BEGIN IMMEDIATE, and events are keyed by
 (submission, attempt, source), so two app processes collecting at once
 neither duplicate events nor accept a result twice. Only the current
@@ -18,28 +19,36 @@ import time
 
 from webapp import bounds, findings, learner_lessons, store
 from webapp.db import connect, transaction
-from webapp.dispatch import dispatch
+from webapp.dispatch import dispatch, take_back_cancelled
 
 log = logging.getLogger("amp_dojo.collector")
 
 
+# What a pass reads of each submission: not its code (up to MAX_CODE_BYTES each, for every active one, every second)
+COLUMNS = "id, learner, status, attempt, enqueued_at, hb_value"
+
+
 def collect(db, queue, config, ids: list[str] | None = None) -> None:
-    """One pass over the active submissions (or just `ids`)."""
+    """One pass over the active submissions (the background collector), or over just `ids` (a request or a
+    stream, for the submission it shows). Only the background pass looks for lost tasks and takes back the
+    tasks of cancellations the queue could not be told of: a poll's cost never depends on the queue."""
     if ids is not None and not ids:
         return  # `IN ()` is SQLite's dialect only
-    sql = "SELECT * FROM submissions WHERE status IN ('queued', 'running')"
+    sql = f"SELECT {COLUMNS} FROM submissions WHERE status IN ('queued', 'running')"
     params: tuple = ()
     if ids is not None:
         sql += f" AND id IN ({','.join('?' * len(ids))})"
         params = tuple(ids)
     for row in db.execute(sql, params).fetchall():
         try:
-            collect_one(db, queue, config, row)
+            collect_one(db, queue, config, row, background=ids is None)
         except Exception:  # one bad record must not stop the others
             log.exception("collecting submission %s failed", row["id"])
+    if ids is None:
+        take_back_cancelled(db, queue, config)
 
 
-def collect_one(db, queue, config, row) -> None:
+def collect_one(db, queue, config, row, background: bool = False) -> None:
     sid, attempt = row["id"], row["attempt"]
     if row["enqueued_at"] is None:  # waiting for its learner's previous submission (or for the queue to be up)
         dispatch(db, queue, config, row["learner"])
@@ -55,7 +64,7 @@ def collect_one(db, queue, config, row) -> None:
         return
     note_progress(db, row, worker_events, beat, config)
     expire_lease(db, queue, config, sid, attempt)
-    if row["status"] == "queued" and beat is None:
+    if background and row["status"] == "queued" and beat is None:
         recover_lost_task(db, queue, config, row)
 
 
@@ -289,6 +298,7 @@ def requeue(db, queue, config, row, now: float) -> None:
             now,
         ),
     )
+    queue.forget(sid, row["attempt"])  # the attempt given up on: its keys (its task's, as big as its code) go
     queue.enqueue(store.payload(db.execute("SELECT * FROM submissions WHERE id = ?", (sid,)).fetchone(), config))
     log.warning("submission %s: worker lease expired, re-enqueued as attempt %s", sid, attempt)
 

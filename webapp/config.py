@@ -51,6 +51,12 @@ MAX_WAITING_PER_LEARNER = 2
 # The same per client address: a high ceiling against clients that shed their cookie (a class behind one NAT
 # address shares it: 30 learners with 2 each is 60). 0: none.
 MAX_WAITING_PER_IP = 80
+# Bytes of code (UTF-8) stored in any 24 hours, per learner and per client address (past either: 429 naming the
+# limit, with Retry-After). A cancelled run counts by the size it came with, though its code is dropped at once.
+# A learner at MAX_CODE_BYTES could send 120 a day; a typical lesson's solution of 2-5 kB, well over a thousand.
+# A class of 60 behind one NAT address shares the second: 2 MB each a day (or raise it). 0: none.
+CODE_BYTES_PER_LEARNER_DAY = 8000000
+CODE_BYTES_PER_IP_DAY = 120000000
 
 # A running grading whose worker has not sent a heartbeat for this long is lost.
 LEASE_SECONDS = 30

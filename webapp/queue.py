@@ -9,6 +9,9 @@ worker reports back through Huey's key-value storage, under keys named by
     events  the attempt's progress events so far, the whole list rewritten on each one
     result  {"status": "done", "result": {...}} or {"status": "error", "reason": ...}
     cancel  written by the web app when the learner cancels: the worker stops grading and reports nothing
+    task    where the attempt's task lies in the queue (written by the web app as it enqueues): so that
+            "is it still waiting?" and "take it back" (a cancelled submission leaves no task behind) each
+            cost one look-up, however long the queue
 
 so a worker on another machine needs only the Redis URL, never the web app's
 database. The collector (webapp/collector.py) copies these keys into SQLite."""
@@ -21,10 +24,11 @@ from dataclasses import dataclass
 from urllib.parse import urlparse
 
 from huey import RedisHuey, SqliteHuey
+from huey.storage import SqliteStorage
 
 from webapp.files import private_file
 
-KINDS = ("claim", "hb", "events", "result", "cancel")
+KINDS = ("claim", "hb", "events", "result", "cancel", "task")
 HUEY_NAME = "amp-dojo"
 
 
@@ -80,10 +84,66 @@ class GradingQueue:
         self.task = self.huey.task(name="grade")(grade)
 
     def enqueue(self, payload: dict) -> None:
-        self.task(payload)
+        """Puts the attempt's task at the back of the queue and notes where it lies (the `task` key)."""
+        task = self.task.s(payload)
+        data = self.huey.serialize_task(task)
+        sid, attempt = payload["submission_id"], payload["attempt"]
+        storage = self.huey.storage
+        if isinstance(storage, SqliteStorage):  # the task's row id, written with the task in one transaction
+            with storage.db(commit=True) as curs:
+                curs.execute("insert into task (queue, data, priority) values (?, ?, 0)", (storage.name, data))
+                ref = self.huey.serializer.serialize({"id": task.id, "row": curs.lastrowid})
+                curs.execute(
+                    "insert or replace into kv (queue, key, value) values (?, ?, ?)",
+                    (storage.name, key("task", sid, attempt), ref),
+                )
+            return
+        # Redis: LPOS and LREM find a list item by its bytes; written first, so no task is ever untracked
+        self.put("task", sid, attempt, {"id": task.id, "data": data})
+        storage.enqueue(data)
 
     def is_pending(self, submission_id: str, attempt: int) -> bool:
-        """Whether the attempt's task still waits in the queue (read back from its storage)."""
+        """Whether the attempt's task still waits in the queue: one look-up by the `task` key, whatever the
+        queue's length (Redis: one LPOS, a scan inside the server of items it compares by length first)."""
+        ref = self.peek("task", submission_id, attempt)
+        if not isinstance(ref, dict):  # enqueued by a version that kept no `task` key
+            return self._scan_pending(submission_id, attempt)
+        storage = self.huey.storage
+        if isinstance(storage, SqliteStorage):
+            return self._sqlite_row(storage, ref) is not None
+        return storage.conn.lpos(storage.queue_key, ref["data"]) is not None
+
+    def withdraw(self, submission_id: str, attempt: int) -> bool:
+        """Takes the attempt's task back out of the queue; False if it is not there (a worker took it, or it was
+        never enqueued). Atomic against a worker's dequeue: exactly one of them gets the task."""
+        ref = self.peek("task", submission_id, attempt)
+        if not isinstance(ref, dict):
+            return False
+        storage = self.huey.storage
+        if isinstance(storage, SqliteStorage):
+            with storage.db(commit=True) as curs:
+                found = self._sqlite_row(storage, ref, curs) is not None
+                if found:
+                    curs.execute("delete from task where id = ?", (ref["row"],))
+        else:
+            found = storage.conn.lrem(storage.queue_key, 1, ref["data"]) > 0
+        if found:
+            self.forget(submission_id, attempt)
+        return found
+
+    def _sqlite_row(self, storage, ref: dict, curs=None):
+        """The task's row, if it is still the task noted (SQLite reuses the ids of deleted rows)."""
+        sql = "select data from task where id = ? and queue = ?"
+        if curs is None:
+            rows = storage.sql(sql, (ref["row"], storage.name), results=True)
+        else:
+            rows = curs.execute(sql, (ref["row"], storage.name)).fetchall()
+        if rows and self.huey.serializer.deserialize(bytes(rows[0][0])).id == ref["id"]:
+            return rows[0]
+        return None
+
+    def _scan_pending(self, submission_id: str, attempt: int) -> bool:
+        """The queue read whole: only for tasks enqueued before the `task` key existed."""
         for task in self.huey.pending():
             payload = task.args[0] if task.args else {}
             if payload.get("submission_id") == submission_id and payload.get("attempt") == attempt:
@@ -105,7 +165,7 @@ class GradingQueue:
 
     def forget(self, submission_id: str, attempt: int) -> None:
         """Drops an ingested attempt's keys; the claim stays, so a duplicate task is still refused."""
-        for kind in ("hb", "events", "result", "cancel"):
+        for kind in ("hb", "events", "result", "cancel", "task"):
             self.huey.delete(key(kind, submission_id, attempt))
 
     def run_pending(self, limit: int = 100) -> int:

@@ -17,6 +17,11 @@ ACTIVE = ("queued", "running")
 WINDOW_S = 60.0
 LEGACY_RESULT_BYTES = 1048576  # larger stored documents predate MAX_RESULT_BYTES: served cut
 CANCELLED = "cancelled"  # the `error` of a submission its learner cancelled before the verdict
+DAY_S = 86400.0
+# A submission holds a place in the grading queue (or on a worker) from its hand-over to its verdict; a cancelled
+# one until its task is known to have left the queue (webapp/dispatch.py take_back clears its enqueued_at). The
+# caps count these places, whatever the status says: the queue cannot hold more than they allow.
+HOLDS_PLACE = "(status IN ('queued', 'running') OR (error = 'cancelled' AND enqueued_at IS NOT NULL))"
 
 
 class Refused(Exception):
@@ -107,10 +112,25 @@ def check_rate(db, learner: str, client_ip: str | None, config, now: float):
             )
 
 
+def _places(db, column: str | None = None, value: str | None = None) -> int:
+    """Submissions waiting, being graded, or cancelled with their task still in the queue: all of them, or those
+    whose `column` is `value`."""
+    if column is None:  # the queue's own line, handed over or not; two counts, each on its own index
+        waiting = db.execute("SELECT count(*) FROM submissions WHERE status = 'queued'").fetchone()[0]
+        return (
+            waiting
+            + db.execute(
+                "SELECT count(*) FROM submissions WHERE error = 'cancelled' AND enqueued_at IS NOT NULL"
+            ).fetchone()[0]
+        )
+    return db.execute(f"SELECT count(*) FROM submissions WHERE {column} = ? AND {HOLDS_PLACE}", (value,)).fetchone()[0]
+
+
 def check_queue(db, config, learner: str, client_ip: str | None):
     """Raises Refused(429) when QUEUE_MAX submissions already wait, or when this learner (or address) already has
-    its share waiting or being graded: one client must not fill the queue for everyone."""
-    waiting = db.execute("SELECT count(*) FROM submissions WHERE status = 'queued'").fetchone()[0]
+    its share waiting or being graded: one client must not fill the queue for everyone. A cancelled submission
+    counts until its task has left the queue."""
+    waiting = _places(db)
     if waiting >= int(config["QUEUE_MAX"]):
         raise Refused(
             429,
@@ -120,9 +140,7 @@ def check_queue(db, config, learner: str, client_ip: str | None):
         )
     limit = config["MAX_WAITING_PER_LEARNER"]
     if limit:
-        mine = db.execute(
-            "SELECT count(*) FROM submissions WHERE learner = ? AND status IN ('queued', 'running')", (learner,)
-        ).fetchone()[0]
+        mine = _places(db, "learner", learner)
         if mine >= int(limit):
             raise Refused(
                 429,
@@ -135,9 +153,7 @@ def check_queue(db, config, learner: str, client_ip: str | None):
             )
     limit = config["MAX_WAITING_PER_IP"]
     if client_ip is not None and limit:
-        theirs = db.execute(
-            "SELECT count(*) FROM submissions WHERE client_ip = ? AND status IN ('queued', 'running')", (client_ip,)
-        ).fetchone()[0]
+        theirs = _places(db, "client_ip", client_ip)
         if theirs >= int(limit):
             raise Refused(
                 429,
@@ -151,17 +167,75 @@ def check_queue(db, config, learner: str, client_ip: str | None):
             )
 
 
+CODE_SIZE = "coalesce(code_bytes, length(code))"  # code_bytes: NULL for submissions stored before it existed
+
+
+def _storage_wait(db, column: str, value: str, now: float, excess: int) -> int:
+    """Seconds until `excess` bytes of `column`'s code leave the last 24 hours (read from the oldest on, at most
+    1000 submissions: past those, when the 1000th leaves)."""
+    freed, leaves = 0, now + DAY_S
+    for r in db.execute(
+        f"SELECT created_at, {CODE_SIZE} AS n FROM submissions WHERE {column} = ? AND created_at > ? "
+        "ORDER BY created_at LIMIT 1000",
+        (value, now - DAY_S),
+    ):
+        freed, leaves = freed + int(r["n"] or 0), r["created_at"] + DAY_S
+        if freed >= excess:
+            break
+    return max(1, math.ceil(leaves - now))
+
+
+STORAGE_MESSAGES = {
+    "learner": noop_gettext(
+        "You sent {mb} MB of code in the last 24 hours, the most this server keeps from one learner a day "
+        "(cancelled runs count too): run again in {n} h."
+    ),
+    "client_ip": noop_gettext(
+        "Your network address sent {mb} MB of code in the last 24 hours, the most this server keeps from one "
+        "address a day (cancelled runs count too): run again in {n} h."
+    ),
+}
+
+
+def _megabytes(size: int) -> float | int:
+    """Decimal megabytes, to 3 significant digits: 8 for 8000000, 0.2 for 200000."""
+    mb = float(f"{size / 1e6:.3g}")
+    return int(mb) if mb.is_integer() else mb
+
+
+def check_storage(db, config, learner: str, client_ip: str | None, size: int, now: float) -> None:
+    """Raises Refused(429) when this submission would take the code stored in the last 24 hours past
+    CODE_BYTES_PER_LEARNER_DAY for its learner or CODE_BYTES_PER_IP_DAY for its address. Counted from the size
+    each submission had when it came (code_bytes), so a cancelled run, whose code is dropped, still counts."""
+    for column, value, key in (
+        ("learner", learner, "CODE_BYTES_PER_LEARNER_DAY"),
+        ("client_ip", client_ip, "CODE_BYTES_PER_IP_DAY"),
+    ):
+        limit = int(config[key] or 0)
+        if value is None or not limit:
+            continue
+        used = db.execute(
+            f"SELECT coalesce(sum({CODE_SIZE}), 0) FROM submissions WHERE {column} = ? AND created_at > ?",
+            (value, now - DAY_S),
+        ).fetchone()[0]
+        if int(used) + size > limit:
+            wait = _storage_wait(db, column, value, now, int(used) + size - limit)
+            raise Refused(429, STORAGE_MESSAGES[column], wait, mb=_megabytes(limit), n=math.ceil(wait / 3600))
+
+
 def create(db, *, learner: str, client_ip: str | None, lesson: str, code: str, lang: str, config) -> dict:
     """Stores the submission (status queued) after the limits; the caller enqueues it."""
     now = time.time()
     with transaction(db):
         check_rate(db, learner, client_ip, config, now)
         check_queue(db, config, learner, client_ip)
+        size = len(code.encode("utf-8"))
+        check_storage(db, config, learner, client_ip, size, now)
         sid = secrets.token_hex(8)
         db.execute(
-            "INSERT INTO submissions (id, learner, client_ip, lesson, code, lang, status, attempt, "
-            "created_at, queued_at) VALUES (?, ?, ?, ?, ?, ?, 'queued', 1, ?, ?)",
-            (sid, learner, client_ip, lesson, code, lang, now, now),
+            "INSERT INTO submissions (id, learner, client_ip, lesson, code, code_bytes, lang, status, attempt, "
+            "created_at, queued_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', 1, ?, ?)",
+            (sid, learner, client_ip, lesson, code, size, lang, now, now),
         )
         db.execute(
             "INSERT INTO events (submission_id, attempt, source, type, data, created_at) "
@@ -214,16 +288,19 @@ def events(db, sid: str, after: int = 0) -> list[dict]:
 
 def cancel(db, row) -> bool:
     """Ends a queued or running submission without a verdict, once (False if it had already ended). The
-    grading worker is told through the queue (webapp/grading.py) and stops."""
+    grading worker is told through the queue (webapp/grading.py) and stops; the task, if it still waits, is
+    taken back (webapp/dispatch.py take_back). Its code is dropped now (its size, code_bytes, still counts
+    toward the day's storage): a cancelled run is never graded, and nobody's storage fills with them."""
     now = time.time()
     with transaction(db):
         cur = db.execute(
-            "UPDATE submissions SET status = 'error', error = ?, finished_at = ? "
+            "UPDATE submissions SET status = 'error', error = ?, finished_at = ?, code = '' "
             "WHERE id = ? AND attempt = ? AND status IN ('queued', 'running')",
             (CANCELLED, now, row["id"], row["attempt"]),
         )
         if cur.rowcount != 1:
             return False
+        db.execute("DELETE FROM code_views WHERE submission_id = ?", (row["id"],))
         db.execute(
             "INSERT INTO events (submission_id, attempt, source, type, data, created_at) "
             "VALUES (?, ?, 'done', 'done', ?, ?) ON CONFLICT DO NOTHING",
@@ -271,11 +348,19 @@ def result_of(row, lang: str = "en") -> dict | None:
     return localized(document, lang)
 
 
+def pruned(row) -> bool:
+    """Whether the submission's code was dropped (a cancelled run's, webapp/store.py cancel)."""
+    return row["status"] == "error" and row["error"] == CANCELLED and row["code"] == ""
+
+
 def detail(db, row, after: int = 0, lang: str = "en") -> dict:
     """Everything the results panel needs, whether the grading is waiting, running or over."""
     data = summary(row)
     data.update(
-        code=row["code"], position=position(db, row), events=events(db, row["id"], after), result=result_of(row, lang)
+        code=None if pruned(row) else row["code"],
+        position=position(db, row),
+        events=events(db, row["id"], after),
+        result=result_of(row, lang),
     )
     return data
 

@@ -7,6 +7,13 @@ Every test that builds its app through these fixtures runs twice: on SQLite (a
 file under tmp_path) and on PostgreSQL (a fresh database on the test server of
 tests/conftest.py)."""
 
+import os
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
 import pytest
 from webapp_testing import base_config, csrf_headers
 
@@ -67,3 +74,37 @@ def grade_queued():
         return app.extensions["amp_dojo_queue"].run_pending()
 
     return _grade
+
+
+@pytest.fixture
+def redis_url(tmp_path):
+    """A redis-server of its own, for this test: its QUEUE_URL."""
+    server = shutil.which("redis-server") or "/usr/bin/redis-server"
+    if not Path(server).exists():
+        if os.environ.get("AMP_DOJO_REQUIRE_REDIS"):  # CI: a missing server is a failure, not a skip
+            pytest.fail("AMP_DOJO_REQUIRE_REDIS is set but redis-server is not installed")
+        pytest.skip("redis-server is not installed (set AMP_DOJO_REQUIRE_REDIS=1 to make this a failure)")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    args = ["--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(tmp_path)]
+    proc = subprocess.Popen([server, *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    import redis
+
+    client = redis.Redis(host="127.0.0.1", port=port)
+    deadline = time.monotonic() + 10
+    while not _pings(client):
+        if time.monotonic() > deadline or proc.poll() is not None:
+            proc.kill()
+            pytest.fail("redis-server did not start")
+        time.sleep(0.05)
+    yield f"redis://127.0.0.1:{port}/0"
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def _pings(client) -> bool:
+    try:
+        return client.ping()
+    except Exception:  # noqa: BLE001 - whatever stops a ping means no server yet
+        return False

@@ -68,11 +68,20 @@ def old_database(path: Path) -> None:
     db.close()
 
 
+OLD_COLUMNS = {
+    "submissions": "id, learner, client_ip, lesson, code, lang, status, attempt, created_at, queued_at, "
+    "enqueued_at, started_at, finished_at, hb_value, hb_seen_at, result, result_status, score, graded_by, error",
+    "events": "*",
+}
+
+
 def dump(path: Path) -> dict:
+    """The tables' rows, in the columns the version before migrations had (later ones add columns)."""
     db = sqlite3.connect(path)
     try:
         return {
-            table: db.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall() for table in ("submissions", "events")
+            table: db.execute(f"SELECT {columns} FROM {table} ORDER BY 1").fetchall()
+            for table, columns in OLD_COLUMNS.items()
         }
     finally:
         db.close()

@@ -3,7 +3,6 @@ worker killed in the middle of a grading. Slow: each grading starts PyTorch
 processes."""
 
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -86,47 +85,6 @@ def submit(client, code: str) -> str:
 
 def status_of(client, sid: str) -> dict:
     return client.get(f"/api/submissions/{sid}").get_json()  # collects what the workers wrote
-
-
-@pytest.fixture
-def redis_url(tmp_path):
-    server = shutil.which("redis-server") or "/usr/bin/redis-server"
-    if not Path(server).exists():
-        if os.environ.get("AMP_DOJO_REQUIRE_REDIS"):  # CI: a missing server is a failure, not a skip
-            pytest.fail("AMP_DOJO_REQUIRE_REDIS is set but redis-server is not installed")
-        pytest.skip("redis-server is not installed (set AMP_DOJO_REQUIRE_REDIS=1 to make this a failure)")
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            server,
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(tmp_path),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    import redis
-
-    client = redis.Redis(host="127.0.0.1", port=port)
-    wait_for(lambda: _pings(client), 10, "redis-server to start")
-    yield f"redis://127.0.0.1:{port}/0"
-    proc.terminate()
-    proc.wait(timeout=10)
-
-
-def _pings(client) -> bool:
-    try:
-        return client.ping()
-    except Exception:  # noqa: BLE001 - whatever stops a ping means no server yet
-        return False
 
 
 def test_two_workers_on_redis_grade_every_submission_exactly_once(tmp_path, redis_url):
