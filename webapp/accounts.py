@@ -191,9 +191,17 @@ def retry_after(db, limits: list[tuple[str, int]], window_s: float, now: float) 
     return None
 
 
+def count_attempts(db, key: str, window_s: float, now: float, at_most: int) -> int:
+    """Attempts recorded under `key` within the window, counted up to `at_most` (what a limit needs to know)."""
+    rows = db.execute(
+        "SELECT 1 FROM login_attempts WHERE key = ? AND at > ? LIMIT ?", (key, now - window_s, int(at_most))
+    ).fetchall()
+    return len(rows)
+
+
 def take_attempt(db, limits: list[tuple[str, int]], window_s: float, now: float) -> Attempt:
     """Counts an attempt against every (key, limit), in one write transaction with the check: refused when any
-    key is at its limit, else recorded under every key before the caller does the costly part (a password
+    key is at its limit (a limit of 0 only records), else recorded under every key before the caller does the costly part (a password
     hash). A check and a later record would let N concurrent attempts all pass a limit of 5."""
     with transaction(db):
         wait = retry_after(db, limits, window_s, now)

@@ -101,10 +101,14 @@ TRUSTED_PROXIES = 0
 # Whether visitors without an account may use lessons (instructors can change it on the settings page;
 # what they set there wins over this default).
 ANONYMOUS_USE = True
-# Failed sign-ins allowed per window: per username from one address, and per address (a class behind
-# one NAT address shares the second). Past either: 429 with Retry-After.
+# Failed sign-ins allowed per window, per username from one address: past it, 429 with Retry-After for that
+# username from that address only. Once an address has LOGIN_FAILURES_PER_IP failures (all usernames together:
+# spraying) or a username LOGIN_FAILURES_PER_NAME (all addresses together: a guesser with many addresses), each
+# (username, address) gets one try in the window instead: a right password from an address that has not
+# guessed at that name still signs in, so wrong guesses at made-up or other names never lock an account out.
 LOGIN_WINDOW_S = 900
 LOGIN_FAILURES_PER_ACCOUNT = 5
 LOGIN_FAILURES_PER_IP = 100
+LOGIN_FAILURES_PER_NAME = 50
 # New accounts per client address per hour (a class behind one NAT address signs up together: raise it).
 SIGNUPS_PER_IP = 60

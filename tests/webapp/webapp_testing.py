@@ -43,8 +43,8 @@ def signup(client, username: str, password: str = PASSWORD):
     return response
 
 
-def signin(client, username: str, password: str = PASSWORD):
-    return form(client, "/signin", {"username": username, "password": password})
+def signin(client, username: str, password: str = PASSWORD, **kwargs):
+    return form(client, "/signin", {"username": username, "password": password}, **kwargs)
 
 
 def make_instructor(app, username: str, password: str = PASSWORD):
