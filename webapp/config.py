@@ -110,5 +110,12 @@ LOGIN_WINDOW_S = 900
 LOGIN_FAILURES_PER_ACCOUNT = 5
 LOGIN_FAILURES_PER_IP = 100
 LOGIN_FAILURES_PER_NAME = 50
+# Wrong course join codes per account in JOIN_WINDOW_S seconds (a right code is not counted); past it: 429
+# with Retry-After. Once an address has JOIN_FAILURES_PER_IP wrong codes (all accounts together), each account
+# there gets one try in the window instead: classmates who typed no wrong code still join. With 32^8 codes,
+# guessing at (JOIN_FAILURES_PER_IP + SIGNUPS_PER_IP) an hour per address finds none.
+JOIN_WINDOW_S = 3600
+JOIN_FAILURES_PER_ACCOUNT = 10
+JOIN_FAILURES_PER_IP = 60
 # New accounts per client address per hour (a class behind one NAT address signs up together: raise it).
 SIGNUPS_PER_IP = 60
