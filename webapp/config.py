@@ -52,6 +52,12 @@ MAX_WAITING_PER_LEARNER = 2
 # address shares it: 30 learners with 2 each is 60). 0: none.
 MAX_WAITING_PER_IP = 80
 
+# Submissions from one client address waiting in the grading queue at once (handed over, no worker on them
+# yet; those being graded do not count): learners elsewhere wait behind at most this many of one address's,
+# however many accounts it made. The learners behind one address (a class behind a NAT) take turns among
+# themselves. 0: no such bound (learners are still served one submission each at a time).
+QUEUE_TURNS_PER_IP = 4
+
 # A running grading whose worker has not sent a heartbeat for this long is lost.
 LEASE_SECONDS = 30
 # Attempts at grading one submission before it is marked as an error.

@@ -18,6 +18,7 @@ def base_config(tmp_path, **overrides) -> dict:
         "MAX_WAITING_PER_LEARNER": 0,  # tests queue several submissions of one learner; its own test sets it
         "MAX_WAITING_PER_IP": 0,
         "MAX_STREAMS_PER_IP": 0,  # every test client has one address; the cap's own test sets it
+        "QUEUE_TURNS_PER_IP": 0,  # the same
     }
     config.update(overrides)
     return config
