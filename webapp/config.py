@@ -88,7 +88,7 @@ STREAM_IDLE_SECONDS = 60
 
 # `amp-dojo serve` (waitress): connections open at once, all clients together (each costs a file
 # descriptor, not a thread); seconds a connection may stay without a complete request before it is closed
-# (a slow sender is never idle: only a reverse proxy's header and body timeouts stop one, docs/security.md);
+# (a slow sender is never idle: a reverse proxy keeps it away from the app, docs/security.md#reverse-proxy);
 # the largest request header. The largest body is MAX_CONTENT_LENGTH.
 SERVER_CONNECTION_LIMIT = 1000
 SERVER_CHANNEL_TIMEOUT = 30
