@@ -211,8 +211,9 @@ def count_attempts(db, key: str, window_s: float, now: float, at_most: int) -> i
 
 def take_attempt(db, limits: list[tuple[str, int]], window_s: float, now: float) -> Attempt:
     """Counts an attempt against every (key, limit), in one write transaction with the check: refused when any
-    key is at its limit (a limit of 0 only records), else recorded under every key before the caller does the costly part (a password
-    hash). A check and a later record would let N concurrent attempts all pass a limit of 5."""
+    key is at its limit (a limit of 0 only records), else recorded under every key before the caller does the
+    costly part (a password hash). A check and a later record would let N concurrent attempts all pass a limit
+    of 5."""
     with transaction(db):
         wait = retry_after(db, limits, window_s, now)
         if wait:
