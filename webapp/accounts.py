@@ -117,7 +117,7 @@ def create(db, username: str, password: str, role: str = "learner", reown_from: 
     assert role in ROLES
     check_free(db, username)
     password_hash = generate_password_hash(password)  # slow on purpose: outside the write lock
-    learner, token = secrets.token_urlsafe(16), secrets.token_urlsafe(32)
+    learner, token, now = secrets.token_urlsafe(16), secrets.token_urlsafe(32), time.time()
     with transaction(db):
         check_free(db, username)  # again: another sign-up may have taken it while this one hashed
         db.execute(
@@ -131,13 +131,23 @@ def create(db, username: str, password: str, role: str = "learner", reown_from: 
                 role,
                 learner,
                 token,
-                time.time(),
+                now,
             ),
         )
         if reown_from:  # the account is new: it has no record of its own to merge these into
-            for table in ("submissions", "findings", "learner_lessons"):
-                db.execute(f"UPDATE {table} SET learner = ? WHERE learner = ?", (learner, reown_from))
+            adopt(db, reown_from, learner, now)
     return by_username(db, username)
+
+
+def adopt(db, anonymous: str, learner: str, now: float) -> None:
+    """The anonymous learner's submissions and records become the new account's. Whoever made them, they were
+    no one's on record until now: a pass counts from now against a course's deadlines (learner_lessons keeps
+    the later of the two times, and so does one graded later, see learner_lessons.graded), while each
+    submission keeps its real time. Otherwise someone who passed on time could hand their browser, and the
+    pass, to a classmate signing up after the deadline."""
+    for table in ("submissions", "findings", "learner_lessons"):
+        db.execute(f"UPDATE {table} SET learner = ? WHERE learner = ?", (learner, anonymous))
+    db.execute("UPDATE learner_lessons SET passed_at = ? WHERE learner = ? AND passed_at < ?", (now, learner, now))
 
 
 def by_username(db, username: str) -> User | None:
@@ -191,10 +201,19 @@ def retry_after(db, limits: list[tuple[str, int]], window_s: float, now: float) 
     return None
 
 
+def count_attempts(db, key: str, window_s: float, now: float, at_most: int) -> int:
+    """Attempts recorded under `key` within the window, counted up to `at_most` (what a limit needs to know)."""
+    rows = db.execute(
+        "SELECT 1 FROM login_attempts WHERE key = ? AND at > ? LIMIT ?", (key, now - window_s, int(at_most))
+    ).fetchall()
+    return len(rows)
+
+
 def take_attempt(db, limits: list[tuple[str, int]], window_s: float, now: float) -> Attempt:
     """Counts an attempt against every (key, limit), in one write transaction with the check: refused when any
-    key is at its limit, else recorded under every key before the caller does the costly part (a password
-    hash). A check and a later record would let N concurrent attempts all pass a limit of 5."""
+    key is at its limit (a limit of 0 only records), else recorded under every key before the caller does the
+    costly part (a password hash). A check and a later record would let N concurrent attempts all pass a limit
+    of 5."""
     with transaction(db):
         wait = retry_after(db, limits, window_s, now)
         if wait:

@@ -3,8 +3,9 @@ the gate that keeps anonymous visitors out when an instructor has turned
 anonymous use off, and the decorator for instructor pages.
 
 A wrong username and a wrong password get the same answer after the same work;
-failed sign-ins are limited per account and address and per address, sign-ups
-per address, in the database (so across app processes)."""
+failed sign-ins are limited per username and address (tighter once the address
+or the username has many failures), sign-ups per address, in the database (so
+across app processes)."""
 
 from __future__ import annotations
 
@@ -133,17 +134,18 @@ def signup():
 
 @bp.route("/signin", methods=["GET", "POST"])
 def signin():
-    """The attempt is counted (per account and address, and per address) in the same write transaction that
-    checks the limits, before the password is: N guesses sent at once count as N. A right password uncounts
-    its own attempt and forgets the account's failures from this address."""
+    """The attempt is counted in the same write transaction that checks its limit, before the password is: N
+    guesses sent at once count as N. The limit is per username and address (signin_limit), so guesses at
+    made-up or other names never refuse a right password for an account from the same address. A right
+    password uncounts its own attempt and forgets the account's failures from this address."""
     if request.method == "GET":
         return render_template("auth/signin.html", next=_next(), error=None, username="")
     db, config = get_db(), current_app.config
     username, password = request.form.get("username", ""), request.form.get("password", "")
-    ip = client_ip() or "-"
-    account_key, ip_key = f"signin:{accounts.username_key(username)}|{ip}", f"signin-ip:{ip}"
-    limits = [(account_key, config["LOGIN_FAILURES_PER_ACCOUNT"]), (ip_key, config["LOGIN_FAILURES_PER_IP"])]
-    attempt = accounts.take_attempt(db, limits, float(config["LOGIN_WINDOW_S"]), time.time())
+    keys = signin_keys(username, client_ip() or "-")
+    now, window = time.time(), float(config["LOGIN_WINDOW_S"])
+    limits = [(keys[0], signin_limit(db, config, keys, now)), (keys[1], 0), (keys[2], 0)]
+    attempt = accounts.take_attempt(db, limits, window, now)
     if attempt.wait:
         return _form_error(
             "auth/signin.html",
@@ -155,10 +157,31 @@ def signin():
     user = accounts.authenticate(db, username, password)
     if user is None:
         return _form_error("auth/signin.html", 401, gettext("Wrong username or password."), username=username)
-    accounts.forget_attempts(db, account_key)
-    accounts.forget_attempt(db, attempt, ip_key)
+    accounts.forget_attempts(db, keys[0])
+    for key in keys[1:]:
+        accounts.forget_attempt(db, attempt, key)
     _start_session(user)
     return redirect(_next(), code=303)
+
+
+def signin_keys(username: str, ip: str) -> tuple[str, str, str]:
+    """What failed sign-ins are counted under: (username, address), the address, the username."""
+    name = accounts.username_key(username)
+    return f"signin:{name}|{ip}", f"signin-ip:{ip}", f"signin-name:{name}"
+
+
+def signin_limit(db, config, keys: tuple[str, str, str], now: float) -> int:
+    """Failures one address may make on one username in the window: LOGIN_FAILURES_PER_ACCOUNT; only 1 (its
+    first try) once the address has failed LOGIN_FAILURES_PER_IP times on any names (spraying) or the username
+    has had LOGIN_FAILURES_PER_NAME failures from any addresses (a guesser with many addresses). A pair with no
+    failure always gets its try: a right password from an address that has not guessed at that name passes,
+    and guessing stays bounded per account (per address, and past the name's limit one guess per address)."""
+    window = float(config["LOGIN_WINDOW_S"])
+    per_pair = int(config["LOGIN_FAILURES_PER_ACCOUNT"])
+    for key, limit in ((keys[1], config["LOGIN_FAILURES_PER_IP"]), (keys[2], config["LOGIN_FAILURES_PER_NAME"])):
+        if limit and accounts.count_attempts(db, key, window, now, int(limit)) >= int(limit):
+            return 1
+    return per_pair
 
 
 def gettext(text: str, **values) -> str:

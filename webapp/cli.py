@@ -167,8 +167,8 @@ def waitress_options(config, threads: int) -> dict:
     """waitress's limits, so that one client cannot stall the server: room for a class's connections (each a
     file descriptor, polled with poll() so that more than 1024 work), idle ones closed after
     SERVER_CHANNEL_TIMEOUT and looked for every few seconds, headers and bodies refused past the app's own
-    limits before they are read. A slow sender is never idle; a reverse proxy's timeouts stop it
-    (docs/security.md#reverse-proxy)."""
+    limits before they are read. A slow sender is never idle; a reverse proxy that buffers whole requests keeps
+    it away from the app and bounds how many one address holds (docs/security.md#reverse-proxy)."""
     timeout = float(config["SERVER_CHANNEL_TIMEOUT"])
     return {
         "threads": threads,

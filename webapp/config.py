@@ -58,6 +58,12 @@ MAX_WAITING_PER_IP = 80
 CODE_BYTES_PER_LEARNER_DAY = 8000000
 CODE_BYTES_PER_IP_DAY = 120000000
 
+# Submissions from one client address waiting in the grading queue at once (handed over, no worker on them
+# yet; those being graded do not count): learners elsewhere wait behind at most this many of one address's,
+# however many accounts it made. The learners behind one address (a class behind a NAT) take turns among
+# themselves. 0: no such bound (learners are still served one submission each at a time).
+QUEUE_TURNS_PER_IP = 4
+
 # A running grading whose worker has not sent a heartbeat for this long is lost.
 LEASE_SECONDS = 30
 # Attempts at grading one submission before it is marked as an error.
@@ -88,7 +94,7 @@ STREAM_IDLE_SECONDS = 60
 
 # `amp-dojo serve` (waitress): connections open at once, all clients together (each costs a file
 # descriptor, not a thread); seconds a connection may stay without a complete request before it is closed
-# (a slow sender is never idle: only a reverse proxy's header and body timeouts stop one, docs/security.md);
+# (a slow sender is never idle: a reverse proxy keeps it away from the app, docs/security.md#reverse-proxy);
 # the largest request header. The largest body is MAX_CONTENT_LENGTH.
 SERVER_CONNECTION_LIMIT = 1000
 SERVER_CHANNEL_TIMEOUT = 30
@@ -107,10 +113,21 @@ TRUSTED_PROXIES = 0
 # Whether visitors without an account may use lessons (instructors can change it on the settings page;
 # what they set there wins over this default).
 ANONYMOUS_USE = True
-# Failed sign-ins allowed per window: per username from one address, and per address (a class behind
-# one NAT address shares the second). Past either: 429 with Retry-After.
+# Failed sign-ins allowed per window, per username from one address: past it, 429 with Retry-After for that
+# username from that address only. Once an address has LOGIN_FAILURES_PER_IP failures (all usernames together:
+# spraying) or a username LOGIN_FAILURES_PER_NAME (all addresses together: a guesser with many addresses), each
+# (username, address) gets one try in the window instead: a right password from an address that has not
+# guessed at that name still signs in, so wrong guesses at made-up or other names never lock an account out.
 LOGIN_WINDOW_S = 900
 LOGIN_FAILURES_PER_ACCOUNT = 5
 LOGIN_FAILURES_PER_IP = 100
+LOGIN_FAILURES_PER_NAME = 50
+# Wrong course join codes per account in JOIN_WINDOW_S seconds (a right code is not counted); past it: 429
+# with Retry-After. Once an address has JOIN_FAILURES_PER_IP wrong codes (all accounts together), each account
+# there gets one try in the window instead: classmates who typed no wrong code still join. With 32^8 codes,
+# guessing at (JOIN_FAILURES_PER_IP + SIGNUPS_PER_IP) an hour per address finds none.
+JOIN_WINDOW_S = 3600
+JOIN_FAILURES_PER_ACCOUNT = 10
+JOIN_FAILURES_PER_IP = 60
 # New accounts per client address per hour (a class behind one NAT address signs up together: raise it).
 SIGNUPS_PER_IP = 60

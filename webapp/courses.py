@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import time
 
-from flask import Blueprint, abort, redirect, render_template, request, url_for
+from flask import Blueprint, abort, current_app, redirect, render_template, request, url_for
 from flask_login import current_user
 
-from webapp import classroom, content
+from webapp import accounts, classroom, content
 from webapp.auth import gettext, signin_required
 from webapp.db import get_db
 from webapp.lessons import current_lang
+from webapp.security import client_ip
 
 bp = Blueprint("courses", __name__)
 
@@ -65,11 +66,31 @@ def index(error: str | None = None, status: int = 200):
 @bp.post("/courses/join")
 @signin_required
 def join():
+    """A wrong code counts against the account (JOIN_FAILURES_PER_ACCOUNT in JOIN_WINDOW_S), counted before the
+    code is looked up so that codes sent at once count one each; a right one is uncounted. Once the address has
+    JOIN_FAILURES_PER_IP wrong codes, each account there gets one try instead: a classmate who has not guessed
+    still joins, and new accounts (SIGNUPS_PER_IP an hour) buy one guess each, so guessing stays bounded."""
     if current_user.is_instructor:
         abort(403)
-    course = classroom.join(get_db(), request.form.get("code", ""), current_user.id)
+    db, config = get_db(), current_app.config
+    now, window = time.time(), float(config["JOIN_WINDOW_S"])
+    keys = (f"join-account:{current_user.id}", f"join-ip:{client_ip() or '-'}")
+    per_account, per_ip = int(config["JOIN_FAILURES_PER_ACCOUNT"]), int(config["JOIN_FAILURES_PER_IP"])
+    if per_ip and accounts.count_attempts(db, keys[1], window, now, per_ip) >= per_ip:
+        per_account = 1
+    limits = [(keys[0], per_account), (keys[1], 0)]
+    attempt = accounts.take_attempt(db, limits, window, now)
+    if attempt.wait:
+        response = current_app.make_response(
+            index(error=gettext("Too many wrong join codes: try again in {n} s.", n=attempt.wait), status=429)
+        )
+        response.headers["Retry-After"] = str(attempt.wait)
+        return response
+    course = classroom.join(db, request.form.get("code", ""), current_user.id)
     if course is None:
         return index(error=gettext("No course has that code: check it with your instructor."), status=404)
+    for key in keys:
+        accounts.forget_attempt(db, attempt, key)
     return redirect(url_for("courses.show", course_id=course["id"]), code=303)
 
 

@@ -32,8 +32,17 @@ def graded(db, row, result: dict) -> None:
         "SELECT count(*) FROM submissions WHERE learner = ? AND lesson = ? AND created_at <= ?",
         (learner, lesson, row["created_at"]),
     ).fetchone()[0]
+    passed_at = pass_time(db, learner, row["created_at"])
     db.execute(
         "UPDATE learner_lessons SET passed_at = ?, attempts_to_pass = ? WHERE learner = ? AND lesson = ? "
         "AND (passed_at IS NULL OR passed_at > ?)",
-        (row["created_at"], before, learner, lesson, row["created_at"]),
+        (passed_at, before, learner, lesson, passed_at),
     )
+
+
+def pass_time(db, learner: str, created_at: float) -> float:
+    """When a pass counts for deadlines: when its submission was made, or, for one an account took over from
+    its browser's anonymous work at sign-up (made before the account), when the account was made
+    (webapp.accounts.adopt): until then it was no one's on record."""
+    account = db.execute("SELECT created_at FROM users WHERE learner = ?", (learner,)).fetchone()
+    return created_at if account is None else max(created_at, account["created_at"])

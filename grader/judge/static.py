@@ -255,7 +255,8 @@ def _device_literal(call: ast.Call) -> str | None:
 
 
 def hardcoded_devices(source: str) -> list[Finding]:
-    """`hardcoded_device` at each autocast, GradScaler or init_device_mesh given its device as a literal outside
+    """`hardcoded_device` at each autocast, GradScaler or init_device_mesh given its device as a literal (and each
+    torchao Float8LinearConfig told emulate=True, which is the CPU's setting) outside
     a branch that tests the device: such code is right on one kind of device only, and the grading device cannot
     tell (a CPU grading passes `torch.autocast("cpu")`, a GPU grading would not), so it is named everywhere."""
     try:
@@ -271,6 +272,11 @@ def hardcoded_devices(source: str) -> list[Finding]:
             variant = DEVICE_CALLS.get(dotted(node.func).split(".")[-1])
             if variant and (device := _device_literal(node)) is not None:
                 out.append(finding("hardcoded_device", node.lineno, key=f"hardcoded_device.{variant}", device=device))
+            if dotted(node.func).split(".")[-1] == "Float8LinearConfig" and any(
+                k.arg == "emulate" and isinstance(k.value, ast.Constant) and k.value.value is True
+                for k in node.keywords
+            ):  # emulated FP8 on a GPU: float32 matmuls of FP8-rounded numbers, no FP8 kernel, no speedup
+                out.append(finding("hardcoded_device", node.lineno, key="hardcoded_device.emulate", device="cpu"))
         for child in ast.iter_child_nodes(node):
             visit(child, tested)
 

@@ -33,10 +33,13 @@ CHECKS: dict[str, str | dict[str, str]] = {
     "kind of device it is disabled or refuses the gradients, so the loss is not scaled",
     "hardcoded_device.mesh": "init_device_mesh is given the device {device!r} as a literal: on another kind of "
     "device its process group does not match where the model's tensors live, and the collectives fail",
+    "hardcoded_device.emulate": "Float8LinearConfig is given emulate=True as a literal, the CPU's setting: on a "
+    "GPU with FP8 kernels the matmuls would still be float32 ones of FP8-rounded numbers, so FP8 buys nothing",
     "hardcoded_device": "a device is written as the literal {device!r}, so this code is right on one kind of device "
     "only",
-    "hardcoded_device.fix": "use the device_type argument the grader passes (torch.autocast(device_type=device_type, "
-    "...)) instead of a string, so the same code is right on a CPU and on a GPU",
+    "hardcoded_device.fix": "use the device_type argument the grader passes instead of a literal "
+    "(torch.autocast(device_type=device_type, ...), Float8LinearConfig(emulate=device_type != 'cuda')), so the same "
+    "code is right on a CPU and on a GPU",
     "forward_outside_autocast": "the model's forward pass ran outside autocast, so its matmuls ran in float32",
     "forward_outside_autocast.fix": "call the model inside the `with torch.autocast(...)` block",
     "loss_outside_autocast": "the loss was computed after leaving the autocast block",

@@ -321,3 +321,34 @@ def test_a_page_left_open_for_two_hours_can_still_post(app, monkeypatch):
     later = int(time.time()) + 7200
     monkeypatch.setattr(TimestampSigner, "get_timestamp", lambda self: later)
     assert client.post("/api/lessons/autocast/submissions", json={"code": STARTER}, headers=headers).status_code == 202
+
+
+def test_wrong_guesses_at_made_up_names_never_refuse_a_right_password_from_the_same_address(make_app):
+    app = make_app(LOGIN_FAILURES_PER_IP=20, LOGIN_FAILURES_PER_ACCOUNT=5)
+    make_instructor(app, "teacher")
+    signup(app.test_client(), "classmate")
+    guesser = app.test_client()
+    for n in range(30):  # a class behind one address: someone guesses at made-up names, past the address's limit
+        assert signin(guesser, f"madeup{n:02d}", "a-wrong-guess").status_code == 401
+    assert signin(guesser, "classmate", "a-wrong-guess").status_code == 401  # a real name's first guess: counted
+    # past the address's limit each name gets one try: guessing again at a name already guessed at waits
+    assert signin(guesser, "madeup00", "another-guess").status_code == 429
+    assert signin(guesser, "classmate", "another-guess").status_code == 429
+    teacher = app.test_client()  # the instructor, from the same address, whose name no one guessed at
+    assert signin(teacher, "teacher").status_code == 303 and signed_in_as(teacher) == "teacher"
+
+
+def test_a_username_guessed_at_from_many_addresses_gets_one_try_per_address(make_app):
+    app = make_app(LOGIN_FAILURES_PER_NAME=6, LOGIN_FAILURES_PER_ACCOUNT=5, LOGIN_FAILURES_PER_IP=0)
+    signup(app.test_client(), "turing")
+
+    def from_address(address: str, password: str):
+        return signin(app.test_client(), "turing", password, environ_base={"REMOTE_ADDR": address})
+
+    for n in range(3):  # two guesses from each of three addresses: the name's limit of six is reached
+        for _ in range(2):
+            assert from_address(f"10.0.0.{n}", "a-wrong-guess").status_code == 401
+    assert from_address("10.0.0.0", "a-third-guess").status_code == 429  # an address that guessed: refused
+    assert from_address("10.0.1.1", "a-wrong-guess").status_code == 401  # a new address: one try ...
+    assert from_address("10.0.1.1", "a-wrong-guess").status_code == 429  # ... only
+    assert from_address("10.0.1.2", PASSWORD).status_code == 303  # the owner, from an address of their own

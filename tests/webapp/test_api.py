@@ -380,3 +380,33 @@ def test_a_stream_of_a_submission_that_makes_no_progress_ends_so_the_page_polls(
     response.close()
     assert time.monotonic() - started < 5
     assert b"event: queued" in body and b"event: done" not in body
+
+
+def test_many_learners_from_one_address_put_at_most_its_turns_ahead_of_a_learner_elsewhere(make_app):
+    """Twelve learners (accounts are cheap) from one address: a learner elsewhere waits behind QUEUE_TURNS_PER_IP
+    of theirs, not twelve; among themselves they take turns, the one served least recently first."""
+    from webapp_testing import csrf_headers, grade_as
+
+    app = make_app(QUEUE_TURNS_PER_IP=2)
+    queue = app.extensions["amp_dojo_queue"]
+
+    def submit_from(client, address: str) -> str:
+        response = client.post(
+            "/api/lessons/autocast/submissions",
+            json={"code": STARTER},
+            headers=csrf_headers(client),
+            environ_base={"REMOTE_ADDR": address},
+        )
+        assert response.status_code == 202
+        return response.get_json()["id"]
+
+    puppets = [app.test_client() for _ in range(12)]
+    first, second = submit_from(puppets[0], "10.0.0.9"), submit_from(puppets[0], "10.0.0.9")
+    others = [submit_from(p, "10.0.0.9") for p in puppets[1:]]
+    honest = app.test_client()
+    mine = submit_from(honest, "10.0.0.1")
+    assert [t.args[0]["submission_id"] for t in queue.huey.pending()] == [first, others[0], mine]
+    assert honest.get(f"/api/submissions/{mine}").get_json()["position"] == 3
+    grade_as(app, first, "fail")  # a turn of the address's is free: the learner not served yet goes before
+    pending = [t.args[0]["submission_id"] for t in queue.huey.pending()]  # (first's task stays: it was scripted)
+    assert pending == [first, others[0], mine, others[1]] and second not in pending

@@ -6,6 +6,7 @@ the class's mistakes, the CSV, and escaping of learner code and output."""
 import csv
 import io
 import re
+import time
 
 import pytest
 from webapp_testing import csrf_headers, finding, form, grade_as, make_instructor, signin, signup
@@ -94,7 +95,8 @@ def test_median_attempts_and_time_to_pass_are_over_the_learners_who_passed(app, 
 
     from webapp import store
 
-    clock = [1_000_000.0]
+    start = time.time() + 60  # after the accounts were made, as an account's own submissions are
+    clock = [start]
     monkeypatch.setattr(store, "time", SimpleNamespace(time=lambda: clock[0]))  # when each submission is stored
     ada, bob = course["learners"]["ada"], course["learners"]["bob"]
     # ada passes 10 minutes after her first try, at her 2nd; bob after 30, at his 4th
@@ -108,7 +110,7 @@ def test_median_attempts_and_time_to_pass_are_over_the_learners_who_passed(app, 
         (bob, 40, "fail"),
     ]
     for client, minutes, status in plan:
-        clock[0] = 1_000_000.0 + 60 * minutes
+        clock[0] = start + 60 * minutes
         grade_as(app, submit(client), status)
     html = course["teacher"].get(course["url"]).get_data(as_text=True)
     row = re.search(r'<tr data-lesson-id="grad_scaler">(.*?)</tr>', html, re.S).group(1)
@@ -307,3 +309,31 @@ def test_a_permalink_highlights_the_head_of_a_large_submission_and_shows_the_res
     assert 'class="highlight code-view"' in page and 'data-testid="code-truncated"' in page
     assert "is shown without highlighting" in page
     assert "print(&#39;&lt;/pre&gt;&lt;b&gt;end&lt;/b&gt;&#39;)" in page and "<b>end</b>" not in page
+
+
+def test_wrong_join_codes_are_limited_per_account_and_a_classmate_who_did_not_guess_still_joins(make_app):
+    app = make_app(JOIN_FAILURES_PER_ACCOUNT=3, JOIN_FAILURES_PER_IP=5)
+    make_instructor(app, "teacher")
+    teacher = app.test_client()
+    signin(teacher, "teacher")
+    _url, code = create_course(teacher)
+    guessers = [app.test_client() for _ in range(2)]
+    for n, guesser in enumerate(guessers):
+        signup(guesser, f"guesser{n}")
+    for _ in range(3):
+        assert form(guessers[0], "/courses/join", {"code": "NOPE2345"}).status_code == 404
+    limited = form(guessers[0], "/courses/join", {"code": code})  # past the account's limit: even the right code
+    assert limited.status_code == 429 and int(limited.headers["Retry-After"]) > 0
+    assert "Too many wrong join codes" in limited.get_data(as_text=True)
+    for expected in (404, 404, 429):  # the address has 5 wrong codes now: one try for an account that guessed
+        assert form(guessers[1], "/courses/join", {"code": "NOPE2345"}).status_code == expected
+    classmate = app.test_client()  # behind the same address, no wrong code of their own
+    signup(classmate, "classmate")
+    assert form(classmate, "/courses/join", {"code": code}).status_code == 303
+    italian = app.test_client()
+    signup(italian, "italiano")
+    italian.set_cookie("lang", "it")
+    assert form(italian, "/courses/join", {"code": "NOPE2345"}).status_code == 404
+    assert "Troppi codici di iscrizione sbagliati" in form(italian, "/courses/join", {"code": code}).get_data(
+        as_text=True
+    )

@@ -354,3 +354,41 @@ def test_migration_0005_counts_the_errors_of_submissions_graded_before_it(tmp_pa
         ]
     finally:
         db.close()
+
+
+def backdate(app, learner: str, when: float) -> None:
+    """As if the anonymous learner's submissions (and record) had been made at `when`."""
+    db = connect(app.config["DATABASE"])
+    try:
+        db.execute("UPDATE submissions SET created_at = ? WHERE learner = ?", (when, learner))
+        db.execute(
+            "UPDATE learner_lessons SET first_at = ?, passed_at = CASE WHEN passed_at IS NULL THEN NULL ELSE ? END "
+            "WHERE learner = ?",
+            (when, when, learner),
+        )
+    finally:
+        db.close()
+
+
+def test_a_pass_handed_over_at_sign_up_counts_from_the_sign_up_so_a_late_account_gets_no_on_time_pass(app, term):
+    before_deadline = 1579046400.0  # 2020-01-15: grad_scaler is due 2020-01-31, autocast 2030-01-31
+    browser = app.test_client()  # someone passes anonymously, on time ...
+    grade_as(app, submit(browser), "pass")
+    grade_as(app, submit(browser, lesson="autocast"), "pass")
+    queued = app.test_client()  # ... and someone else sends a right answer on time that is graded later
+    queued_sid = submit(queued)
+    for client in (browser, queued):
+        with client.session_transaction() as session:
+            backdate(app, session["learner"], before_deadline)
+    for client, name in ((browser, "latecomer"), (queued, "slowpoke")):  # accounts made after the deadline
+        signup(client, name)
+        assert form(client, "/courses/join", {"code": term["code"]}).status_code == 303
+    grade_as(app, queued_sid, "pass")
+    by_name = {r["username"]: r for r in gradebook(term)}
+    assert by_name["latecomer"]["grad_scaler late"] == "yes" and by_name["slowpoke"]["grad_scaler late"] == "yes"
+    assert by_name["latecomer"]["autocast late"] == "no"  # handed over before its deadline: on time
+    own = browser.get(f"/courses/{term['id']}").get_data(as_text=True)
+    rows = dict(re.findall(r'<tr data-lesson-id="(\w+)"[^>]*>(.*?)</tr>', own, re.S))
+    assert 'data-testid="late"' in rows["grad_scaler"] and 'data-testid="late"' not in rows["autocast"]
+    history = browser.get("/api/lessons/grad_scaler/submissions").get_json()["submissions"]
+    assert [s["created_at"] for s in history] == [before_deadline]  # the submission keeps its real time

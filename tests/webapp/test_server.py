@@ -9,6 +9,7 @@ stopped by it; every loop is bounded."""
 import http.client
 import json
 import os
+import select
 import shutil
 import socket
 import subprocess
@@ -219,4 +220,74 @@ def test_nginx_with_the_checked_in_configuration_passes_a_page_and_a_live_stream
         assert time.monotonic() - started < 5
         stream.close()
     finally:
+        stop(proc, 10)
+
+
+def start_nginx(served, tmp_path) -> tuple[subprocess.Popen, int]:
+    """nginx with deploy/nginx.conf in front of `served`, answering; (process, port)."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [_nginx(), "-p", str(tmp_path), "-c", str(nginx_config(tmp_path, port, served))],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            get(port, "/", timeout=2)
+            return proc, port
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                stop(proc, 10)
+                raise AssertionError(proc.stderr.read().decode()) from None
+            time.sleep(0.2)
+
+
+SLOW_BODY = b"POST /api/lessons/autocast/submissions HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n{"
+
+
+def refused_with_429(s: socket.socket) -> bool:
+    """nginx answered 429 and closed (the reset that follows an unread body may come first: also refused)."""
+    try:
+        head = s.recv(64)
+    except ConnectionResetError:
+        return True
+    return head.startswith(b"HTTP/1.1 429") or head == b""
+
+
+@pytest.mark.skipif(_nginx() is None, reason="nginx is not installed (apt-get install nginx-light)")
+def test_nginx_lets_each_address_trickle_only_twenty_bodies_so_a_new_client_still_gets_a_page(served, tmp_path):
+    """Nine addresses each start 30 request bodies and send them a byte at a time: past 20 per address nginx
+    answers 429 at once, so 270 such requests do not fill the test's 256 connections and a client from a tenth
+    address gets its page (with 100 bodies per address allowed, all 270 were held and it got no answer)."""
+    proc, port = start_nginx(served, tmp_path)
+    slow: list[socket.socket] = []
+    try:
+        refused = {}
+        for n in range(1, 10):
+            address, mine = f"127.0.0.{n}", []
+            for _ in range(30):
+                s = socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(address, 0))
+                s.sendall(SLOW_BODY)
+                mine.append(s)
+            time.sleep(0.3)
+            readable, _, _ = select.select(mine, [], [], 0.5)
+            refused[address] = sum(map(refused_with_429, readable))
+            for s in readable:  # a refused client goes away (nginx drops one that does not within lingering_time)
+                s.close()
+            slow += [s for s in mine if s not in readable]
+        assert set(refused.values()) == {10}, refused
+        for s in slow:  # still sending
+            try:
+                s.sendall(b"x")
+            except OSError:
+                pass
+        conn = socket.create_connection(("127.0.0.1", port), timeout=5, source_address=("127.0.0.20", 0))
+        conn.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        assert conn.recv(64).startswith(b"HTTP/1.1 200")
+        conn.close()
+        assert get(port, "/signin")[0] == 200  # an address holding 20 bodies still gets pages (not counted)
+    finally:
+        for s in slow:
+            s.close()
         stop(proc, 10)

@@ -18,6 +18,7 @@ def base_config(tmp_path, **overrides) -> dict:
         "MAX_WAITING_PER_LEARNER": 0,  # tests queue several submissions of one learner; its own test sets it
         "MAX_WAITING_PER_IP": 0,
         "MAX_STREAMS_PER_IP": 0,  # every test client has one address; the cap's own test sets it
+        "QUEUE_TURNS_PER_IP": 0,  # the same
     }
     config.update(overrides)
     return config
@@ -43,8 +44,8 @@ def signup(client, username: str, password: str = PASSWORD):
     return response
 
 
-def signin(client, username: str, password: str = PASSWORD):
-    return form(client, "/signin", {"username": username, "password": password})
+def signin(client, username: str, password: str = PASSWORD, **kwargs):
+    return form(client, "/signin", {"username": username, "password": password}, **kwargs)
 
 
 def make_instructor(app, username: str, password: str = PASSWORD):
