@@ -76,3 +76,17 @@ def test_a_functions_reductions_are_noted_with_the_dtype_they_ran_in_not_the_one
     assert seen["out"].dtype == torch.bfloat16
     ops = [e for e in mode.recorder.events if e["ev"] == "function_op"]
     assert [(e["function"], e["op"], e["dtype"]) for e in ops] == [("_Norm", "mean", "float32")]
+
+
+def test_a_backward_matmul_is_blamed_on_its_weights_module_not_on_the_module_its_input_came_from():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Embedding(10, 16), nn.Linear(16, 16, bias=False))
+    tokens = torch.randint(0, 10, (8,))
+
+    def step():
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            hidden = model[0](tokens)
+        model[1](hidden).pow(2).mean().backward()  # the Linear runs in float32, forward and backward
+
+    mode = _counted(model, step)
+    assert set(mode.by_module) == {"1"}, mode.by_module

@@ -169,22 +169,21 @@ class PrecisionMode(TorchDispatchMode):
         return out
 
     def _backward_owner(self) -> str:
-        """A matmul no module's forward is running: in the backward, the module whose weight the running autograd
-        node leads to (a Linear's weight gradient is `grad.T @ input`, neither operand its weight); otherwise, or
-        where no parameter is a few nodes away, outside the model."""
+        """A matmul no module's forward is running: in the backward, the module whose parameter is an operand of
+        the running autograd node (a Linear's weight gradient is `grad.T @ input`, neither operand its weight).
+        An operand is followed only through one-input nodes (a transpose, a cast to 16-bit), from the last operand
+        (where a matmul or a convolution takes its weight) back: an activation's history leads to other modules.
+        No parameter: outside the model."""
         node = torch._C._current_autograd_node()
-        frontier = [node] if node is not None else []
-        for _ in range(4):
-            following = []
-            for n in frontier:
-                for child, _index in getattr(n, "next_functions", ()) or ():
-                    if child is None:
-                        continue
-                    owner = self._owners.get(id(getattr(child, "variable", None)))
-                    if owner is not None:
-                        return owner
-                    following.append(child)
-            frontier = following[:64]
+        for child, _index in reversed(getattr(node, "next_functions", None) or ()):
+            for _ in range(4):
+                if child is None:
+                    break
+                owner = self._owners.get(id(getattr(child, "variable", None)))
+                if owner is not None:
+                    return owner
+                inputs = [c for c, _ in getattr(child, "next_functions", None) or () if c is not None]
+                child = inputs[0] if len(inputs) == 1 else None
         return OUTSIDE_MODEL
 
     def _function_op(self, name: str, args):
