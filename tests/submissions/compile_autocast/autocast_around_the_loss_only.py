@@ -2,6 +2,7 @@
 # expect-finding: no_16bit_matmul
 # expect-check: coverage=fail
 # expect-message: none ran with torch.autocast on in a 16-bit dtype
+# expect-no-message: nothing ran under autocast
 # The compiled model's forward runs before the autocast block, which wraps the loss alone: every matmul runs in
 # float32, though the loss did run under autocast.
 import torch

@@ -1,6 +1,7 @@
 # expect-status: fail
 # expect-check: coverage=fail
 # expect-message: model.0.0
+# expect-no-message: module 0.1
 # The first block runs in float32 outside autocast, every block checkpointed: its recomputed forward and its
 # weight gradient are its own float32 matmuls, never those of the GELU whose recomputation checkpointing stopped.
 import torch
