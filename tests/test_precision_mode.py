@@ -78,7 +78,7 @@ def test_a_functions_reductions_are_noted_with_the_dtype_they_ran_in_not_the_one
     assert [(e["function"], e["op"], e["dtype"]) for e in ops] == [("_Norm", "mean", "float32")]
 
 
-def test_a_backward_matmul_is_blamed_on_its_weights_module_not_on_the_module_its_input_came_from():
+def test_a_backward_matmul_whose_operands_lead_to_two_modules_is_blamed_on_neither():
     torch.manual_seed(0)
     model = nn.Sequential(nn.Embedding(10, 16), nn.Linear(16, 16, bias=False))
     tokens = torch.randint(0, 10, (8,))
@@ -89,4 +89,5 @@ def test_a_backward_matmul_is_blamed_on_its_weights_module_not_on_the_module_its
         model[1](hidden).pow(2).mean().backward()  # the Linear runs in float32, forward and backward
 
     mode = _counted(model, step)
-    assert set(mode.by_module) == {"1"}, mode.by_module
+    assert "0" not in mode.by_module, mode.by_module  # the Embedding runs no matmul
+    assert set(mode.by_module) == {"1", OUTSIDE_MODEL}, mode.by_module  # its forward; the backward is ambiguous

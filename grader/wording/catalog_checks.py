@@ -241,7 +241,7 @@ CHECKS: dict[str, str | dict[str, str]] = {
     "cast its input back to float32",
     "coverage.partial": "only {fraction:.0%} of the matmul FLOPs ran in 16-bit (at least {min:.0%} expected): {where}",
     "coverage.backward_fp32": "the float32 matmuls ran outside every layer of the model (called from the step "
-    "itself, or in a backward no layer's weight leads to)",
+    "itself, or in a backward that no one layer's weights account for)",
     "coverage.fp8_compiled_cpu": "not applicable here: FP8 is emulated on a CPU, and in compiled code the rounding "
     "to FP8 is fused into other kernels, so the matmuls the grader sees are float32 ones on FP8-rounded values; "
     "on a GPU they are FP8 kernels and are counted",

@@ -169,22 +169,24 @@ class PrecisionMode(TorchDispatchMode):
         return out
 
     def _backward_owner(self) -> str:
-        """A matmul no module's forward is running: in the backward, the module whose parameter is an operand of
-        the running autograd node (a Linear's weight gradient is `grad.T @ input`, neither operand its weight).
-        An operand is followed only through one-input nodes (a transpose, a cast to 16-bit), from the last operand
-        (where a matmul or a convolution takes its weight) back: an activation's history leads to other modules.
-        No parameter: outside the model."""
+        """A matmul no module's forward is running: in the backward, the module whose parameters are the operands
+        of the running autograd node (a Linear's weight gradient is `grad.T @ input`, neither operand its weight).
+        An operand is followed only through one-input nodes (a transpose, a cast to 16-bit): an activation's
+        history leads to other modules. Operands of more than one module (a compiled graph's backward, an
+        Embedding feeding a Linear) name none: outside the model, rather than a layer that may not be the one."""
         node = torch._C._current_autograd_node()
-        for child, _index in reversed(getattr(node, "next_functions", None) or ()):
+        owners = set()
+        for child, _index in getattr(node, "next_functions", None) or ():
             for _ in range(4):
                 if child is None:
                     break
                 owner = self._owners.get(id(getattr(child, "variable", None)))
                 if owner is not None:
-                    return owner
+                    owners.add(owner)
+                    break
                 inputs = [c for c, _ in getattr(child, "next_functions", None) or () if c is not None]
                 child = inputs[0] if len(inputs) == 1 else None
-        return OUTSIDE_MODEL
+        return owners.pop() if len(owners) == 1 else OUTSIDE_MODEL
 
     def _function_op(self, name: str, args):
         """A reduction run inside the forward of a custom autograd Function called from the learner's file: the
