@@ -95,11 +95,19 @@ class GradingResult:
         return {"schema_version": SCHEMA_VERSION, "status": self.status, "score": self.score, **data}
 
 
-def finding(id: str, line: int | None = None, severity: str = "error", key: str | None = None, **params) -> Finding:
-    """A diagnosed mistake worded from the catalog: `key` (default: the id) and `key.fix`."""
+def finding(
+    id: str,
+    line: int | None = None,
+    severity: str = "error",
+    key: str | None = None,
+    fix_key: str | None = None,
+    **params,
+) -> Finding:
+    """A diagnosed mistake worded from the catalog: `key` (default: the id) and `key.fix`, or `fix_key` where the
+    lesson rules that fix out (autocast, in a lesson whose mixed precision is FSDP's policy)."""
     key = key or id
     said = say(key, **params)
-    fix_key = f"{key.split('.')[0]}.fix"
+    fix_key = fix_key or f"{key.split('.')[0]}.fix"
     return Finding(
         id,
         str(said),

@@ -61,6 +61,7 @@ def expectations(path: Path) -> dict:
         "absent": [],
         "checks": {},
         "messages": [],
+        "unsaid": [],
         "status": None,
         "error": None,
         "finding_lines": {},
@@ -91,6 +92,8 @@ def expectations(path: Path) -> dict:
             out["checks"][check_id] = status
         elif key == "message":
             out["messages"].append(value)
+        elif key == "no-message":
+            out["unsaid"].append(value)
         elif key == "error":
             kind, *rest = value.split()
             out["error"] = {"kind": kind, **dict(r.split("=") for r in rest)}

@@ -33,6 +33,8 @@ def test_submission_is_graded_as_its_header_says(path, grade):
     text = " ".join(c.message for c in result.checks)
     for message in expected["messages"]:
         assert message in text
+    for message in expected["unsaid"]:  # a diagnosis that would be false of this code
+        assert message not in text, text
     if expected["error"]:
         assert result.error is not None
         assert result.error.kind == expected["error"]["kind"], result.error

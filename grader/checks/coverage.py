@@ -56,7 +56,10 @@ def check(
     amp_dtype: str | None = None,
     fp8_lesson: bool = False,
     compiled_emulated_fp8: bool = False,
+    policy_lesson: bool = False,
 ) -> CheckResult:
+    """`policy_lesson`: the lesson's mixed precision is FSDP's MixedPrecisionPolicy, where autocast is a mistake
+    of its own (fsdp_autocast_over_policy), so the fixes name the policy instead."""
     if compiled_emulated_fp8:  # what the dispatcher sees is no longer what the precision was
         return CheckResult("coverage", NOT_APPLICABLE, say("coverage.fp8_compiled_cpu"), weight=spec.weight)
     if not coverage or not coverage["flops"]:
@@ -98,16 +101,23 @@ def check(
         return CheckResult(
             "coverage",
             FAIL,
-            say("coverage.all_fp32"),
+            say("coverage.all_fp32.policy" if policy_lesson else "coverage.all_fp32"),
             measured,
             threshold,
-            [finding("no_16bit_matmul")],
+            [
+                finding(
+                    "no_16bit_matmul", fix_key="no_16bit_matmul.fix_policy" if policy_lesson else None, dtype=amp_dtype
+                )
+            ],
             weight=spec.weight,
         )
     culprits = [(name, share) for name, share in fp32_modules(coverage["by_module"], total) if name != OUTSIDE_MODEL][
         :5
     ]
-    findings = [finding("fp32_layer", layer=describe_module(name), share=share) for name, share in culprits]
+    fix = "fp32_layer.fix_policy" if policy_lesson else None
+    findings = [
+        finding("fp32_layer", fix_key=fix, layer=describe_module(name), share=share) for name, share in culprits
+    ]
     where = [say("fp32_layer", layer=describe_module(name), share=share) for name, share in culprits[:3]]
     return CheckResult(
         "coverage",

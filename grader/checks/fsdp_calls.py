@@ -41,6 +41,14 @@ def prepare_rules(trace, ctx) -> list[Finding]:
     unpolicied = next((e for e in calls if e.get("param_dtype") not in LOW), None)
     if unpolicied:
         out.append(finding("fsdp_no_policy", unpolicied["line"], dtype=ctx["amp_dtype"]))
+    other = next((e for e in calls if e.get("param_dtype") in LOW and e["param_dtype"] != ctx.get("amp_dtype")), None)
+    if other and ctx.get("amp_dtype") in LOW:  # the policy is the step's mixed precision: its dtype is the lesson's
+        key = "fsdp_policy_wrong_dtype.float16" if other["param_dtype"] == "float16" else None
+        out.append(
+            finding(
+                "fsdp_policy_wrong_dtype", other["line"], key=key, dtype=other["param_dtype"], expected=ctx["amp_dtype"]
+            )
+        )
     low_reduce = next((e for e in calls if reduce_dtype(e) in LOW), None)
     if low_reduce:
         key = None if low_reduce.get("reduce_dtype") else "fsdp_reduce_16bit.unset"
@@ -69,15 +77,24 @@ def _cast(events: list[dict], calls: list[dict]) -> list[Finding]:
     return []
 
 
+def holds_replaced_tensors(prepare_events: list[dict]) -> bool:
+    """Whether prepare built an optimizer over the tensors fully_shard replaced (before it, or from a list taken
+    before it): then a layer that never trains is the optimizer's doing, whatever its gradients were."""
+    calls = sharded(prepare_events)
+    return bool(calls) and bool(_optimizer_order(prepare_events, calls))
+
+
 def _optimizer_order(events: list[dict], calls: list[dict]) -> list[Finding]:
     """An optimizer built before the last fully_shard holds the tensors that fully_shard replaced with DTensor
-    shards: they never get a gradient, and the optimizer steps nothing."""
+    shards: they never get a gradient, and the optimizer steps nothing. So does one built after it from a list of
+    parameters taken before it, and its message says so: it was not built before."""
     last = events.index(calls[-1])
     early = next((e for e in events[:last] if e["ev"] == "optimizer_built"), None)
     stale = next((e for e in events[last:] if e["ev"] == "optimizer_built" and not e.get("dtensors")), None)
-    built = early or stale
-    if built:
-        return [finding("fsdp_optimizer_before_shard", built["line"])]
+    if early:
+        return [finding("fsdp_optimizer_before_shard", early["line"])]
+    if stale:  # built after the sharding, from tensors gathered before it
+        return [finding("fsdp_optimizer_before_shard", stale["line"], key="fsdp_optimizer_before_shard.stale_list")]
     return []
 
 

@@ -48,6 +48,8 @@ class LessonEvidence:
     # the submission's matmul/convolution FLOPs by the dtype they ran in, over the steps coverage counts (the
     # first 2), as its census reported them (float8 ones by their float8 dtype); empty without a coverage check
     flops: dict[str, int] = field(default_factory=dict)
+    # the submission's source, as text (read, never run): where a call the trace never saw is written
+    source: str = ""
 
     @property
     def events(self) -> list[dict]:

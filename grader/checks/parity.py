@@ -96,7 +96,15 @@ def check(
     base_params,
     start_params,
     describe=lambda module: say("layer.module", name=module),
+    steps: list[int] | None = None,
+    ran: int | None = None,
+    stale_optimizer: bool = False,
 ) -> CheckResult:
+    """`steps`: the step number of each compared loss (an overflowed step's loss is left out, so the losses are not
+    all the steps); `ran`: how many steps ran, the steps the updates were made over. `stale_optimizer`: the
+    learner's optimizer was shown to hold tensors the model does not train with, which explains a frozen layer."""
+    steps = list(range(len(sub_losses))) if steps is None else steps
+    ran = len(sub_losses) if ran is None else ran
     tol = spec.tolerances.get(amp_dtype)
     if tol is None:
         return CheckResult("parity", ERROR, say("parity.no_tolerance", dtype=amp_dtype), weight=spec.weight)
@@ -105,10 +113,11 @@ def check(
     update_dev, name = worst(devs)
     measured = {
         "max_loss_rel_diff": round(loss_dev, 6),
-        "at_step": loss_step,
+        "at_step": steps[loss_step] if loss_step < len(steps) else loss_step,
         "max_update_rel_diff": round(update_dev, 6) if math.isfinite(update_dev) else None,
         "worst_param": name,
-        "steps": len(sub_losses),
+        "steps": ran,
+        "loss_steps": len(sub_losses),
         "update_rel_diff": {k: (round(v, 6) if math.isfinite(v) else None) for k, v in devs.items()},
     }
     threshold = {"loss_rtol": tol.loss_rtol, "update_rtol": tol.update_rtol}
@@ -118,7 +127,7 @@ def check(
             say(
                 "parity.loss",
                 dev=loss_dev,
-                step=loss_step,
+                step=measured["at_step"],
                 tol=tol.loss_rtol,
                 mine=sub_losses[loss_step],
                 base=base_losses[loss_step],
@@ -131,14 +140,15 @@ def check(
         name = frozen[0] if frozen else name
         layer = owner(name, describe)
         if frozen:
-            problems.append(say("parity.frozen", name=name, layer=layer, steps=len(sub_losses)))
-            findings.append(finding("block_not_trained", layer=layer))
+            problems.append(say("parity.frozen", name=name, layer=layer, steps=ran))
+            fix = "block_not_trained.fix_optimizer" if stale_optimizer else None
+            findings.append(finding("block_not_trained", fix_key=fix, layer=layer))
         else:
             off = [k for k, v in devs.items() if not v <= tol.update_rtol]
             problems.append(
                 say(
                     "parity.update",
-                    steps=len(sub_losses),
+                    steps=ran,
                     name=name,
                     layer=layer,
                     dev=update_dev,
@@ -161,7 +171,13 @@ def check(
     return CheckResult(
         "parity",
         PASS,
-        say("parity.pass", steps=len(sub_losses), loss=loss_dev, update=update_dev),
+        say(
+            "parity.pass" if len(sub_losses) == ran else "parity.pass.skipped",
+            steps=ran,
+            compared=len(sub_losses),
+            loss=loss_dev,
+            update=update_dev,
+        ),
         measured,
         threshold,
         weight=spec.weight,

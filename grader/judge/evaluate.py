@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from grader.checks import call_order, coverage, lesson, memory, overflow, parity, profiling, ranks, speedup
+from grader.checks import call_order, coverage, fsdp_calls, lesson, memory, overflow, parity, profiling, ranks, speedup
 from grader.checks.advice import advised
 from grader.errors import GraderError
 from grader.judge import static
@@ -183,6 +183,9 @@ def evaluate(
                     base.params,
                     ev.start,
                     describe,
+                    compared_steps(sub),
+                    len(sub.losses),
+                    "fsdp" in exercise.workload.libraries and fsdp_calls.holds_replaced_tensors(prepare_events(sub)),
                 )
             )
         elif spec.id == "coverage":
@@ -197,6 +200,7 @@ def evaluate(
                     amp_dtype,
                     (fp8 := "torchao" in exercise.workload.libraries),
                     fp8 and kind != "cuda" and compiled_at_all(sub),
+                    "fsdp" in exercise.workload.libraries,
                 )
             )
         elif spec.id == "memory":
@@ -244,8 +248,9 @@ def evaluate(
                         sub.records,
                         base.records,
                         ev.reference.records if ev.reference else [],
-                        [e for t in sub.prepare_traces[:1] for e in t["events"]],
+                        prepare_events(sub),
                         dict((sub.coverage or {}).get("flops") or {}),
+                        ev.source,
                     ),
                 )
             )
@@ -256,6 +261,17 @@ def compiled_at_all(data: RunData) -> bool:
     """Whether the run called torch.compile (in prepare or a step) or dynamo compiled anything in it."""
     traced = [e for t in (*data.prepare_traces, *data.traces) for e in t["events"]]
     return any(e.get("ev") == "compile" for e in traced) or any(c["frames"] > 0 for c in data.compiled)
+
+
+def compared_steps(data: RunData) -> list[int]:
+    """The step number of each of compared_losses'."""
+    steps = {o["step"] for o in data.overflows}
+    return [i for i in range(len(data.losses)) if i not in steps]
+
+
+def prepare_events(data: RunData) -> list[dict]:
+    """What the learner's prepare did, once (rank 0's)."""
+    return [e for t in data.prepare_traces[:1] for e in t["events"]]
 
 
 def compared_losses(data: RunData) -> list[float]:

@@ -222,10 +222,14 @@ CHECKS: dict[str, str | dict[str, str]] = {
     "(clipping, loss division for accumulation, the loss scale), a missing or doubled step or "
     "zero_grad, and 16-bit weights.",
     "parity.pass": "matches the FP32 run within tolerance over {steps} steps (loss {loss:.2%}, update {update:.2%})",
+    "parity.pass.skipped": "matches the FP32 run within tolerance over {steps} steps (loss {loss:.2%}, over the "
+    "{compared} steps that did not overflow; update {update:.2%})",
     "block_not_trained": "{layer} never trained",
     "block_not_trained.fix": "make sure every block gets a gradient (e.g. use_reentrant=False with checkpointing, no "
     "requires_grad_(False), no torch.no_grad() around the forward) and that the optimizer "
     "steps every effective batch",
+    "block_not_trained.fix_optimizer": "build the optimizer from `model.parameters()` after the last call that "
+    "replaces them (fully_shard): it holds other tensors, so its step never reaches this layer",
     # -- coverage -----------------------------------------------------------------------------------------
     "coverage.none": "no matmul or convolution ran during the traced step",
     "coverage.fp32_numbers": "the trained weights did not move the way 16-bit arithmetic moves them: measured from "
@@ -234,13 +238,23 @@ CHECKS: dict[str, str | dict[str, str]] = {
     "numbers_fp32": "the numbers show float32 arithmetic",
     "numbers_fp32.fix": "run the forward pass under torch.autocast with amp_dtype, and do not patch the grader",
     "coverage.pass": "{fraction:.0%} of the matmul FLOPs ran in 16-bit",
-    "coverage.all_fp32": "every matmul ran in float32: nothing ran under autocast with a 16-bit dtype",
+    "coverage.all_fp32": "every matmul and convolution ran in float32: none ran with torch.autocast on in a 16-bit "
+    "dtype",
+    "coverage.all_fp32.policy": "every matmul and convolution ran in float32: no MixedPrecisionPolicy with a 16-bit "
+    "param_dtype cast the weights they ran with",
     "no_16bit_matmul": "no matmul or convolution ran in 16-bit",
-    "no_16bit_matmul.fix": "run the forward pass inside torch.autocast(device_type=..., dtype=amp_dtype)",
+    "no_16bit_matmul.fix": "run the model's forward pass itself (not only the loss) inside "
+    "torch.autocast(device_type=..., dtype=amp_dtype)",
+    "no_16bit_matmul.fix_policy": "pass `mp_policy=MixedPrecisionPolicy(param_dtype=torch.{dtype}, "
+    "reduce_dtype=torch.float32)` to every fully_shard call: in this lesson the policy, not autocast, is the mixed "
+    "precision",
     "fp32_layer": "{layer} ran in float32 ({share:.0%} of the matmul FLOPs)",
     "fp32_layer.fix": "run it inside the autocast block (and do not cast its input back to float32)",
+    "fp32_layer.fix_policy": "shard it (or the block that holds it) with the 16-bit MixedPrecisionPolicy, and do not "
+    "cast its input back to float32",
     "coverage.partial": "only {fraction:.0%} of the matmul FLOPs ran in 16-bit (at least {min:.0%} expected): {where}",
-    "coverage.backward_fp32": "the backward pass ran in float32",
+    "coverage.backward_fp32": "the float32 matmuls ran outside every layer of the model (called from the step "
+    "itself, or in a backward that no one layer's weights account for)",
     "coverage.fp8_compiled_cpu": "not applicable here: FP8 is emulated on a CPU, and in compiled code the rounding "
     "to FP8 is fused into other kernels, so the matmuls the grader sees are float32 ones on FP8-rounded values; "
     "on a GPU they are FP8 kernels and are counted",

@@ -21,6 +21,12 @@ FSDP: dict[str, str | dict[str, str]] = {
     "forward and backward ran in float32",
     "fsdp_no_policy.fix": "pass `mp_policy=MixedPrecisionPolicy(param_dtype={dtype}, reduce_dtype=torch.float32)` "
     "to every fully_shard call",
+    "fsdp_policy_wrong_dtype": "the policy computes in {dtype} (param_dtype={dtype}) where this lesson trains in "
+    "{expected}: the step runs in another precision than the one it is graded for",
+    "fsdp_policy_wrong_dtype.float16": "the policy computes in float16 (param_dtype=float16) where this lesson trains "
+    "in {expected}: float16 has a far narrower range than bfloat16, so without a GradScaler the small gradients "
+    "flush to zero in the backward",
+    "fsdp_policy_wrong_dtype.fix": "pass `param_dtype=torch.{expected}` to every MixedPrecisionPolicy",
     "fsdp_reduce_16bit": "the policy reduces the gradients in {dtype} (reduce_dtype={dtype}): the reduce-scatter "
     "sums every rank's gradient in 16-bit, losing the low bits of each, and nothing reports it",
     "fsdp_reduce_16bit.unset": "the policy sets no reduce_dtype, so the gradients are reduced in param_dtype "
@@ -35,6 +41,9 @@ FSDP: dict[str, str | dict[str, str]] = {
     "fsdp_optimizer_before_shard": "the optimizer was built before fully_shard: fully_shard replaces every "
     "parameter with a DTensor shard, so this optimizer holds the old tensors, which never get a gradient, and "
     "its step leaves the model as it was",
+    "fsdp_optimizer_before_shard.stale_list": "the optimizer was built after fully_shard, but from parameters "
+    "taken before it (a list made earlier): fully_shard replaced every parameter with a DTensor shard, so this "
+    "optimizer holds the old tensors, which never get a gradient, and its step leaves the model as it was",
     "fsdp_optimizer_before_shard.fix": "build the optimizer after the last fully_shard call, from "
     "`model.parameters()` (the DTensor shards)",
     "fsdp_autocast_over_policy": "the step ran under torch.autocast on top of the policy's {dtype}: the policy "

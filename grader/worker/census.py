@@ -185,7 +185,7 @@ class Census:
         for model in models:
             for module in model.modules():
                 self._handles.append(module.register_forward_pre_hook(self._push))
-                self._handles.append(module.register_forward_hook(self._pop))
+                self._handles.append(module.register_forward_hook(self._pop, always_call=True))
         self.mode = CensusMode(self)
         return self.mode
 

@@ -5,6 +5,7 @@ ran under. The call trace (grader/worker/tracing.py) guards it against patching.
 
 from __future__ import annotations
 
+import sys
 import weakref
 
 import torch
@@ -45,6 +46,27 @@ for _name, _count in (
 ):
     if hasattr(torch.ops.aten, _name):
         EXTRA_FLOPS[getattr(torch.ops.aten, _name)] = _count
+
+
+# Where a custom autograd Function's precision shows: the reductions its forward runs (a mean of squares in
+# 16-bit loses the low bits of each square, whatever dtype the Function returns).
+REDUCTIONS = {
+    "sum",
+    "mean",
+    "var",
+    "std",
+    "var_mean",
+    "std_mean",
+    "norm",
+    "linalg_vector_norm",
+    "logsumexp",
+    "prod",
+    "cumsum",
+    "_softmax",
+    "_log_softmax",
+}
+
+_FUNCTION_FILE = torch.autograd.function.__file__
 
 
 def ran_in(tensor: torch.Tensor) -> str:
@@ -91,6 +113,8 @@ class PrecisionMode(TorchDispatchMode):
         self.loss_values: list[float] = []
         self._stack: list[str] = []
         self._names = module_names
+        self._owners: dict[int, str] = {}  # id(parameter) -> the name of the module that holds it
+        self._function_ops: set[tuple] = set()  # (function, op, dtype, line) already noted this step
         self._layouts: set[tuple] = set()  # (input, weight) memory formats of the convolutions seen this step
 
     @classmethod
@@ -105,9 +129,13 @@ class PrecisionMode(TorchDispatchMode):
         a compiled model recompile on the next step); between counted steps they find no mode and do nothing."""
         _COUNTING[0] = self
         for module in model.modules():
+            for param in module.parameters(recurse=False):
+                self._owners[id(param)] = self._names.get(id(module), type(module).__name__)
             if module not in _HOOKED:
                 module.register_forward_pre_hook(_push)
-                module.register_forward_hook(_pop)
+                # always_call: a forward that stops early still leaves the stack (checkpointing stops its
+                # recomputation by raising once it has the tensors it needs)
+                module.register_forward_hook(_pop, always_call=True)
                 _HOOKED.add(module)
 
     def detach(self):
@@ -124,12 +152,14 @@ class PrecisionMode(TorchDispatchMode):
             tensor = next((a for a in args if isinstance(a, torch.Tensor)), None)
             dtype = ran_in(tensor) if tensor is not None else "unknown"
             self.flops[dtype] = self.flops.get(dtype, 0) + flops
-            where = self._stack[-1] if self._stack else OUTSIDE_MODEL
+            where = self._stack[-1] if self._stack else self._backward_owner()
             mod = self.by_module.setdefault(where, {})
             mod[dtype] = mod.get(dtype, 0) + flops
         name = packet.__name__
         if name == "convolution":
             self._convolution(args)
+        if name in REDUCTIONS and self.recorder.active:
+            self._function_op(name, args)
         if name in LOSS_OPS:
             value = out[0] if isinstance(out, tuple) else out
             if isinstance(value, torch.Tensor) and value.numel() == 1:
@@ -137,6 +167,47 @@ class PrecisionMode(TorchDispatchMode):
                     "loss_op", op=name, autocast=self.recorder.autocast_on(), value=float(value.detach().float())
                 )
         return out
+
+    def _backward_owner(self) -> str:
+        """A matmul no module's forward is running: in the backward, the module whose parameters are the operands
+        of the running autograd node (a Linear's weight gradient is `grad.T @ input`, neither operand its weight).
+        An operand is followed only through one-input nodes (a transpose, a cast to 16-bit): an activation's
+        history leads to other modules. Operands of more than one module (a compiled graph's backward, an
+        Embedding feeding a Linear) name none: outside the model, rather than a layer that may not be the one."""
+        node = torch._C._current_autograd_node()
+        owners = set()
+        for child, _index in getattr(node, "next_functions", None) or ():
+            for _ in range(4):
+                if child is None:
+                    break
+                owner = self._owners.get(id(getattr(child, "variable", None)))
+                if owner is not None:
+                    owners.add(owner)
+                    break
+                inputs = [c for c, _ in getattr(child, "next_functions", None) or () if c is not None]
+                child = inputs[0] if len(inputs) == 1 else None
+        return owners.pop() if len(owners) == 1 else OUTSIDE_MODEL
+
+    def _function_op(self, name: str, args):
+        """A reduction run inside the forward of a custom autograd Function called from the learner's file: the
+        Function, the op, the dtype it ran in and the learner's line (once each a step). What the Function
+        returns does not show its precision: a float32 mean of squares cast back to 16-bit at the end is right."""
+        tensor = next((a for a in args if isinstance(a, torch.Tensor)), None)
+        frame, line = sys._getframe(2), None
+        while frame is not None:
+            code = frame.f_code
+            if code.co_filename == self.recorder.path:
+                line = frame.f_lineno if line is None else line
+            elif code.co_filename == _FUNCTION_FILE and code.co_name == "apply" and "cls" in frame.f_locals:
+                if line is None:
+                    return
+                function = getattr(frame.f_locals["cls"], "__name__", "?")
+                key = (function, name, ran_in(tensor) if tensor is not None else "unknown", line)
+                if key not in self._function_ops and len(self._function_ops) < 64:
+                    self._function_ops.add(key)
+                    self.recorder.emit("function_op", function=key[0], op=key[1], dtype=key[2])
+                return
+            frame = frame.f_back
 
     def _convolution(self, args):
         """Each layout a convolution really ran with, once a step, at the learner's line that led to it: where the

@@ -1,6 +1,6 @@
 # expect-status: error
 # expect-error: exception line=19
-# expect-finding: float32_function_in_16bit line=39
+# expect-finding: float32_function_in_16bit line=25
 import torch
 import torch.nn.functional as F
 

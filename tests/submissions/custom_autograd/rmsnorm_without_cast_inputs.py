@@ -1,5 +1,5 @@
 # expect-status: fail
-# expect-finding: float32_function_in_16bit line=42
+# expect-finding: float32_function_in_16bit line=27
 import torch
 import torch.nn.functional as F
 
