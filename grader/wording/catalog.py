@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from grader.wording.catalog_accelerate import ACCELERATE
 from grader.wording.catalog_checks import CHECKS
 from grader.wording.catalog_fsdp import FSDP
+from grader.wording.catalog_other_devices import OTHER_DEVICES
 from grader.wording.catalog_timing import TIMING
-from grader.wording.catalog_unexercised import UNEXERCISED
 from grader.wording.locales import choose, format_in
 
 TRANSLATIONS = Path(__file__).resolve().parent / "translations"
@@ -31,9 +32,10 @@ LANGS = ("en", "it", "id")
 
 EN: dict[str, str | dict[str, str]] = {
     **CHECKS,  # the checks' messages and findings (grader/wording/catalog_checks.py)
+    **ACCELERATE,  # Accelerate's findings (grader/wording/catalog_accelerate.py)
     **FSDP,  # FSDP2's findings (grader/wording/catalog_fsdp.py)
     **TIMING,  # speedup, step_time and the CPU's kind (grader/wording/catalog_timing.py)
-    **UNEXERCISED,  # the learner's lines a grading never ran (grader/wording/catalog_unexercised.py)
+    **OTHER_DEVICES,  # code for another device: lines never run, literal devices (catalog_other_devices.py)
     # -- a submission's errors (the kind stays in the result for tools) ----------------------------------
     "error.at_line": "line {line}: {message}",
     "error.raised": "{detail}",

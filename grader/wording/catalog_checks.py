@@ -27,19 +27,6 @@ CHECKS: dict[str, str | dict[str, str]] = {
     "backward(), this backward pass should not run under autocast (its "
     "ops already use the dtypes chosen in the forward pass)",
     "backward_inside_autocast.fix": "dedent the backward call so it comes after the `with torch.autocast(...)` block",
-    "hardcoded_device.autocast": "torch.autocast is given the device {device!r} as a literal: where the model runs "
-    "on another kind of device this autocast does nothing, and the step runs in float32",
-    "hardcoded_device.scaler": "the GradScaler is made for the device {device!r}, written as a literal: on another "
-    "kind of device it is disabled or refuses the gradients, so the loss is not scaled",
-    "hardcoded_device.mesh": "init_device_mesh is given the device {device!r} as a literal: on another kind of "
-    "device its process group does not match where the model's tensors live, and the collectives fail",
-    "hardcoded_device.emulate": "Float8LinearConfig is given emulate=True as a literal, the CPU's setting: on a "
-    "GPU with FP8 kernels the matmuls would still be float32 ones of FP8-rounded numbers, so FP8 buys nothing",
-    "hardcoded_device": "a device is written as the literal {device!r}, so this code is right on one kind of device "
-    "only",
-    "hardcoded_device.fix": "use the device_type argument the grader passes instead of a literal "
-    "(torch.autocast(device_type=device_type, ...), Float8LinearConfig(emulate=device_type != 'cuda')), so the same "
-    "code is right on a CPU and on a GPU",
     "forward_outside_autocast": "the model's forward pass ran outside autocast, so its matmuls ran in float32",
     "forward_outside_autocast.fix": "call the model inside the `with torch.autocast(...)` block",
     "loss_outside_autocast": "the loss was computed after leaving the autocast block",
@@ -153,55 +140,6 @@ CHECKS: dict[str, str | dict[str, str]] = {
     "every rank must make the same calls, or their weights and loss scales drift apart",
     "call_on_some_ranks.fix": "make the call on every rank; only printing, logging and saving belong under "
     "`if rank == 0:`",
-    # -- call order: Hugging Face Accelerate (grader/checks/accelerate_calls.py) ---------------------------
-    "accelerator_without_mixed_precision": "the Accelerator was created without mixed precision "
-    "(mixed_precision='no'), so the prepared model runs in float32",
-    "accelerator_without_mixed_precision.fix": "pass mixed_precision={expected!r} to Accelerator(...), chosen from "
-    "amp_dtype: 'bf16' for torch.bfloat16, 'fp16' for torch.float16",
-    "accelerator_wrong_precision": "the Accelerator was created with mixed_precision={got!r}, but this lesson runs "
-    "{dtype} on {device}, which is {expected!r}",
-    "accelerator_wrong_precision.fix": "choose mixed_precision from amp_dtype: 'bf16' if amp_dtype is torch.bfloat16, "
-    "else 'fp16'",
-    "accumulation_steps_mismatch": "the Accelerator accumulates over gradient_accumulation_steps={got}, but each "
-    "step has {n} micro-batches: it divides the loss, syncs and steps at the wrong "
-    "micro-batches",
-    "accumulation_steps_mismatch.fix": "pass gradient_accumulation_steps=accumulation_steps (here {n}) to "
-    "Accelerator(...)",
-    "model_not_prepared": "the model was not passed to accelerator.prepare, so its forward does not run under "
-    "Accelerate's autocast",
-    "model_not_prepared.other_module": "accelerator.prepare got a module that is not the lesson's model, so the "
-    "model you train does not run under Accelerate's autocast",
-    "model_not_prepared.fix": "prepare both and use what prepare returns: `model, optimizer = "
-    "accelerator.prepare(model, optimizer)`",
-    "optimizer_not_prepared": "the optimizer was not passed to accelerator.prepare, so it steps and zeroes the "
-    "gradients on every micro-batch instead of only when they are synced",
-    "optimizer_not_prepared.fix": "prepare both and use what prepare returns: `model, optimizer = "
-    "accelerator.prepare(model, optimizer)`",
-    "backward_not_through_accelerator": "loss.backward() was called directly instead of accelerator.backward(loss): "
-    "Accelerate neither divides the loss by the accumulation steps nor scales "
-    "it for float16",
-    "backward_not_through_accelerator.fix": "call accelerator.backward(loss) on the micro-batch's undivided loss",
-    "loss_divided_by_hand": "the loss was divided by the accumulation steps before accelerator.backward(loss), which "
-    "divides it by {n} again: the accumulated gradient is {n}x too small",
-    "loss_divided_by_hand.fix": "pass the micro-batch's undivided loss: accelerator.backward(loss)",
-    "clip_not_through_accelerator": "the gradients were clipped with torch.nn.utils directly: with float16 they are "
-    "still multiplied by the loss scale at that point, so the threshold applies to "
-    "the wrong values",
-    "clip_not_through_accelerator.fix": "call accelerator.clip_grad_norm_(model.parameters(), max_norm), which "
-    "unscales first",
-    "clip_outside_sync_gradients": "accelerator.clip_grad_norm_ ran on a micro-batch whose gradients were not "
-    "complete yet (accelerator.sync_gradients was False): it clipped a partial sum",
-    "accelerator_unscale_twice": 'the gradients are clipped through Accelerate twice before one optimizer step (first at line {first}): each accelerator.clip_grad_norm_ unscales them first, and with float16 the second raises "unscale_() has already been called on this optimizer" (with bfloat16, as here, nothing raises)',
-    "accelerator_unscale_twice.manual": 'accelerator.clip_grad_norm_ unscales the gradients itself, but scaler.unscale_ already did (line {first}): with float16 it raises "unscale_() has already been called on this optimizer"',
-    "accelerator_unscale_twice.fix": "clip once per optimizer step, with accelerator.clip_grad_norm_ only, inside `if accelerator.sync_gradients:`; do not call scaler.unscale_ yourself",
-    "clip_outside_sync_gradients.fix": "clip only under `if accelerator.sync_gradients:`, right before "
-    "optimizer.step()",
-    "accumulate_missing": "no micro-batch ran inside `with accelerator.accumulate(model):`, so sync_gradients "
-    "stayed True and the prepared optimizer stepped on every micro-batch instead of once every "
-    "{n}",
-    "accumulate_missing.stepped_once": "no micro-batch ran inside `with accelerator.accumulate(model):`: the optimizer stepped once, as it should, but Accelerate never learnt which micro-batch ends each group of {n} (sync_gradients stayed True), so with several processes every micro-batch's backward all-reduces the gradients",
-    "accumulate_missing.fix": "run each micro-batch's forward, backward and optimizer step inside "
-    "`with accelerator.accumulate(model):`",
     # -- call order: the check's message ------------------------------------------------------------------
     "call_order.pass": "the AMP calls happen in the right order",
     "call_order.untraced": "no step could be traced",
