@@ -350,8 +350,14 @@ def test_an_event_missing_a_field_the_lesson_reads_is_the_submissions_malformed_
 
     exercise = load_exercise("fp8_training")
     spec = exercise.check("float8_modules")
-    forged = {"ev": "float8_convert", "line": None, "lesson": True, "emulate": True, "plain": [],
-              "converted": [{"name": "fc1", "out": 256, "scaling": "tensorwise"}]}
+    forged = {
+        "ev": "float8_convert",
+        "line": None,
+        "lesson": True,
+        "emulate": True,
+        "plain": [],
+        "converted": [{"name": "fc1", "out": 256, "scaling": "tensorwise"}],
+    }
     ev = lesson.LessonEvidence([{"step": 0, "events": [forged]}], [1.0], [1.0], {}, {}, {}, "cpu", "bfloat16")
     with pytest.raises(lesson.MissingEvidence):
         lesson.check(spec, ev)

@@ -9,7 +9,7 @@ Commands, one JSON object per line (judge -> worker):
     {"cmd": "steps", "start": i, "count": n, "trace"?, "coverage"?, "memory"?, "profile"?, "overflow"?, "skip"?,
      "torch_profile"?}              -> {"ok": true, "losses": [n floats], "scales": [...], "traces"?: [...],
                                         "coverage"?: {...}, "memory"?: [...], "census"?: [...], "top_ops"?: [...],
-                                        "compiled"?: [{step, frames, graphs, graph_breaks}],
+                                        "compiled"?: [{step, frames, graphs, graph_breaks, model_runs, compile_ms}],
                                         "records"?: [{step, name, value}] (grader/worker/evidence.py)}
     {"cmd": "save"}                  -> {"ok": true, "params": base64 of torch.save({name: float tensor})}
     {"cmd": "exit"}
@@ -399,7 +399,7 @@ def _census(steps) -> list[dict]:
     return out
 
 
-COMPILED_FIELDS = ("frames", "graphs", "graph_breaks")
+COMPILED_FIELDS = ("frames", "graphs", "graph_breaks", "model_runs", "compile_ms")
 
 
 def _compiled(steps) -> list[dict]:

@@ -124,6 +124,9 @@ class Worker:
             for name, optimizer in self.problem.optimizers.items():
                 self.recorder.watch_optimizer(optimizer, name)
         reply = {"params": sum(p.numel() for p in self.problem.parameters())}
+        from grader.worker import compiling
+
+        compiling.watch(self.problem.models.values())  # a warm-up call in prepare compiles the model's graph
         if prepare is not None:
             trace = self._prepare(prepare, ep["prepare"])
             if trace is not None:
@@ -226,6 +229,7 @@ class Worker:
             precision = None
             if rec and msg.get("trace"):
                 rec.events, rec.active = [], True
+            compiling.watch(self.problem.models.values())
             compiled_before = compiling.counts()
             if msg.get("coverage") or (rec and msg.get("trace")):  # loss ops are events of every traced step
                 precision = PrecisionMode(rec, self.module_names)
@@ -270,6 +274,7 @@ class Worker:
                     precision.detach()
                 census_events = self.census.stop() if counting is not None else None
                 if rec:
+                    self._step_state(rec)
                     rec.active = False
             if kept is not None:
                 kept.restore()
@@ -307,6 +312,14 @@ class Worker:
             self._synchronize(self.device)
         reply.update(losses=losses, scales=scales)
         return reply
+
+    @staticmethod
+    def _step_state(rec) -> None:
+        """What a traced step leaves in the model, read from it as the step ends (the libraries' own state)."""
+        if rec.active and "torchao" in rec.libraries:
+            from grader.worker import tracing_torchao
+
+            tracing_torchao.step_state(rec)
 
     def _torch_profile(self, msg: dict, into: dict):
         """The real torch.profiler around the step, asked for in a trusted worker (the grader's own profile of a
