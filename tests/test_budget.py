@@ -45,6 +45,21 @@ def test_budget_is_derived_from_the_trusted_runs_time(trusted, timed, cap, expec
     assert budget.derived(limits, trusted, timed, cap) == (pytest.approx(expected) if expected else None)
 
 
+def test_a_trusted_runs_compile_is_budgeted_once_not_scaled_with_its_steps():
+    """A compile lesson's reference spent 37 of its 40 s in inductor's C++ compiles: scaled by the factor with
+    the steps (30 + 8 x 40 s), that let a submission that never compiles sleep in every step and pass. The
+    factor scales the compute; the compile is allowed COMPILE_FACTOR times over."""
+    limits = replace(TEST_LIMITS, budget_floor_s=10.0, budget_factor=3.0)
+    trusted = {"baseline": 0.5, "reference": 40.0}
+    got = budget.derived(limits, trusted, [], None, {"reference": 37.0, "baseline": 0.0})
+    assert got == pytest.approx(10 + 3 * 3.0 + budget.COMPILE_FACTOR * 37.0)
+    assert got < budget.derived(limits, trusted, [], None)  # without a compile, all of it is compute
+    # a reported compile longer than the run itself is only the run
+    assert budget.derived(limits, trusted, [], None, {"reference": 99.0}) == pytest.approx(
+        10 + budget.COMPILE_FACTOR * 40.0
+    )
+
+
 def test_a_submission_slow_in_every_step_ends_at_the_budget_naming_its_step(exercises):
     """Each step stays far under the per-request limit (10 s here), the whole grading does not: it ends as a
     timeout at the step where the budget ran out, long before the sum of the per-request limits."""

@@ -337,3 +337,30 @@ def test_the_judge_refuses_records_beyond_the_bounds_and_files_them_under_the_st
         protocol._records([{"name": "n", "value": 1}] * (evidence.MAX_PER_STEP + 1), 0)
     with pytest.raises(TypeError):
         protocol._records([{"name": "x" * 100, "value": 1}], 0)
+
+
+def test_an_event_missing_a_field_the_lesson_reads_is_the_submissions_malformed_evidence():
+    """Learner code can find the Recorder and emit a `float8_convert` whose modules lack `in`: the lesson's
+    check read it and the grader blamed the lesson ("this is the lesson's fault", exit 2). A field missing from
+    what the worker reported is the submission's protocol error; every check is then not run."""
+    from grader.checks import lesson
+    from grader.judge.evaluate import judged
+    from grader.lesson.loader import load_exercise
+    from grader.results import GradingResult
+
+    exercise = load_exercise("fp8_training")
+    spec = exercise.check("float8_modules")
+    forged = {
+        "ev": "float8_convert",
+        "line": None,
+        "lesson": True,
+        "emulate": True,
+        "plain": [],
+        "converted": [{"name": "fc1", "out": 256, "scaling": "tensorwise"}],
+    }
+    ev = lesson.LessonEvidence([{"step": 0, "events": [forged]}], [1.0], [1.0], {}, {}, {}, "cpu", "bfloat16")
+    with pytest.raises(lesson.MissingEvidence):
+        lesson.check(spec, ev)
+    result = GradingResult(exercise.id, "cpu", "bfloat16")
+    checks = judged(lambda: [lesson.check(spec, ev)], result, exercise)
+    assert result.error.kind == "protocol" and {c.status for c in checks} == {"error"}

@@ -88,3 +88,24 @@ def test_a_list_of_flat_records_in_an_event_is_kept_bounded_and_never_deeper():
     assert len(out[0]["name"]) < protocol.MAX_EVENT_STRING_CHARS + 50 and len(out[0]) <= protocol.MAX_EVENT_FIELDS
     assert "deep" not in out[0] and "list" not in out[0]
     assert protocol.bounded_event({"ev": "x", "line": 1, "nested": {"a": 1}}, "x = 1\n")["nested"] is None
+
+
+def test_an_error_reply_with_a_number_no_format_can_write_is_worded_without_raising():
+    """A forged error reply whose `seconds` is 10**400 made `{seconds:.0f}` raise OverflowError: `grader check`
+    died and the web app recorded an internal error. Such a parameter is not the grader's: the message is the
+    worker's own text, and rendering any parameters never raises."""
+    from grader.wording.catalog import render
+
+    forged = {"key": "error.timeout", "params": {"seconds": 10**400}}
+    assert protocol.worded_error(forged) is None
+    assert protocol.worded_error({"key": "error.timeout", "params": {"seconds": float("inf")}}) is None
+    assert protocol.worded_error({"key": "error.timeout", "params": {"seconds": 12}}) is not None
+    for lang in ("en", "it", "id"):
+        assert render("error.timeout", {"seconds": 10**400}, lang) == "error.timeout"
+    reply = {"ok": False, "error": {"kind": "timeout", "message": "slow", "said": forged}}
+    try:
+        protocol._ok(reply, code="x = 1\n")
+    except protocol.StepFailure as failure:
+        assert failure.payload["said"] is None and failure.payload["message"] == "slow"
+    else:
+        raise AssertionError("an error reply must fail the step")

@@ -6,6 +6,7 @@ trusting anything the submission says about itself."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -36,7 +37,8 @@ class LessonEvidence:
     scales: list[float] = field(default_factory=list)
     overflow_step: int | None = None  # the first step the grader made overflow in every run (traced: "overflow")
     reference_scales: list[float] = field(default_factory=list)  # the reference solution's scale per step
-    # per step that torch.compile worked in, dynamo's counts: {"step", "frames", "graphs", "graph_breaks"}
+    # per step that torch.compile worked in, dynamo's counts: {"step", "frames", "graphs", "graph_breaks"}, and
+    # "model_runs": the calls of compiled graphs holding the lesson model's parameters (its forward, compiled)
     compiled: list[dict] = field(default_factory=list)
     overflow_steps: list[int] = field(default_factory=list)  # every step the grader made overflow, in order
     # what the lesson's setup code recorded with record(name, value), per step: {"step", "name", "value"(, "rank")}
@@ -71,6 +73,33 @@ class LessonEvidence:
 
     def baseline_update(self, name: str) -> torch.Tensor:
         return self.baseline_params[name] - self.start[name]
+
+
+class MissingEvidence(KeyError):
+    """A field the lesson check read is missing from what the worker reported (an event, a record). The
+    worker's reports are the submission's: learner code shares its process and can emit an event of a known
+    kind without the fields the grader's tracers always give it. That is the submission's malformed evidence
+    (a protocol error), not a bug of the lesson, whose code is trusted to read the fields the docs list (a lesson
+    that reads a field no event has fails `grader validate` on its own reference)."""
+
+
+class _Reported(dict):
+    def __missing__(self, key):
+        raise MissingEvidence(key)
+
+
+def _reported(value):
+    """Worker-reported data, its dicts (at any depth) raising MissingEvidence for a field they lack."""
+    if isinstance(value, dict):
+        return _Reported({k: _reported(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return [_reported(v) for v in value]
+    return value
+
+
+def _as_reported(evidence: LessonEvidence) -> LessonEvidence:
+    fields = ("traces", "compiled", "records", "prepare_events")  # the submission's (the trusted runs' are not)
+    return dataclasses.replace(evidence, **{name: _reported(getattr(evidence, name)) for name in fields})
 
 
 def finding(id: str, message, fix, line: int | None = None) -> Finding:
@@ -111,7 +140,9 @@ def compile_check(spec) -> None:
 def check(spec, evidence: LessonEvidence) -> CheckResult:
     fn = _compiled(spec.id, spec.python)
     try:
-        out = fn(evidence)
+        out = fn(_as_reported(evidence))
+    except MissingEvidence:
+        raise  # not a GraderError: the judge words it as the submission's malformed reply
     except BaseException as exc:  # noqa: BLE001
         raise _lesson_error(spec.id, exc, "while judging") from None
     findings = [out] if isinstance(out, Finding) else list(out or [])

@@ -9,7 +9,7 @@ Commands, one JSON object per line (judge -> worker):
     {"cmd": "steps", "start": i, "count": n, "trace"?, "coverage"?, "memory"?, "profile"?, "overflow"?, "skip"?,
      "torch_profile"?}              -> {"ok": true, "losses": [n floats], "scales": [...], "traces"?: [...],
                                         "coverage"?: {...}, "memory"?: [...], "census"?: [...], "top_ops"?: [...],
-                                        "compiled"?: [{step, frames, graphs, graph_breaks}],
+                                        "compiled"?: [{step, frames, graphs, graph_breaks, model_runs, compile_ms}],
                                         "records"?: [{step, name, value}] (grader/worker/evidence.py)}
     {"cmd": "save"}                  -> {"ok": true, "params": base64 of torch.save({name: float tensor})}
     {"cmd": "exit"}
@@ -272,13 +272,21 @@ def worded_error(said) -> dict | None:
     ):
         return None
     params = said.get("params", {})
-    if not all(
-        isinstance(k, str)
-        and (isinstance(v, (int, float)) and not isinstance(v, bool) or isinstance(v, str) and len(v) <= 2000)
-        for k, v in params.items()
-    ):
+    if not all(isinstance(k, str) and _plain_param(v) for k, v in params.items()):
         return None
     return {"key": said["key"], "params": params}
+
+
+def _plain_param(v) -> bool:
+    """A parameter an error message may carry: a short string, or a number in the range the grader stores
+    (an integer of 400 digits is no measurement, and no float format can write it)."""
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, int):
+        return -MAX_INT <= v <= MAX_INT
+    if isinstance(v, float):
+        return math.isfinite(v) and abs(v) <= MAX_NUMBER
+    return isinstance(v, str) and len(v) <= 2000
 
 
 @contextmanager
@@ -391,7 +399,7 @@ def _census(steps) -> list[dict]:
     return out
 
 
-COMPILED_FIELDS = ("frames", "graphs", "graph_breaks")
+COMPILED_FIELDS = ("frames", "graphs", "graph_breaks", "model_runs", "compile_ms")
 
 
 def _compiled(steps) -> list[dict]:

@@ -260,7 +260,11 @@ def budget_when_known(worker: WorkerProcess, futures: dict, limits, exercise: Ex
             runs = {r: f.result() for r, f in futures.items() if f.exception() is None}
             worker.set_budget(
                 budget.derived(
-                    limits, {r: d.seconds for r, d in runs.items()}, timed_s, exercise.workload.grading_budget_s
+                    limits,
+                    {r: d.seconds for r, d in runs.items()},
+                    timed_s,
+                    exercise.workload.grading_budget_s,
+                    {r: budget.compile_seconds(d) for r, d in runs.items()},
                 )
             )
 

@@ -300,18 +300,21 @@ def value_in(value, lang: str):
 
 def render(key: str, params: dict | None = None, lang: str = "en") -> str:
     """The message in `lang` (English where a catalog lacks it), its plural form chosen by its `n` and its numbers
-    written as `lang` writes them. A key the catalog does not know, or parameters that do not fit its template,
-    come back as the key itself rather than an exception: results are data."""
+    written as `lang` writes them. A key the catalog does not know, or parameters that do not fit its template
+    (a number no format can write included), come back as the key itself rather than an exception: results are
+    data."""
     template = choose(catalog(lang).get(key) or EN.get(key), params, lang)
     if template is None:
         return key
     values = {k: value_in(v, lang) for k, v in (params or {}).items()}
+    # OverflowError: an integer too large for a float format ({seconds:.0f} of 10**400), which a forged reply sends
+    unfit = (KeyError, IndexError, ValueError, TypeError, OverflowError)
     try:
         return format_in(template, lang, **values)
-    except (KeyError, IndexError, ValueError, TypeError):
+    except unfit:
         try:
             return format_in(choose(EN[key], params, "en"), lang, **values)
-        except (KeyError, IndexError, ValueError, TypeError):
+        except unfit:
             return key
 
 

@@ -94,7 +94,19 @@ def _load_real():
     real = importlib.import_module("torch._dynamo")
     torch._dynamo = real
     _hand_back()
+    _watch_compiles()
     return real
+
+
+_ON_LOAD: list = []  # what install() was told to run once the real torch._dynamo is loaded
+
+
+def _watch_compiles():
+    """The grader's look at each graph dynamo compiles (grader/worker/compiling.py, handed to install() so that
+    the two modules do not import each other), in place before the first compile, wherever the learner compiles
+    (prepare's warm-up call included)."""
+    for hook in _ON_LOAD:
+        hook()
 
 
 def _hand_back():
@@ -134,14 +146,17 @@ def _disabled_target(value, compile_file: str):
     return cells["fn"], bool(cells.get("recursive", True))
 
 
-def install() -> int:
+def install(on_load=None) -> int:
     """Puts the stand-ins in place (unless torch._dynamo is loaded already); returns how many functions of the
     modules loaded so far got one."""
+    if on_load is not None and on_load not in _ON_LOAD:
+        _ON_LOAD.append(on_load)
     global _STAND_IN
     import torch
     import torch._compile
 
     if "torch._dynamo" in sys.modules:
+        _watch_compiles()
         return 0
     _STAND_IN = _DynamoUntilUsed(os.path.join(os.path.dirname(torch.__file__), "_dynamo", "__init__.py"))
     sys.meta_path.insert(0, _AlreadyImported())

@@ -126,6 +126,9 @@ class Worker:
             for name, optimizer in self.problem.optimizers.items():
                 self.recorder.watch_optimizer(optimizer, name)
         reply = {"params": sum(p.numel() for p in self.problem.parameters())}
+        from grader.worker import compiling
+
+        compiling.watch(self.problem.models.values())  # a warm-up call in prepare compiles the model's graph
         if prepare is not None:
             trace = self._prepare(prepare, ep["prepare"])
             if trace is not None:
@@ -229,6 +232,7 @@ class Worker:
             precision = None
             if rec and msg.get("trace"):
                 rec.events, rec.active = [], True
+            compiling.watch(self.problem.models.values())
             compiled_before = compiling.counts()
             if msg.get("coverage") or (rec and msg.get("trace")):  # loss ops are events of every traced step
                 precision = PrecisionMode(rec, self.module_names)
@@ -274,6 +278,7 @@ class Worker:
                     precision.detach()
                 census_events = self.census.stop() if counting is not None else None
                 if rec:
+                    self._step_state(rec)
                     rec.active = False
             if kept is not None:
                 kept.restore()
@@ -312,6 +317,14 @@ class Worker:
             self._synchronize(self.device)
         reply.update(losses=losses, scales=scales)
         return reply
+
+    @staticmethod
+    def _step_state(rec) -> None:
+        """What a traced step leaves in the model, read from it as the step ends (the libraries' own state)."""
+        if rec.active and "torchao" in rec.libraries:
+            from grader.worker import tracing_torchao
+
+            tracing_torchao.step_state(rec)
 
     def _torch_profile(self, msg: dict, into: dict):
         """The real torch.profiler around the step, asked for in a trusted worker (the grader's own profile of a
@@ -375,9 +388,9 @@ def preload():
     import torch.nn.functional as F
     import torch.utils.checkpoint
 
-    from grader.worker import census, lazy_dynamo, memory, tracing, workload  # noqa: F401
+    from grader.worker import census, compiling, lazy_dynamo, memory, tracing, workload  # noqa: F401
 
-    lazy_dynamo.install()
+    lazy_dynamo.install(on_load=compiling.install)
 
     weight = torch.nn.Parameter(torch.zeros(2, 2))
     for optimizer in (torch.optim.SGD([weight], lr=0.1), torch.optim.AdamW([weight], lr=0.1)):

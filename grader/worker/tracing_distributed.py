@@ -40,13 +40,12 @@ def install(rec) -> list[tuple[object, str]]:
 
     @watching(init)
     def ddp_init(self_, module, *args, **kwargs):
+        """Recorded once the wrap succeeded, and read back from the wrapper: a DDP(...) that raised (caught by
+        the learner) wraps nothing and is no evidence of a wrapped model."""
         param = next(module.parameters(), None) if isinstance(module, nn.Module) else None
-        rec.emit(
-            "ddp_wrap",
-            param_device=str(param.device) if param is not None else None,
-            lesson=holds_lesson_model(rec, module),
-        )
+        device = str(param.device) if param is not None else None  # where they were when it was wrapped
         result = init(self_, module, *args, **kwargs)
+        rec.emit("ddp_wrap", param_device=device, lesson=holds_lesson_model(rec, getattr(self_, "module", None)))
         wrapped.add(self_)
         if isinstance(module, nn.Module):
             wrapped.add(module)

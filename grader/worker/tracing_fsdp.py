@@ -53,6 +53,7 @@ def install(rec) -> list[tuple[object, str]]:
     the (owner, attribute) pairs it replaced, for the Recorder's tamper check."""
     import importlib
 
+    from torch.distributed.fsdp import FSDPModule
     from torch.distributed.tensor import DTensor
 
     owners = [importlib.import_module(name) for name in MODULES]
@@ -60,19 +61,29 @@ def install(rec) -> list[tuple[object, str]]:
 
     @watching(original)
     def fully_shard(module, *args, **kwargs):
+        """Recorded once the call returned, for each module that is an FSDPModule then, with the policy read
+        back from its FSDP state: a fully_shard that raised (caught by the learner) shards nothing."""
         modules = list(module) if isinstance(module, (list, tuple)) else [module]
         params = [p for m in modules if isinstance(m, nn.Module) for p in m.parameters()]
-        for m in modules:
+        dtypes = sorted({_name(p.dtype) for p in params})  # as they were before sharding
+        counts = [sum(1 for _ in m.parameters()) if isinstance(m, nn.Module) else 0 for m in modules]
+        names = [type(m).__name__ for m in modules]  # FSDP2 renames the class it shards
+        result = original(module, *args, **kwargs)
+        for m, n, name in zip(modules, counts, names):
+            if not isinstance(m, FSDPModule):
+                continue
+            state = getattr(m._get_fsdp_state(), "_mp_policy", None)
+            fields = policy_fields(state if state is not None else kwargs.get("mp_policy"))
             rec.emit(
                 "fully_shard",
-                module=type(m).__name__,
+                module=name,
                 role=whose(rec, m),
                 group=len(modules),  # modules sharded together, as one unit
-                params=sum(1 for _ in m.parameters()) if isinstance(m, nn.Module) else 0,
-                param_dtypes=sorted({_name(p.dtype) for p in params}),
-                **policy_fields(kwargs.get("mp_policy")),
+                params=n,
+                param_dtypes=dtypes,
+                **{**fields, "policy": kwargs.get("mp_policy") is not None},
             )
-        return original(module, *args, **kwargs)
+        return result
 
     replaced = []
     for owner in owners:

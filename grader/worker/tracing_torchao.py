@@ -68,6 +68,16 @@ def _linears(rec, float8_cls) -> tuple[list[dict], list[dict]]:
     return converted, plain
 
 
+def _new_params(rec, before: set[int]) -> list[str]:
+    """The lesson models' parameters that are new objects since `before`: the optimizer the grader built holds
+    the old ones (enable_fsdp_float8_all_gather=True wraps each converted weight in a new Parameter)."""
+    out = []
+    for i, model in enumerate(rec.models):
+        prefix = f"model{i}." if len(rec.models) > 1 else ""
+        out += [prefix + name for name, p in model.named_parameters() if id(p) not in before]
+    return out
+
+
 def _emulated(module, forward, *args, **kwargs):
     """A Float8Linear forward with emulate=False on a CPU, run emulated. Whether the real FP8 path runs on a
     CPU depends on its kernels (it stops on some, runs on others), and a verdict must not depend on which CPU
@@ -81,6 +91,17 @@ def _emulated(module, forward, *args, **kwargs):
         module.linear_mm_config = saved
 
 
+def step_state(rec) -> None:
+    """At the end of each traced step, which of the lesson model's Linear layers are Float8Linear now, read from
+    the model itself: what convert_to_float8_training left can be undone after it returned (a module's class
+    set back to nn.Linear), and the lesson check judges the model the steps trained, not the one the
+    conversion returned."""
+    from torchao.float8.float8_linear import Float8Linear
+
+    converted, plain = _linears(rec, Float8Linear)
+    rec.emit("float8_state", converted=converted, plain=plain)
+
+
 def install(rec) -> list[tuple[object, str]]:
     import torchao.float8 as float8
     import torchao.float8.float8_linear_utils as utils
@@ -90,6 +111,7 @@ def install(rec) -> list[tuple[object, str]]:
 
     @watching(convert)
     def convert_w(module, *args, **kwargs):
+        before = {id(p) for model in rec.models for p in model.parameters()}
         result = convert(module, *args, **kwargs)
         converted, plain = _linears(rec, Float8Linear)
         rec.emit(
@@ -98,6 +120,7 @@ def install(rec) -> list[tuple[object, str]]:
             converted=converted,
             plain=plain,
             emulate=bool(getattr(kwargs.get("config"), "emulate", False)),
+            new_params=_new_params(rec, before),
         )
         return result
 

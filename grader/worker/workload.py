@@ -323,7 +323,7 @@ class Problem:
         from grader.worker.sharded import local_pieces
 
         pieces, layouts = local_pieces(self.root.state_dict())
-        return {k: v.detach().to("cpu", torch.float32).clone() for k, v in pieces.items()}, layouts
+        return {k: plain_float32(v) for k, v in pieces.items()}, layouts
 
     def arguments(self, params: list[str], step: int | None, **grader_args) -> list:
         """The positional arguments of the learner's entrypoint, by name. With `rank` and `world_size` among the
@@ -333,6 +333,20 @@ class Problem:
         data = {k: shard(v, k, grader_args.get("rank", 0), grader_args.get("world_size", 1)) for k, v in data.items()}
         available.update(_to_device(data, self.device))
         return [available[name] for name in params]
+
+
+def plain_float32(tensor: torch.Tensor) -> torch.Tensor:
+    """A weight's values as a plain float32 CPU tensor. A tensor subclass stays one through .to() and .clone()
+    (torchao's enable_fsdp_float8_all_gather wraps each Float8Linear weight in WeightWithDynamicFloat8CastTensor),
+    and the grading process, which never imports the learner's libraries, loads the weights with
+    weights_only=True: it would refuse the subclass, and the whole grading would end in a protocol error with no
+    line. Copied into a plain tensor, the subclass gives its high-precision values, which is what it trains."""
+    out = tensor.detach().to("cpu", torch.float32).clone()
+    if type(out) is not torch.Tensor:
+        plain = torch.empty(out.shape, dtype=torch.float32)
+        plain.copy_(out)
+        out = plain
+    return out
 
 
 def _placed(workload: dict, device: torch.device) -> torch.device:
