@@ -4,6 +4,8 @@ trace gives the learner's line."""
 
 from __future__ import annotations
 
+import math
+
 from grader.checks import accelerate_calls, ddp_calls, fsdp_calls
 from grader.checks.events import BACKWARDS, backwards, every, first
 from grader.results import FAIL, PASS, CheckResult, Finding, finding, message_of
@@ -185,15 +187,29 @@ def _zero_grad_between(events) -> list[Finding]:
 
 
 def _undivided_loss(events, n) -> list[Finding]:
-    raw = [e["value"] for e in every(events, "loss_op")]
-    used = [e["value"] for e in (every(events, "scale") or every(events, "backward"))]
-    if not raw or not used or len(raw) != len(used):
+    """Judged on the gradient that reached the optimizer, not on the loss expression: micro-batch k's loss went
+    into its backward multiplied by m_k (the backward's value over the loss's: the scale, a division), and the
+    accumulated gradient reached the first clip or step multiplied by c (the trace's `reached`: 1/S after an
+    unscale_, less where the learner divided the gradients), so each micro-batch weighs c * m_k in what the
+    optimizer got: 1/n when its loss was divided, 1 when it was not. A step whose gradients never reached a
+    clip or an optimizer (skipped, not finite) is not judged."""
+    losses, used = every(events, "loss_op"), every(events, "backward")
+    last = max((i for i, e in enumerate(events) if e["ev"] == "backward"), default=None)
+    c = next((e.get("reached") for e in events[last or 0 :] if e["ev"] in ("clip", "optimizer_step")), None)
+    if not losses or len(losses) != len(used) or not c:
         return []
-    divided = sum(abs(u - r / n) < abs(u - r) for r, u in zip(raw, used))
-    if divided == len(used):
+    weights = [
+        c * u["value"] / e["value"] if e["value"] and u.get("value") is not None else None for e, u in zip(losses, used)
+    ]
+    full = [k for k, w in enumerate(weights) if w and w > 0 and abs(math.log(w)) < abs(math.log(w * n))]
+    if not full:
         return []
-    line = (every(events, "scale") or every(events, "backward"))[0]["line"]
-    return [finding("loss_not_divided", line, n=n)]
+    if len(full) == len(weights):
+        return [finding("loss_not_divided", losses[0]["line"], n=n)]
+    which = ", ".join(str(k + 1) for k in full)
+    return [
+        finding("loss_not_divided", losses[full[0]]["line"], key="loss_not_divided.some", n=n, k=len(full), which=which)
+    ]
 
 
 def deprecated_spelling(events, ctx) -> list[Finding]:

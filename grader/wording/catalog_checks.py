@@ -88,8 +88,10 @@ CHECKS: dict[str, str | dict[str, str]] = {
     "zero_grad_every_micro_batch": "gradients were zeroed between micro-batches, so only the last one counts",
     "zero_grad_every_micro_batch.fix": "call optimizer.zero_grad() once per effective batch (before the first "
     "micro-batch or after the step)",
-    "loss_not_divided": "each micro-batch's loss was back-propagated at full size, so the accumulated gradient is "
-    "{n}x the gradient of the effective batch",
+    "loss_not_divided": "each micro-batch's loss reached the gradient at full size, so the accumulated gradient, as "
+    "clipping or the optimizer step gets it, is {n}x the gradient of the effective batch",
+    "loss_not_divided.some": "{k} of the {n} micro-batch losses (number {which}) reached the gradient at full size "
+    "while the others were divided by {n}, so in the accumulated gradient each of them weighs {n}x a divided one",
     "loss_not_divided.fix": "divide each micro-batch loss by the number of micro-batches (loss / {n}) before "
     "scaling it",
     "deprecated_api": "torch.cuda.amp.autocast / torch.cuda.amp.GradScaler are deprecated spellings",
