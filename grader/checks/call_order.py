@@ -78,14 +78,36 @@ def scaler_usage(events, ctx) -> list[Finding]:
     direct = next((e for e in every(events, "optimizer_step") if not e["via_scaler"]), None)
     if direct:
         out.append(finding("optimizer_step_direct", direct["line"], key=_direct_step_key(events, direct)))
+    scalers = sorted({e.get("scaler", 0) for e in events if e["ev"] in SCALER_CALLS})
+    if len(scalers) > 1:
+        second = next(e for e in events if e["ev"] in SCALER_CALLS and e.get("scaler", 0) == scalers[1])
+        out.append(finding("second_scaler", second["line"], n=len(scalers)))
+    for scaler in scalers or [0]:  # each scaler's calls in their own order: a second scaler is said once, above
+        own = [e for e in events if e["ev"] not in SCALER_CALLS or e.get("scaler", 0) == scaler]
+        out += [f for f in _update_rules(own, ctx, direct) if f.id not in {o.id for o in out}]
+    out += _unscale_rules(events)
+    return out
+
+
+SCALER_CALLS = ("scale", "unscale_", "scaler_step", "update")
+
+
+def _update_rules(events, ctx, direct) -> list[Finding]:
+    """One update, after every step: an update before any step of the iteration (the first, or a second
+    optimizer's after it) starts the next iteration before that step ran, which then unscales its gradients again
+    or by another scale."""
     steps, updates = every(events, "scaler_step"), every(events, "update")
     if steps and not updates and not ctx.get("partial"):  # a step that raised never got to its update
-        out.append(finding("update_missing", steps[-1]["line"]))
-    elif updates and not direct and (not steps or events.index(updates[0]) < events.index(steps[0])):
+        return [finding("update_missing", steps[-1]["line"])]
+    out = []
+    if updates and not direct and (not steps or events.index(updates[0]) < events.index(steps[0])):
         out.append(finding("update_before_step", updates[0]["line"]))
+    elif updates and not direct and events.index(steps[-1]) > events.index(updates[-1]):
+        out.append(
+            finding("update_before_step", updates[-1]["line"], key="update_before_step.later", step=steps[-1]["line"])
+        )
     if len(updates) > 1 and ctx.get("micro_batches", 1) <= 1:
         out.append(finding("update_more_than_once", updates[0]["line"], n=len(updates)))
-    out += _unscale_rules(events)
     return out
 
 

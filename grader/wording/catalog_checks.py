@@ -46,7 +46,14 @@ CHECKS: dict[str, str | dict[str, str]] = {
     "never reset)",
     "update_missing.fix": "call scaler.update() once after scaler.step(optimizer)",
     "update_before_step": "scaler.update() was called before scaler.step(optimizer)",
+    "update_before_step.later": "scaler.update() ran before the scaler.step(optimizer) at line {step}: update() "
+    "closes the iteration, so that step's inf/NaN check comes too late to change the scale, and the step unscales its "
+    "gradients anew (a second time, where unscale_ already ran)",
     "update_before_step.fix": "call scaler.step(optimizer) first, then scaler.update()",
+    "second_scaler": "{n} GradScalers scaled or stepped in one iteration (the second one from here): each keeps a "
+    "scale and skipped steps of its own, while one scaler serves every loss and optimizer of the iteration",
+    "second_scaler.fix": "use one GradScaler for every loss (scaler.scale) and every optimizer (scaler.step), and call "
+    "its update() once, after the last step",
     "update_more_than_once": "scaler.update() ran {n} times in one iteration: the scale changes between the "
     "optimizers' steps, so their inf/NaN checks and unscaling disagree",
     "update_more_than_once.fix": "step every optimizer through the scaler first, then call scaler.update() once, at "
