@@ -185,3 +185,22 @@ def test_one_undivided_loss_of_four_is_named_at_its_loss():
 def test_a_step_whose_gradients_were_not_measured_is_not_judged():
     events = accumulated([2.0] * 4, [2.0] * 4, reached=None)
     assert "loss_not_divided" not in ids(events, micro_batches=4)
+
+
+def test_a_backward_into_unscaled_gradients_is_named_at_the_unscale():
+    events = [
+        ev("backward", 3, scaled=True, autocast=False),
+        ev("unscale_", 4, optimizer=0, enabled=True, scaler=0),
+        ev("backward", 3, scaled=True, autocast=False),
+        ev("backward_after_unscale", 3, optimizers=[0]),
+        ev("scaler_step", 6, optimizer=0, scaler=0),
+        ev("update", 7, scaler=0),
+    ]
+    found = call_order.diagnose([{"events": events, "param_dtypes": []}], {**CTX, **SCALER})
+    assert [(f.id, f.line) for f in found] == [("unscale_before_backward", 4)]
+    assert "line 3" in found[0].message
+
+
+def test_a_weight_far_from_both_1_and_1_over_n_is_not_an_undivided_loss():
+    events = accumulated([2.0] * 4, [2.0 / 4 * 1024] * 4, reached=1.0)  # never unscaled: another mistake's
+    assert "loss_not_divided" not in ids(events, micro_batches=4)

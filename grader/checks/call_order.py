@@ -85,8 +85,20 @@ def scaler_usage(events, ctx) -> list[Finding]:
     for scaler in scalers or [0]:  # each scaler's calls in their own order: a second scaler is said once, above
         own = [e for e in events if e["ev"] not in SCALER_CALLS or e.get("scaler", 0) == scaler]
         out += [f for f in _update_rules(own, ctx, direct) if f.id not in {o.id for o in out}]
-    out += _unscale_rules(events)
+    out += _unscale_rules(events) + _unscaled_too_early(events)
     return out
+
+
+def _unscaled_too_early(events) -> list[Finding]:
+    """A backward that added gradients to an optimizer's parameters after its unscale_ and before its step (the
+    trace compares their gradients around the backward): the step gets gradients divided by the scale beside
+    gradients still multiplied by it. Said at the unscale_."""
+    for i, e in enumerate(events):
+        if e["ev"] == "backward_after_unscale":
+            opt = e["optimizers"][0]
+            unscale = next(u for u in reversed(events[:i]) if u["ev"] == "unscale_" and u.get("optimizer") == opt)
+            return [finding("unscale_before_backward", unscale["line"], backward=e["line"])]
+    return []
 
 
 SCALER_CALLS = ("scale", "unscale_", "scaler_step", "update")
@@ -223,7 +235,9 @@ def _undivided_loss(events, n) -> list[Finding]:
     weights = [
         c * u["value"] / e["value"] if e["value"] and u.get("value") is not None else None for e, u in zip(losses, used)
     ]
-    full = [k for k, w in enumerate(weights) if w and w > 0 and abs(math.log(w)) < abs(math.log(w * n))]
+    # nearer 1 than 1/n, and than n: a weight far from both (a mix of scaled and unscaled gradients) is another
+    # mistake's
+    full = [k for k, w in enumerate(weights) if w and w > 0 and abs(math.log(w)) < math.log(n) / 2]
     if not full:
         return []
     if len(full) == len(weights):
@@ -267,6 +281,18 @@ def zeroed_before_step(events, ctx) -> list[Finding]:
     return []
 
 
+def copy_trained(events, ctx) -> list[Finding]:
+    """The forward ran a copy of a model the grader gave (the copy carries the grader's forward hook: a
+    copy.deepcopy, in prepare or the step) and an optimizer stepped with no gradient on any of its parameters:
+    the backward went through the copy's parameters, which no optimizer holds. A copy beside the model (an EMA,
+    say) while the optimizer gets its gradients is no mistake."""
+    copy = next((e for e in every(events, "forward") if e.get("copy")), None)
+    empty = any(e.get("gradients") == 0 for e in events if e["ev"] in ("scaler_step", "optimizer_step"))
+    if copy and empty and backwards(events):
+        return [finding("model_copy_trained", copy["line"])]
+    return []
+
+
 # Rules for the calls of libraries over torch's AMP (grader/worker/tracing_distributed.py, tracing_accelerate.py,
 # tracing_fsdp.py): each
 # module has prepare_rules(trace, ctx), for what the learner's prepare did once, and step_rules(events, ctx).
@@ -284,7 +310,7 @@ def diagnose(traces: list[dict], ctx: dict) -> list[Finding]:
             continue
         events = trace["events"]
         ctx = {**ctx, "partial": trace.get("partial", False)}
-        rules = [missing_step, deprecated_spelling, accumulation, zeroed_before_step]
+        rules = [missing_step, deprecated_spelling, accumulation, zeroed_before_step, copy_trained]
         if ctx["autocast"]:
             rules += [autocast_usage]
             if any(e["ev"] == "autocast_enter" and e["enabled"] for e in events):

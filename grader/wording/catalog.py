@@ -22,6 +22,7 @@ from pathlib import Path
 
 from grader.wording.catalog_checks import CHECKS
 from grader.wording.catalog_fsdp import FSDP
+from grader.wording.catalog_profiling import HOST_SYNCS
 from grader.wording.catalog_timing import TIMING
 from grader.wording.locales import choose, format_in
 
@@ -32,6 +33,7 @@ EN: dict[str, str | dict[str, str]] = {
     **CHECKS,  # the checks' messages and findings (grader/wording/catalog_checks.py)
     **FSDP,  # FSDP2's findings (grader/wording/catalog_fsdp.py)
     **TIMING,  # speedup, step_time and the CPU's kind (grader/wording/catalog_timing.py)
+    **HOST_SYNCS,  # a profiling lesson's host syncs (grader/wording/catalog_profiling.py)
     # -- a submission's errors (the kind stays in the result for tools) ----------------------------------
     "error.at_line": "line {line}: {message}",
     "error.raised": "{detail}",

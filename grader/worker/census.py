@@ -73,7 +73,7 @@ COPIES = {"_to_copy", "copy_", "_copy_from", "_copy_from_and_resize"}
 LOW = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
 
 # The grader's own value reads inside a step (the recorder notes the loss it saw): not the learner's syncs.
-_GRADER_READS = {"record", "scale_w", "__torch_dispatch__", "total_norm"}
+_GRADER_READS = {"record", "scale_w", "__torch_dispatch__", "total_norm", "_norms"}
 
 # the grader's own recording code: a read it makes (a loss value, a dispatch) is never the learner's
 _GRADER_FILES = {

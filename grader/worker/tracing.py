@@ -137,6 +137,7 @@ class Recorder:
                 dtype=dtype,
                 input_format=self._forward_input,
                 weight_format=weight_format(module) if self.active else None,
+                copy=module is not model,  # a copy.deepcopy of the model carries this hook over
             )
             self._forward_input = None  # a forward whose pre-hook did not run (removed) reports no input
 
@@ -220,24 +221,24 @@ class Recorder:
             if rec._in_backward:
                 return tensor_backward(self_, *args, **kwargs)
             record(self_)
-            rec._in_backward = True
+            rec._in_backward, after = True, tracing_scaler.into_unscaled(rec)
             try:
                 return tensor_backward(self_, *args, **kwargs)
             finally:
                 rec._in_backward = False
-                rec.accumulated()
+                rec.accumulated(after)
 
         @watching(autograd_backward)
         def autograd_bw(tensors, *args, **kwargs):
             if rec._in_backward:
                 return autograd_backward(tensors, *args, **kwargs)
             record(tensors)
-            rec._in_backward = True
+            rec._in_backward, after = True, tracing_scaler.into_unscaled(rec)
             try:
                 return autograd_backward(tensors, *args, **kwargs)
             finally:
                 rec._in_backward = False
-                rec.accumulated()
+                rec.accumulated(after)
 
         torch.Tensor.backward = backward
         torch.autograd.backward = autograd_bw
@@ -277,12 +278,21 @@ class Recorder:
     def _on_optimizer_step(self, optimizer, args, kwargs):
         reached = gradients.reached(self.models, self._accumulated) if self.active else None
         index = self.optimizer_index(optimizer)
-        self.emit("optimizer_step", via_scaler=self._in_scaler_step, optimizer=index, reached=reached)
+        self.emit(
+            "optimizer_step",
+            via_scaler=self._in_scaler_step,
+            optimizer=index,
+            reached=reached,
+            gradients=_graded(optimizer),
+        )
 
-    def accumulated(self):
+    def accumulated(self, after=None):
         """The norm of the gradients a backward left (traced steps only: reading it waits for the GPU), which
-        a clip or a step compares with what reaches it (grader/worker/gradients.py)."""
+        a clip or a step compares with what reaches it (grader/worker/gradients.py); `after`, what the backward
+        added to gradients already unscaled (grader/worker/tracing_scaler.py)."""
         self._accumulated = gradients.total_norm(self.models) if self.active else None
+        if after is not None:
+            after()
 
     def _wrap_zero_grad(self):
         rec = self
@@ -393,6 +403,12 @@ class Recorder:
             setattr(clip_grad, name, wrapped)
             if hasattr(utils, name):
                 setattr(utils, name, wrapped)
+
+
+def _graded(optimizer) -> int:
+    """How many of the optimizer's parameters hold a gradient: none after a backward that ran through other
+    tensors (a copy of the model)."""
+    return sum(p.grad is not None for group in getattr(optimizer, "param_groups", []) for p in group["params"])
 
 
 def _inner(optimizer):

@@ -5,6 +5,7 @@ returned, so a backward can say whether its loss was scaled."""
 
 from __future__ import annotations
 
+import math
 import weakref
 
 import torch
@@ -36,6 +37,7 @@ def install(rec) -> list[tuple[object, str]]:
     cls = torch.amp.GradScaler
     scale, unscale_, step, update = cls.scale, cls.unscale_, cls.step, cls.update
     scalers: list[weakref.ref] = []  # in the order the run first used them
+    rec._unscaled = {}  # optimizer index -> the optimizer, unscaled and not yet stepped in this iteration
 
     def number(scaler) -> int:
         for i, ref in enumerate(scalers):
@@ -60,22 +62,57 @@ def install(rec) -> list[tuple[object, str]]:
     def unscale_w(self_, optimizer):
         index = rec.optimizer_index(optimizer)
         rec.emit("unscale_", optimizer=index, enabled=bool(self_.is_enabled()), scaler=number(self_))
-        return unscale_(self_, optimizer)
+        result = unscale_(self_, optimizer)
+        if self_.is_enabled():
+            rec._unscaled[index] = optimizer
+        return result
 
     @watching(step)
     def step_w(self_, optimizer, *args, **kwargs):
         index = rec.optimizer_index(optimizer)
-        rec.emit("scaler_step", optimizer=index, enabled=bool(self_.is_enabled()), scaler=number(self_))
+        groups = getattr(optimizer, "param_groups", [])
+        gradients = sum(p.grad is not None for group in groups for p in group["params"])
+        rec.emit(
+            "scaler_step", optimizer=index, enabled=bool(self_.is_enabled()), scaler=number(self_), gradients=gradients
+        )
         rec._in_scaler_step = True
         try:
             return step(self_, optimizer, *args, **kwargs)
         finally:
             rec._in_scaler_step = False
+            rec._unscaled.pop(index, None)
 
     @watching(update)
     def update_w(self_, *args, **kwargs):
         rec.emit("update", scaler=number(self_))
+        rec._unscaled.clear()
         return update(self_, *args, **kwargs)
 
     cls.scale, cls.unscale_, cls.step, cls.update = scale_w, unscale_w, step_w, update_w
     return [(cls, "scale"), (cls, "unscale_"), (cls, "step"), (cls, "update")]
+
+
+def _norms(optimizers: dict) -> dict[int, float]:
+    out = {}
+    for index, optimizer in optimizers.items():
+        grads = [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+        out[index] = float(sum(g.detach().float().square().sum() for g in grads)) if grads else 0.0
+    return out
+
+
+def into_unscaled(rec):
+    """Before a backward in a traced step: where an optimizer's gradients were unscaled and it has not stepped
+    yet, a function that, after the backward, emits which of them it added gradients to (multiplied by the scale,
+    beside gradients already divided by it: the step gets a mix). None where no optimizer is unscaled."""
+    if not rec.active or not rec._unscaled:
+        return None
+    optimizers = dict(rec._unscaled)
+    before = _norms(optimizers)
+
+    def after():
+        now = _norms(optimizers)
+        grown = [i for i in optimizers if now[i] != before[i] and not (math.isnan(now[i]) and math.isnan(before[i]))]
+        if grown:
+            rec.emit("backward_after_unscale", optimizers=sorted(grown))
+
+    return after
