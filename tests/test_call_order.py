@@ -112,3 +112,95 @@ def test_a_cast_submodule_is_not_called_the_model_itself():
     )
     cast = next(f for f in found if f.id == "master_weights_16bit")
     assert "submodule" in cast.message and "model itself" not in cast.message
+
+
+SCALER = {"autocast": False, "scaler": True}
+
+
+def test_an_update_between_two_optimizers_steps_is_before_the_second_step():
+    events = [
+        ev("backward", 3, scaled=True, autocast=False),
+        ev("scaler_step", 4, optimizer=0, scaler=0),
+        ev("update", 5, scaler=0),
+        ev("scaler_step", 6, optimizer=1, scaler=0),
+    ]
+    found = call_order.diagnose([{"events": events, "param_dtypes": []}], {**CTX, **SCALER})
+    assert [(f.id, f.line) for f in found] == [("update_before_step", 5)]
+    assert "line 6" in found[0].message
+
+
+def test_one_update_after_every_step_is_the_right_order():
+    events = [
+        ev("backward", 3, scaled=True, autocast=False),
+        ev("scaler_step", 4, optimizer=1, scaler=0),
+        ev("scaler_step", 5, optimizer=0, scaler=0),
+        ev("update", 6, scaler=0),
+    ]
+    assert ids(events, **SCALER) == set()
+
+
+def test_a_second_scaler_is_one_finding_and_each_scaler_is_judged_alone():
+    events = [
+        ev("scale", 2, value=1.0, enabled=True, scaler=0),
+        ev("backward", 2, scaled=True, autocast=False),
+        ev("scale", 3, value=1.0, enabled=True, scaler=1),
+        ev("backward", 3, scaled=True, autocast=False),
+        ev("scaler_step", 4, optimizer=0, scaler=0),
+        ev("update", 5, scaler=0),
+        ev("scaler_step", 6, optimizer=1, scaler=1),
+        ev("update", 7, scaler=1),
+    ]
+    found = call_order.diagnose([{"events": events, "param_dtypes": []}], {**CTX, **SCALER})
+    assert [(f.id, f.line) for f in found] == [("second_scaler", 3)]
+
+
+def accumulated(losses, used, reached):
+    """Micro-batches with these loss values and backward values, then a step whose gradients reached the
+    optimizer `reached` times their norm after the last backward."""
+    events = []
+    for i, (loss, value) in enumerate(zip(losses, used)):
+        events += [ev("loss_op", 10 + i, value=loss, autocast=False), ev("backward", 20 + i, value=value)]
+    return events + [ev("optimizer_step", 30, via_scaler=False, optimizer=0, reached=reached)]
+
+
+def test_losses_undivided_but_gradients_divided_before_the_step_are_divided():
+    events = accumulated([2.0] * 4, [2.0 * 1024] * 4, reached=1 / 1024 / 4)
+    assert "loss_not_divided" not in ids(events, micro_batches=4)
+
+
+def test_the_gradient_that_reached_the_optimizer_at_full_size_is_not_divided():
+    events = accumulated([2.0] * 4, [2.0 / 4 * 1024] * 4, reached=4 / 1024)
+    assert "loss_not_divided" in ids(events, micro_batches=4)
+
+
+def test_one_undivided_loss_of_four_is_named_at_its_loss():
+    events = accumulated([2.0] * 4, [2.0 / 4, 2.0, 2.0 / 4, 2.0 / 4], reached=1.0)
+    found = {
+        f.id: f for f in call_order.diagnose([{"events": events, "param_dtypes": []}], {**CTX, "micro_batches": 4})
+    }
+    assert found["loss_not_divided"].line == 11
+    assert "1 of the 4" in found["loss_not_divided"].message
+
+
+def test_a_step_whose_gradients_were_not_measured_is_not_judged():
+    events = accumulated([2.0] * 4, [2.0] * 4, reached=None)
+    assert "loss_not_divided" not in ids(events, micro_batches=4)
+
+
+def test_a_backward_into_unscaled_gradients_is_named_at_the_unscale():
+    events = [
+        ev("backward", 3, scaled=True, autocast=False),
+        ev("unscale_", 4, optimizer=0, enabled=True, scaler=0),
+        ev("backward", 3, scaled=True, autocast=False),
+        ev("backward_after_unscale", 3, optimizers=[0]),
+        ev("scaler_step", 6, optimizer=0, scaler=0),
+        ev("update", 7, scaler=0),
+    ]
+    found = call_order.diagnose([{"events": events, "param_dtypes": []}], {**CTX, **SCALER})
+    assert [(f.id, f.line) for f in found] == [("unscale_before_backward", 4)]
+    assert "line 3" in found[0].message
+
+
+def test_a_weight_far_from_both_1_and_1_over_n_is_not_an_undivided_loss():
+    events = accumulated([2.0] * 4, [2.0 / 4 * 1024] * 4, reached=1.0)  # never unscaled: another mistake's
+    assert "loss_not_divided" not in ids(events, micro_batches=4)

@@ -4,6 +4,8 @@ trace gives the learner's line."""
 
 from __future__ import annotations
 
+import math
+
 from grader.checks import accelerate_calls, ddp_calls, fsdp_calls
 from grader.checks.events import BACKWARDS, backwards, every, first
 from grader.results import FAIL, PASS, CheckResult, Finding, finding, message_of
@@ -76,14 +78,48 @@ def scaler_usage(events, ctx) -> list[Finding]:
     direct = next((e for e in every(events, "optimizer_step") if not e["via_scaler"]), None)
     if direct:
         out.append(finding("optimizer_step_direct", direct["line"], key=_direct_step_key(events, direct)))
+    scalers = sorted({e.get("scaler", 0) for e in events if e["ev"] in SCALER_CALLS})
+    if len(scalers) > 1:
+        second = next(e for e in events if e["ev"] in SCALER_CALLS and e.get("scaler", 0) == scalers[1])
+        out.append(finding("second_scaler", second["line"], n=len(scalers)))
+    for scaler in scalers or [0]:  # each scaler's calls in their own order: a second scaler is said once, above
+        own = [e for e in events if e["ev"] not in SCALER_CALLS or e.get("scaler", 0) == scaler]
+        out += [f for f in _update_rules(own, ctx, direct) if f.id not in {o.id for o in out}]
+    out += _unscale_rules(events) + _unscaled_too_early(events)
+    return out
+
+
+def _unscaled_too_early(events) -> list[Finding]:
+    """A backward that added gradients to an optimizer's parameters after its unscale_ and before its step (the
+    trace compares their gradients around the backward): the step gets gradients divided by the scale beside
+    gradients still multiplied by it. Said at the unscale_."""
+    for i, e in enumerate(events):
+        if e["ev"] == "backward_after_unscale":
+            opt = e["optimizers"][0]
+            unscale = next(u for u in reversed(events[:i]) if u["ev"] == "unscale_" and u.get("optimizer") == opt)
+            return [finding("unscale_before_backward", unscale["line"], backward=e["line"])]
+    return []
+
+
+SCALER_CALLS = ("scale", "unscale_", "scaler_step", "update")
+
+
+def _update_rules(events, ctx, direct) -> list[Finding]:
+    """One update, after every step: an update before any step of the iteration (the first, or a second
+    optimizer's after it) starts the next iteration before that step ran, which then unscales its gradients again
+    or by another scale."""
     steps, updates = every(events, "scaler_step"), every(events, "update")
     if steps and not updates and not ctx.get("partial"):  # a step that raised never got to its update
-        out.append(finding("update_missing", steps[-1]["line"]))
-    elif updates and not direct and (not steps or events.index(updates[0]) < events.index(steps[0])):
+        return [finding("update_missing", steps[-1]["line"])]
+    out = []
+    if updates and not direct and (not steps or events.index(updates[0]) < events.index(steps[0])):
         out.append(finding("update_before_step", updates[0]["line"]))
+    elif updates and not direct and events.index(steps[-1]) > events.index(updates[-1]):
+        out.append(
+            finding("update_before_step", updates[-1]["line"], key="update_before_step.later", step=steps[-1]["line"])
+        )
     if len(updates) > 1 and ctx.get("micro_batches", 1) <= 1:
         out.append(finding("update_more_than_once", updates[0]["line"], n=len(updates)))
-    out += _unscale_rules(events)
     return out
 
 
@@ -185,15 +221,31 @@ def _zero_grad_between(events) -> list[Finding]:
 
 
 def _undivided_loss(events, n) -> list[Finding]:
-    raw = [e["value"] for e in every(events, "loss_op")]
-    used = [e["value"] for e in (every(events, "scale") or every(events, "backward"))]
-    if not raw or not used or len(raw) != len(used):
+    """Judged on the gradient that reached the optimizer, not on the loss expression: micro-batch k's loss went
+    into its backward multiplied by m_k (the backward's value over the loss's: the scale, a division), and the
+    accumulated gradient reached the first clip or step multiplied by c (the trace's `reached`: 1/S after an
+    unscale_, less where the learner divided the gradients), so each micro-batch weighs c * m_k in what the
+    optimizer got: 1/n when its loss was divided, 1 when it was not. A step whose gradients never reached a
+    clip or an optimizer (skipped, not finite) is not judged."""
+    losses, used = every(events, "loss_op"), every(events, "backward")
+    last = max((i for i, e in enumerate(events) if e["ev"] == "backward"), default=None)
+    c = next((e.get("reached") for e in events[last or 0 :] if e["ev"] in ("clip", "optimizer_step")), None)
+    if not losses or len(losses) != len(used) or not c:
         return []
-    divided = sum(abs(u - r / n) < abs(u - r) for r, u in zip(raw, used))
-    if divided == len(used):
+    weights = [
+        c * u["value"] / e["value"] if e["value"] and u.get("value") is not None else None for e, u in zip(losses, used)
+    ]
+    # nearer 1 than 1/n, and than n: a weight far from both (a mix of scaled and unscaled gradients) is another
+    # mistake's
+    full = [k for k, w in enumerate(weights) if w and w > 0 and abs(math.log(w)) < math.log(n) / 2]
+    if not full:
         return []
-    line = (every(events, "scale") or every(events, "backward"))[0]["line"]
-    return [finding("loss_not_divided", line, n=n)]
+    if len(full) == len(weights):
+        return [finding("loss_not_divided", losses[0]["line"], n=n)]
+    which = ", ".join(str(k + 1) for k in full)
+    return [
+        finding("loss_not_divided", losses[full[0]]["line"], key="loss_not_divided.some", n=n, k=len(full), which=which)
+    ]
 
 
 def deprecated_spelling(events, ctx) -> list[Finding]:
@@ -229,6 +281,18 @@ def zeroed_before_step(events, ctx) -> list[Finding]:
     return []
 
 
+def copy_trained(events, ctx) -> list[Finding]:
+    """The forward ran a copy of a model the grader gave (the copy carries the grader's forward hook: a
+    copy.deepcopy, in prepare or the step) and an optimizer stepped with no gradient on any of its parameters:
+    the backward went through the copy's parameters, which no optimizer holds. A copy beside the model (an EMA,
+    say) while the optimizer gets its gradients is no mistake."""
+    copy = next((e for e in every(events, "forward") if e.get("copy")), None)
+    empty = any(e.get("gradients") == 0 for e in events if e["ev"] in ("scaler_step", "optimizer_step"))
+    if copy and empty and backwards(events):
+        return [finding("model_copy_trained", copy["line"])]
+    return []
+
+
 # Rules for the calls of libraries over torch's AMP (grader/worker/tracing_distributed.py, tracing_accelerate.py,
 # tracing_fsdp.py): each
 # module has prepare_rules(trace, ctx), for what the learner's prepare did once, and step_rules(events, ctx).
@@ -246,7 +310,7 @@ def diagnose(traces: list[dict], ctx: dict) -> list[Finding]:
             continue
         events = trace["events"]
         ctx = {**ctx, "partial": trace.get("partial", False)}
-        rules = [missing_step, deprecated_spelling, accumulation, zeroed_before_step]
+        rules = [missing_step, deprecated_spelling, accumulation, zeroed_before_step, copy_trained]
         if ctx["autocast"]:
             rules += [autocast_usage]
             if any(e["ev"] == "autocast_enter" and e["enabled"] for e in events):

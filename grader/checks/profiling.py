@@ -36,6 +36,7 @@ SYNC_FINDINGS = {
     "print": "host_sync_print",
     "host_read": "host_sync_print",
     "data_dependent": "host_sync_data_dependent",
+    "op_value": "host_sync_op_value",
     "explicit": "host_sync_explicit",
     "to_host": "host_sync_to_host",
 }

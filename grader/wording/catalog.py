@@ -24,6 +24,7 @@ from grader.wording.catalog_accelerate import ACCELERATE
 from grader.wording.catalog_checks import CHECKS
 from grader.wording.catalog_fsdp import FSDP
 from grader.wording.catalog_other_devices import OTHER_DEVICES
+from grader.wording.catalog_profiling import HOST_SYNCS
 from grader.wording.catalog_timing import TIMING
 from grader.wording.locales import choose, format_in
 
@@ -36,6 +37,7 @@ EN: dict[str, str | dict[str, str]] = {
     **FSDP,  # FSDP2's findings (grader/wording/catalog_fsdp.py)
     **TIMING,  # speedup, step_time and the CPU's kind (grader/wording/catalog_timing.py)
     **OTHER_DEVICES,  # code for another device: lines never run, literal devices (catalog_other_devices.py)
+    **HOST_SYNCS,  # a profiling lesson's host syncs (grader/wording/catalog_profiling.py)
     # -- a submission's errors (the kind stays in the result for tools) ----------------------------------
     "error.at_line": "line {line}: {message}",
     "error.raised": "{detail}",

@@ -46,12 +46,24 @@ CHECKS: dict[str, str | dict[str, str]] = {
     "never reset)",
     "update_missing.fix": "call scaler.update() once after scaler.step(optimizer)",
     "update_before_step": "scaler.update() was called before scaler.step(optimizer)",
+    "update_before_step.later": "scaler.update() ran before the scaler.step(optimizer) at line {step}: update() "
+    "closes the iteration, so that step's inf/NaN check comes too late to change the scale, and the step unscales its "
+    "gradients anew (a second time, where unscale_ already ran)",
     "update_before_step.fix": "call scaler.step(optimizer) first, then scaler.update()",
+    "second_scaler": "{n} GradScalers scaled or stepped in one iteration (the second one from here): each keeps a "
+    "scale and skipped steps of its own, while one scaler serves every loss and optimizer of the iteration",
+    "second_scaler.fix": "use one GradScaler for every loss (scaler.scale) and every optimizer (scaler.step), and call "
+    "its update() once, after the last step",
     "update_more_than_once": "scaler.update() ran {n} times in one iteration: the scale changes between the "
     "optimizers' steps, so their inf/NaN checks and unscaling disagree",
     "update_more_than_once.fix": "step every optimizer through the scaler first, then call scaler.update() once, at "
     "the end of the iteration",
     "unscale_twice": "scaler.unscale_(optimizer) was called twice in one step",
+    "unscale_before_backward": "scaler.unscale_(optimizer) ran before the backward at line {backward}, which then "
+    "added gradients multiplied by the scale to that optimizer's gradients already divided by it: the step gets "
+    "a mix, far too large",
+    "unscale_before_backward.fix": "call unscale_ after the last backward of the iteration (after every micro-batch), "
+    "right before clipping and scaler.step",
     "unscale_twice.fix": "call unscale_ once per optimizer per step, right before clipping",
     "clip_without_unscale": "gradients were clipped while still multiplied by the loss scale, so the clipping "
     "threshold is applied to the wrong values",
@@ -81,6 +93,11 @@ CHECKS: dict[str, str | dict[str, str]] = {
     "reached the gradient",
     "micro_batch_skipped.static": "this line leaves micro-batches out of the step, so their data never reach the gradient",
     "micro_batch_skipped.fix": "loop over every micro-batch and call backward once for each",
+    "model_copy_trained": "the forward here ran a copy of the model, not the model the optimizer's parameters "
+    "belong to: the backward gave none of those parameters a gradient, so the optimizer has nothing to apply (a "
+    'GradScaler\'s step stops with "No inf checks were recorded for this optimizer")',
+    "model_copy_trained.fix": "train the model you were given: move and wrap it itself (DDP(model.to(device))), "
+    "without copy.deepcopy, so that the optimizer's parameters are the ones the forward uses",
     "zero_grad_before_step": "gradients were zeroed after the backward pass and before the optimizer step, so the "
     "step had no gradients to apply and the model did not train",
     "zero_grad_before_step.fix": "call optimizer.zero_grad() at the start of the step (or right after "
@@ -88,8 +105,10 @@ CHECKS: dict[str, str | dict[str, str]] = {
     "zero_grad_every_micro_batch": "gradients were zeroed between micro-batches, so only the last one counts",
     "zero_grad_every_micro_batch.fix": "call optimizer.zero_grad() once per effective batch (before the first "
     "micro-batch or after the step)",
-    "loss_not_divided": "each micro-batch's loss was back-propagated at full size, so the accumulated gradient is "
-    "{n}x the gradient of the effective batch",
+    "loss_not_divided": "each micro-batch's loss reached the gradient at full size, so the accumulated gradient, as "
+    "clipping or the optimizer step gets it, is {n}x the gradient of the effective batch",
+    "loss_not_divided.some": "{k} of the {n} micro-batch losses (number {which}) reached the gradient at full size "
+    "while the others were divided by {n}, so in the accumulated gradient each of them weighs {n}x a divided one",
     "loss_not_divided.fix": "divide each micro-batch loss by the number of micro-batches (loss / {n}) before "
     "scaling it",
     "deprecated_api": "torch.cuda.amp.autocast / torch.cuda.amp.GradScaler are deprecated spellings",
@@ -294,39 +313,6 @@ CHECKS: dict[str, str | dict[str, str]] = {
         "one": "{n} copy between host and device per step ({ops}, line {lines} of the given step)",
         "other": "{n} copies between host and device per step ({ops}, line {lines} of the given step)",
     },
-    "host_syncs.pass": "no host sync in the fixed step ({n} per step; the given step has {given})",
-    "host_syncs.mistakes": {
-        "one": "{n} host sync per step is left: {first}",
-        "other": "{n} host syncs per step are left; the first: {first}",
-    },
-    "host_sync_value": {
-        "one": "the step reads a tensor's value on the host ({op}, {n} time in {steps} steps): .item(), float(), int(), bool(), an f-string or `if tensor:` make the host wait until the device has finished everything queued before it",
-        "other": "the step reads a tensor's value on the host ({op}, {n} times in {steps} steps): .item(), float(), int(), bool(), an f-string or `if tensor:` make the host wait until the device has finished everything queued before it",
-    },
-    "host_sync_value.fix": "keep the value on the device (loss.detach()); read it on the host only every N steps, or "
-    "after training",
-    "host_sync_print": {
-        "one": "the step prints or converts a tensor on the host ({op}, {n} time in {steps} steps): print(tensor), str(), tolist() and numpy() copy it to the host and wait for the device",
-        "other": "the step prints or converts a tensor on the host ({op}, {n} times in {steps} steps): print(tensor), str(), tolist() and numpy() copy it to the host and wait for the device",
-    },
-    "host_sync_print.fix": "do not print tensors inside the step; keep them on the device and print plain numbers "
-    "every N steps",
-    "host_sync_data_dependent": {
-        "one": "the step runs an op whose output size depends on the values ({op}, {n} time in {steps} steps): a boolean mask or nonzero() makes the host wait to learn the size",
-        "other": "the step runs an op whose output size depends on the values ({op}, {n} times in {steps} steps): a boolean mask or nonzero() makes the host wait to learn the size",
-    },
-    "host_sync_data_dependent.fix": "keep shapes fixed: multiply by the mask or use torch.where instead of indexing "
-    "with it",
-    "host_sync_explicit": {
-        "one": "the step calls {op} ({n} time in {steps} steps): the host waits until the device has finished all its work",
-        "other": "the step calls {op} ({n} times in {steps} steps): the host waits until the device has finished all its work",
-    },
-    "host_sync_explicit.fix": "remove it: work on one stream runs in order by itself; synchronize only to time code",
-    "host_sync_to_host": {
-        "one": "the step copies a tensor to the host ({op}, {n} time in {steps} steps), which waits for the device",
-        "other": "the step copies a tensor to the host ({op}, {n} times in {steps} steps), which waits for the device",
-    },
-    "host_sync_to_host.fix": "keep it on the device; copy to the host only what you print, every N steps",
     "compile_every_step": "torch.compile was called in {steps} steps: each call wraps the model again (and checks "
     "dynamo's guards again); compiling belongs before the training loop",
     "compile_every_step.fix": "call torch.compile(model) once, before the first step (or keep the compiled model and "

@@ -64,16 +64,21 @@ DATA_DEPENDENT = {
     "repeat_interleave",
 }
 
+# How Python reads a tensor's value (an f-string's format calls item()); a value read the dispatcher sees outside
+# them is an op's own (F.one_hot without num_classes reads the largest class to size its output)
+VALUE_READS = ("item", "__float__", "__int__", "__bool__", "__index__", "__complex__")
+
 COPIES = {"_to_copy", "copy_", "_copy_from", "_copy_from_and_resize"}
 
 LOW = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
 
 # The grader's own value reads inside a step (the recorder notes the loss it saw): not the learner's syncs.
-_GRADER_READS = {"record", "scale_w", "__torch_dispatch__"}
+_GRADER_READS = {"record", "scale_w", "__torch_dispatch__", "total_norm", "_norms"}
 
 # the grader's own recording code: a read it makes (a loss value, a dispatch) is never the learner's
 _GRADER_FILES = {
-    os.path.join(os.path.dirname(os.path.abspath(__file__)), name) for name in ("tracing.py", "precision.py")
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), name)
+    for name in ("tracing.py", "tracing_scaler.py", "gradients.py", "precision.py")
 }
 
 MAX_EVENTS = 2000  # distinct (kind, op, line, ...) per step; a real step has a few dozen
@@ -96,6 +101,7 @@ class Census:
         self.counts: Counter = Counter()
         self.bytes: Counter = Counter()
         self._quiet = 0  # inside a wrapped host read: the ops it runs are part of that one read
+        self._reads = 0  # inside a Python read of a tensor's value (VALUE_READS); a value read outside is an op's
         self._stack: list[str] = []
         self._handles: list = []
         self._names: dict[int, str] = {}
@@ -133,9 +139,9 @@ class Census:
     def observe(self, func, args, kwargs, out):
         name = func._overloadpacket.__name__
         first = next((a for a in args if isinstance(a, torch.Tensor)), None)
-        if name == "_local_scalar_dense":
+        if name == "_local_scalar_dense":  # read by Python (.item(), float(), `if t:`), or by an op that needs it
             if self._on_device(first):
-                self.note(("sync", "value", f"aten::{name}"))
+                self.note(("sync", "value" if self._reads else "op_value", f"aten::{name}"))
         elif name in DATA_DEPENDENT or (name == "index" and _bool_index(args)):
             if self._on_device(first):
                 self.note(("sync", "data_dependent", f"aten::{name}"))
@@ -252,6 +258,19 @@ class Census:
 
             return cpu
 
+        def value_read(original):
+            @watching(original)
+            def read(self_, *args, **kwargs):
+                census._reads += 1
+                try:
+                    return original(self_, *args, **kwargs)
+                finally:
+                    census._reads -= 1
+
+            return read
+
+        for name in VALUE_READS:
+            setattr(torch.Tensor, name, value_read(getattr(torch.Tensor, name)))
         torch.Tensor.cpu = to_host(torch.Tensor.cpu)
         torch.Tensor.tolist = host_read(torch.Tensor.tolist, "tensor.tolist")
         torch.Tensor.numpy = host_read(torch.Tensor.numpy, "tensor.numpy")
@@ -267,6 +286,7 @@ class Census:
 
         return [
             (torch.Tensor, "cpu"),
+            *[(torch.Tensor, name) for name in VALUE_READS],
             (torch.Tensor, "tolist"),
             (torch.Tensor, "numpy"),
             (tensor_str, "_str"),

@@ -13,6 +13,7 @@ import weakref
 
 import torch
 
+from grader.worker import gradients, tracing_scaler
 from grader.worker.memory_formats import input_format, weight_format
 from grader.worker.precision import PrecisionMode
 from grader.worker.watching import watching
@@ -26,10 +27,11 @@ class Recorder:
         self.models: list[torch.nn.Module] = []
         self.events: list[dict] = []
         self.active = False
-        self._scaled = weakref.WeakSet()
+        self._scaled = tracing_scaler.TensorIds()  # what a GradScaler returned: scaled losses
         self._depth = 0  # nesting of wrapped calls, so inner library calls are not double counted
         self._in_scaler_step = False
         self._in_backward = False
+        self._accumulated: float | None = None  # the gradients' norm after the last backward
         self._autocast_stack: list[tuple[str, bool]] = []
         self._optimizers: dict[int, int] = {}
         self._known_optimizers: list = []  # weak references: the grader's and any the step used
@@ -59,7 +61,6 @@ class Recorder:
     def install(self):
         self._wrap_autocast()
         self._wrap_backward()
-        self._wrap_scaler()
         self._wrap_zero_grad()
         self._wrap_clipping()
         self._wrap_model_casts()
@@ -70,7 +71,7 @@ class Recorder:
         register_optimizer_step_pre_hook(self._on_optimizer_step)
         from grader.worker import tracing_distributed, tracing_schedulers
 
-        replaced = tracing_distributed.install(self) + tracing_schedulers.install(self)
+        replaced = tracing_scaler.install(self) + tracing_distributed.install(self) + tracing_schedulers.install(self)
         if "accelerate" in self.libraries:
             from grader.worker import tracing_accelerate
 
@@ -86,17 +87,13 @@ class Recorder:
         self._snapshot = {(owner, attr): getattr(owner, attr) for owner, attr in self._watched() + replaced}
 
     def _watched(self) -> list[tuple[object, str]]:
-        scaler, module = torch.amp.GradScaler, torch.nn.Module
+        module = torch.nn.Module
         return [
             (torch.amp.autocast_mode.autocast, "__enter__"),
             (torch.amp.autocast_mode.autocast, "__exit__"),
             (torch.Tensor, "backward"),
             (torch.autograd, "backward"),
             (torch.autograd, "grad"),
-            (scaler, "scale"),
-            (scaler, "unscale_"),
-            (scaler, "step"),
-            (scaler, "update"),
             (torch.optim.Optimizer, "zero_grad"),
             (module, "zero_grad"),
             (module, "half"),
@@ -140,6 +137,7 @@ class Recorder:
                 dtype=dtype,
                 input_format=self._forward_input,
                 weight_format=weight_format(module) if self.active else None,
+                copy=module is not model,  # a copy.deepcopy of the model carries this hook over
             )
             self._forward_input = None  # a forward whose pre-hook did not run (removed) reports no input
 
@@ -223,22 +221,24 @@ class Recorder:
             if rec._in_backward:
                 return tensor_backward(self_, *args, **kwargs)
             record(self_)
-            rec._in_backward = True
+            rec._in_backward, after = True, tracing_scaler.into_unscaled(rec)
             try:
                 return tensor_backward(self_, *args, **kwargs)
             finally:
                 rec._in_backward = False
+                rec.accumulated(after)
 
         @watching(autograd_backward)
         def autograd_bw(tensors, *args, **kwargs):
             if rec._in_backward:
                 return autograd_backward(tensors, *args, **kwargs)
             record(tensors)
-            rec._in_backward = True
+            rec._in_backward, after = True, tracing_scaler.into_unscaled(rec)
             try:
                 return autograd_backward(tensors, *args, **kwargs)
             finally:
                 rec._in_backward = False
+                rec.accumulated(after)
 
         torch.Tensor.backward = backward
         torch.autograd.backward = autograd_bw
@@ -264,47 +264,6 @@ class Recorder:
 
         torch.autograd.grad = grad
 
-    def _wrap_scaler(self):
-        cls = torch.amp.GradScaler
-        rec = self
-        scale, unscale_, step, update = cls.scale, cls.unscale_, cls.step, cls.update
-
-        @watching(scale)
-        def scale_w(self_, outputs):
-            result = scale(self_, outputs)
-            if isinstance(outputs, torch.Tensor):
-                enabled = bool(self_.is_enabled())  # a disabled scaler returns the loss itself: not scaled
-                if rec.active:  # reading the value waits for the GPU: only in traced steps, never timed ones
-                    rec.emit(
-                        "scale",
-                        value=float(outputs.detach().float().sum()) if outputs.numel() else None,
-                        enabled=enabled,
-                    )
-                if enabled:
-                    rec._scaled.add(result)
-            return result
-
-        @watching(unscale_)
-        def unscale_w(self_, optimizer):
-            rec.emit("unscale_", optimizer=rec.optimizer_index(optimizer), enabled=bool(self_.is_enabled()))
-            return unscale_(self_, optimizer)
-
-        @watching(step)
-        def step_w(self_, optimizer, *args, **kwargs):
-            rec.emit("scaler_step", optimizer=rec.optimizer_index(optimizer), enabled=bool(self_.is_enabled()))
-            rec._in_scaler_step = True
-            try:
-                return step(self_, optimizer, *args, **kwargs)
-            finally:
-                rec._in_scaler_step = False
-
-        @watching(update)
-        def update_w(self_, *args, **kwargs):
-            rec.emit("update")
-            return update(self_, *args, **kwargs)
-
-        cls.scale, cls.unscale_, cls.step, cls.update = scale_w, unscale_w, step_w, update_w
-
     def optimizer_index(self, optimizer) -> int:
         """Optimizers numbered in the order the step first used them, so a rule can tell 'unscale_ twice for
         one optimizer' from 'unscale_ once for each of two'. A wrapper (Accelerate's) is the optimizer it wraps."""
@@ -317,7 +276,23 @@ class Recorder:
         return self._optimizers[key]
 
     def _on_optimizer_step(self, optimizer, args, kwargs):
-        self.emit("optimizer_step", via_scaler=self._in_scaler_step, optimizer=self.optimizer_index(optimizer))
+        reached = gradients.reached(self.models, self._accumulated) if self.active else None
+        index = self.optimizer_index(optimizer)
+        self.emit(
+            "optimizer_step",
+            via_scaler=self._in_scaler_step,
+            optimizer=index,
+            reached=reached,
+            gradients=_graded(optimizer),
+        )
+
+    def accumulated(self, after=None):
+        """The norm of the gradients a backward left (traced steps only: reading it waits for the GPU), which
+        a clip or a step compares with what reaches it (grader/worker/gradients.py); `after`, what the backward
+        added to gradients already unscaled (grader/worker/tracing_scaler.py)."""
+        self._accumulated = gradients.total_norm(self.models) if self.active else None
+        if after is not None:
+            after()
 
     def _wrap_zero_grad(self):
         rec = self
@@ -418,6 +393,7 @@ class Recorder:
                             optimizers=optimizers,
                             optimizer_names=names,
                             unowned=unowned,
+                            reached=gradients.reached(rec.models, rec._accumulated),
                         )
                     return original(*args, **kwargs)
 
@@ -427,6 +403,12 @@ class Recorder:
             setattr(clip_grad, name, wrapped)
             if hasattr(utils, name):
                 setattr(utils, name, wrapped)
+
+
+def _graded(optimizer) -> int:
+    """How many of the optimizer's parameters hold a gradient: none after a backward that ran through other
+    tensors (a copy of the model)."""
+    return sum(p.grad is not None for group in getattr(optimizer, "param_groups", []) for p in group["params"])
 
 
 def _inner(optimizer):

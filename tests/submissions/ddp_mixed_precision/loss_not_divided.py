@@ -1,5 +1,5 @@
 # expect-status: fail
-# expect-finding: loss_not_divided line=25
+# expect-finding: loss_not_divided line=24
 # expect-check: parity=fail
 # expect-check: ranks=pass
 import contextlib

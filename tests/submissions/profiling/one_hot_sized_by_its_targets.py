@@ -1,0 +1,28 @@
+# expect-status: fail
+# expect-check: host_syncs=fail
+# expect-check: parity=pass
+# expect-finding: host_sync_op_value line=22
+# expect-no-finding: host_sync_value
+# The weighted cross-entropy written out with one-hot targets, without num_classes: one_hot reads the largest
+# target on the host to size its output. The step calls no .item(), float() or f-string of its own.
+import torch
+import torch.nn.functional as F
+
+CLASS_WEIGHTS = [1.0, 1.0, 1.0, 1.0, 2.0, 2.0, 3.0, 3.0]
+BOTTLENECKS = ("host_device_copy", "host_sync", "float32_matmul")
+cache = {}
+
+
+def train_step(model, optimizer, inputs, targets, device_type, amp_dtype):
+    weights = cache.get("weights")
+    if weights is None:
+        weights = cache["weights"] = torch.tensor(CLASS_WEIGHTS, device=inputs.device)
+    optimizer.zero_grad(set_to_none=True)
+    with torch.autocast(device_type=device_type, dtype=amp_dtype):
+        chosen = F.one_hot(targets).float()
+        log_probs = F.log_softmax(model(inputs).float(), dim=1)
+        w = chosen @ weights
+        loss = -(w * (log_probs * chosen).sum(1)).sum() / w.sum()
+    loss.backward()
+    optimizer.step()
+    return loss
