@@ -146,11 +146,10 @@ def _disabled_target(value, compile_file: str):
     return cells["fn"], bool(cells.get("recursive", True))
 
 
-def install(on_load=None) -> int:
+def install(*on_load) -> int:
     """Puts the stand-ins in place (unless torch._dynamo is loaded already); returns how many functions of the
     modules loaded so far got one."""
-    if on_load is not None and on_load not in _ON_LOAD:
-        _ON_LOAD.append(on_load)
+    _ON_LOAD.extend(hook for hook in on_load if hook not in _ON_LOAD)
     global _STAND_IN
     import torch
     import torch._compile

@@ -57,6 +57,19 @@ class LinesRun:
 _WATCHED: list[LinesRun] = []
 
 
+def unseen_by_dynamo() -> None:
+    """Once torch._dynamo is loaded (grader/worker/lazy_dynamo.py runs this then, before anything compiles): a
+    trace function is a Python call the interpreter makes inside every frame, compiled ones included, and dynamo
+    would take its frames for the learner's (one more frame compiled, as a learner's own compile would count).
+    Dynamo skips these code objects; the lines it traces still reach the count through starts_line."""
+    from torch._dynamo.eval_frame import skip_code
+
+    for fn in (LinesRun._global, LinesRun._local, _watch_dynamo):
+        skip_code(fn.__code__)
+    for run in _WATCHED[:1]:
+        _watch_dynamo(run)
+
+
 def _watch_dynamo(run: LinesRun) -> None:
     """Once torch._dynamo's symbolic interpreter is loaded, every line it traces of the learner's file is a
     line that runs, compiled."""
@@ -78,3 +91,6 @@ def _watch_dynamo(run: LinesRun) -> None:
 
     counted._lines_run = True
     cls.starts_line = counted
+    from torch._dynamo.eval_frame import skip_code
+
+    skip_code(counted.__code__)

@@ -388,9 +388,9 @@ def preload():
     import torch.nn.functional as F
     import torch.utils.checkpoint
 
-    from grader.worker import census, compiling, lazy_dynamo, memory, tracing, workload  # noqa: F401
+    from grader.worker import census, compiling, lazy_dynamo, lines_run, memory, tracing, workload  # noqa: F401
 
-    lazy_dynamo.install(on_load=compiling.install)
+    lazy_dynamo.install(compiling.install, lines_run.unseen_by_dynamo)
 
     weight = torch.nn.Parameter(torch.zeros(2, 2))
     for optimizer in (torch.optim.SGD([weight], lr=0.1), torch.optim.AdamW([weight], lr=0.1)):
