@@ -95,15 +95,21 @@ class Visitor(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-def analyse(source: str) -> list[Finding]:
+def visited(source: str) -> list[Finding]:
+    """Every finding of the Visitor's rules, in source order, repeats included ([] where the source does not
+    parse)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return []
     visitor = Visitor()
     visitor.visit(tree)
+    return visitor.findings
+
+
+def analyse(source: str) -> list[Finding]:
     seen, out = set(), []
-    for f in visitor.findings:
+    for f in visited(source):
         if f.id not in seen:
             seen.add(f.id)
             out.append(f)

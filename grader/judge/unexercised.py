@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from grader.judge.static import Visitor, dotted
+from grader.judge.static import dotted, visited
 from grader.results import Finding, finding, message_of
 
 MAX_NOTES = 6  # a verdict names at most this many skipped blocks; the rest are counted in the last note
@@ -208,11 +208,10 @@ def _would(source: str, blocks: list[Skipped]) -> list[Finding]:
         tree = ast.parse(source)
     except SyntaxError:
         return []
-    visitor = Visitor()
-    visitor.visit(tree)
+    found = visited(source)
     out = []
     for b in blocks:
-        for f in visitor.findings:
+        for f in found:
             if f.severity != "info" and f.line is not None and b.first <= f.line <= b.last:
                 out.append(
                     finding("not_exercised", f.line, severity="info", key="not_exercised.would", detail=message_of(f))
