@@ -133,3 +133,19 @@ def test_the_worker_stops_counting_once_the_learners_code_sets_its_own_trace_fun
     with run:
         module["g"]()
     assert run.reply() == []
+
+
+def test_a_float16_branch_is_read_in_its_own_function_when_another_has_the_same_name():
+    source = (
+        "class A:\n"
+        "    def step(self, loss):\n"
+        "        loss.backward()\n"
+        "\n"
+        "\n"
+        "class B:\n"
+        "    def step(self, loss, dtype):\n"
+        "        if dtype == torch.float16:\n"
+        "            loss.backward()\n"
+        "        return loss\n"
+    )
+    assert ("not_exercised.unscaled", 9) in _keys(notes(source, {3, 8, 10}, "cpu", "bfloat16"))

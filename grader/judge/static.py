@@ -95,21 +95,20 @@ class Visitor(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-def visited(source: str) -> list[Finding]:
-    """Every finding of the Visitor's rules, in source order, repeats included ([] where the source does not
-    parse)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return []
+def visited(tree: ast.Module) -> list[Finding]:
+    """Every finding of the Visitor's rules in a parsed source, in source order, repeats included."""
     visitor = Visitor()
     visitor.visit(tree)
     return visitor.findings
 
 
 def analyse(source: str) -> list[Finding]:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
     seen, out = set(), []
-    for f in visited(source):
+    for f in visited(tree):
         if f.id not in seen:
             seen.add(f.id)
             out.append(f)

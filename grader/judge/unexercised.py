@@ -11,7 +11,7 @@ other constant expressions, which compile to nothing), so a note never names a l
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from grader.judge.static import dotted, visited
 from grader.results import Finding, finding, message_of
@@ -51,6 +51,7 @@ class Skipped:
     condition: str | None  # the source of the `if` test that decides the branch, where there is one
     negated: bool  # the statements are in that `if`'s else branch
     whole_function: bool = False
+    node: ast.AST | None = field(default=None, compare=False, repr=False)  # the function they belong to
 
 
 def _judged(stmt: ast.stmt) -> bool:
@@ -63,6 +64,7 @@ class _Walker:
     def __init__(self, source: str, ran: set[int]):
         self.source, self.ran = source, ran
         self.skipped: list[Skipped] = []
+        self.fn = None  # the function being walked
 
     def function(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         body_lines = [s.lineno for s in ast.walk(fn) if isinstance(s, ast.stmt) and s is not fn and _judged(s)]
@@ -70,8 +72,9 @@ class _Walker:
             return
         if not any(line in self.ran for line in _own_lines(fn)):
             last = max(getattr(fn, "end_lineno", fn.lineno) or fn.lineno, fn.lineno)
-            self.skipped.append(Skipped(fn.lineno, last, fn.name, None, False, whole_function=True))
+            self.skipped.append(Skipped(fn.lineno, last, fn.name, None, False, whole_function=True, node=fn))
             return
+        self.fn = fn
         self.block(fn.body, fn.name, None, False)
 
     def block(self, body: list[ast.stmt], function: str, condition: str | None, negated: bool) -> None:
@@ -110,18 +113,15 @@ class _Walker:
     def _ran(self, stmt: ast.stmt) -> bool:
         """A simple statement ran where any of its lines did (a multi-line one may report only a later line);
         a compound one where its header or anything inside it did (`try:` and `while True:` report no line)."""
-        if any(isinstance(child, ast.stmt) for child in ast.walk(stmt) if child is not stmt):
-            return stmt.lineno in self.ran or any(
-                child.lineno in self.ran
-                for child in ast.walk(stmt)
-                if isinstance(child, ast.stmt) and child is not stmt
-            )
+        inner = [child.lineno for child in ast.walk(stmt) if isinstance(child, ast.stmt) and child is not stmt]
+        if inner:
+            return stmt.lineno in self.ran or any(line in self.ran for line in inner)
         return any(line in self.ran for line in range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1))
 
     def _close(self, run: list[ast.stmt], function: str, condition: str | None, negated: bool) -> None:
         if run:
             last = max((s.end_lineno or s.lineno) for s in run)
-            self.skipped.append(Skipped(run[0].lineno, last, function, condition, negated))
+            self.skipped.append(Skipped(run[0].lineno, last, function, condition, negated, node=self.fn))
 
 
 def _own_lines(fn) -> list[int]:
@@ -147,6 +147,10 @@ def skipped_blocks(source: str, ran: set[int]) -> list[Skipped]:
         tree = ast.parse(source)
     except SyntaxError:
         return []
+    return _skipped(tree, source, ran)
+
+
+def _skipped(tree: ast.Module, source: str, ran: set[int]) -> list[Skipped]:
     walker = _Walker(source, ran)
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -157,19 +161,10 @@ def skipped_blocks(source: str, ran: set[int]) -> list[Skipped]:
 FLOAT16 = ("torch.float16", "torch.half", "float16", "half")
 
 
-def _float16_mistakes(source: str, tree: ast.Module, block: Skipped) -> list[tuple[int, str]]:
+def _float16_mistakes(tree: ast.Module, block: Skipped) -> list[tuple[int, str]]:
     """What a float16 branch that did not run would do wrong, read from its source: a backward of a loss the
-    scaler did not scale, or scaler.step without scaler.update in the same function."""
-    fn = next(
-        (
-            n
-            for n in ast.walk(tree)
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == block.function
-        ),
-        None,
-    )
-    if fn is None:
-        return []
+    scaler did not scale, or scaler.step in a file that never calls scaler.update."""
+    fn = block.node
     inside = [n for n in ast.walk(fn) if block.first <= getattr(n, "lineno", 0) <= block.last]
     names = {dotted(n) for n in inside if isinstance(n, ast.Attribute)} | {block.condition or ""}
     if not any(any(f in name for f in FLOAT16) for name in names):
@@ -201,14 +196,10 @@ def _float16_mistakes(source: str, tree: ast.Module, block: Skipped) -> list[tup
     return out
 
 
-def _would(source: str, blocks: list[Skipped]) -> list[Finding]:
+def _would(tree: ast.Module, blocks: list[Skipped]) -> list[Finding]:
     """The static rules (grader/judge/static.py) and the float16 ones above, applied to the code that did not
     run: notes of what it would do where it runs."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return []
-    found = visited(source)
+    found = visited(tree)
     out = []
     for b in blocks:
         for f in found:
@@ -216,7 +207,7 @@ def _would(source: str, blocks: list[Skipped]) -> list[Finding]:
                 out.append(
                     finding("not_exercised", f.line, severity="info", key="not_exercised.would", detail=message_of(f))
                 )
-        for line, what in _float16_mistakes(source, tree, b):
+        for line, what in _float16_mistakes(tree, b):
             out.append(finding("not_exercised", line, severity="info", key=f"not_exercised.{what}"))
     return out
 
@@ -226,7 +217,11 @@ def notes(source: str, ran: set[int] | None, device: str, amp_dtype: str) -> lis
     find inside those blocks."""
     if not ran:
         return []  # nothing was watched (a worker that does not report lines): say nothing rather than guess
-    blocks = skipped_blocks(source, ran)
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    blocks = _skipped(tree, source, ran)
     shown = blocks if len(blocks) <= MAX_NOTES else blocks[: MAX_NOTES - 1]
     out = []
     for b in shown:
@@ -253,4 +248,4 @@ def notes(source: str, ran: set[int] | None, device: str, amp_dtype: str) -> lis
         out.append(
             finding("not_exercised", rest.first, severity="info", key="not_exercised.more", n=len(blocks) - len(shown))
         )
-    return out + _would(source, blocks)
+    return out + _would(tree, blocks)
