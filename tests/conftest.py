@@ -21,13 +21,17 @@ TEST_LIMITS = Limits(memory_bytes=1536 * 1024**2, step_timeout_s=10, init_timeou
 @pytest.fixture(scope="session", autouse=True)
 def private_caches(tmp_path_factory):
     """`grader check` and the notebook keep trusted runs in the user's cache, and the grader's device locks
-    live in /tmp: the suite keeps both to itself (the locks shared by its own xdist workers)."""
+    live in /tmp: the suite keeps both to itself, shared by its own xdist workers. The gradings in the test
+    processes keep their trusted runs there too, as `grader check` does: each lesson's FP32 baseline and
+    reference then run once per sandbox for the whole suite, not once per xdist worker."""
     import os
 
     cache = tmp_path_factory.getbasetemp().parent / "amp-dojo-cache"
     os.environ["AMP_DOJO_CACHE"] = str(cache)
     os.environ.setdefault("AMP_DOJO_LOCK_DIR", str(tmp_path_factory.getbasetemp().parent / "amp-dojo-locks"))
+    runner.use_trusted_store(runner.DirectoryStore(runner.user_cache_dir()))
     yield
+    runner.use_trusted_store(None)
 
 
 @pytest.fixture(scope="session")

@@ -29,11 +29,11 @@ class CountingLauncher(LocalLauncher):
 
 @pytest.fixture
 def store(tmp_path):
-    saved = dict(trusted_runs._TRUSTED_CACHE)
+    saved, suite_store = dict(trusted_runs._TRUSTED_CACHE), trusted_runs._STORE
     trusted_runs._TRUSTED_CACHE.clear()
     runner.use_trusted_store(trusted_runs.DirectoryStore(tmp_path / "trusted"))
     yield tmp_path / "trusted"
-    runner.use_trusted_store(None)
+    runner.use_trusted_store(suite_store)
     trusted_runs._TRUSTED_CACHE.clear()
     trusted_runs._TRUSTED_CACHE.update(saved)
 
