@@ -403,6 +403,13 @@ def preload():
 
 def main():
     channel = Channel()
+    ready_process()
+    channel.write({"ok": True, "ready": True})
+    serve(channel)
+
+
+def ready_process():
+    """Everything a worker does before it says it is ready (grader/worker/zygote.py does it once, then forks)."""
     faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
     # torch warns on import when NumPy is absent (the grading image has none); the learner's output
     # should hold only what their code printed.
@@ -411,8 +418,6 @@ def main():
 
     quiet_import_warnings()  # torchao's lines about its missing CUDA extensions, should the code import it
     preload()
-    channel.write({"ok": True, "ready": True})
-    serve(channel)
 
 
 def serve(channel: Channel, rank: int = 0, world_size: int = 1):
