@@ -30,6 +30,7 @@ from grader.judge.drive import (
 from grader.judge.evaluate import Evidence, error_checks, evaluate, judged, submission_error
 from grader.judge.plots import plots
 from grader.judge.protocol import StepFailure
+from grader.judge.syntax import syntax_verdict
 from grader.judge.timing import TimingPlan, budget_paused, budget_when_known, step_limit, time_interleaved
 from grader.judge.trusted_runs import (
     DirectoryStore,
@@ -45,11 +46,10 @@ from grader.judge.trusted_runs import (
 from grader.judge.workers import init_worker, lesson_setup_error, spawn_worker, starting_point, workload_of
 from grader.lesson.check_specs import threshold_for
 from grader.lesson.schema import Exercise
-from grader.results import GradingResult, SubmissionError
+from grader.results import GradingResult
 from grader.sandboxes import exclusive
 from grader.sandboxes.launcher import LocalLauncher
 from grader.sandboxes.process import WorkerFailure, WorkerProcess
-from grader.wording.catalog import say
 from grader.worker import lazy_dynamo
 
 # The public surface of grading, for the CLI, the web app and notebooks: run() and what a deployment sets up
@@ -88,19 +88,10 @@ def run(
     launcher = launcher or LocalLauncher()
     device = resolve_device(device)
     kind = "cuda" if device.startswith("cuda") else "cpu"
-    result = GradingResult(exercise.id, device, amp_dtype_for(exercise, device), sandbox=launcher.name)
     progress("static")
-    syntax = static.syntax_error(source)
-    if syntax:
-        message, line, text, column = syntax
-        result.error = SubmissionError(
-            "syntax",
-            say("error.at_line", line=line, message=say("error.raised", detail=message)),
-            line,
-            text,
-            column=column,
-        )
-        return _finish(result, exercise, started, progress)
+    if unparsed := syntax_verdict(exercise.id, source, device, amp_dtype_for(exercise, device), launcher.name):
+        return _finish(unparsed, exercise, started, progress)
+    result = GradingResult(exercise.id, device, amp_dtype_for(exercise, device), sandbox=launcher.name)
     static_findings = static.analyse(source) + static.hardcoded_devices(source)
     if exercise.check("host_syncs") is None:  # graded by host_syncs where the lesson has it, a note elsewhere
         static_findings += static.cuda_only_host_syncs(source, exercise.entrypoint.name, note=True)

@@ -373,3 +373,22 @@ def test_check_report_words_each_figure_against_its_threshold():
     assert re.search(r"update vs FP32 \(worst: \S+\) 100.0%, needs at most 5.00%", result.output)
     assert "matmul FLOPs in 16-bit 100.0%, needs at least 90.0%" in result.output
     assert "threshold: {" not in result.output and "max_loss_rel_diff=" not in result.output
+
+
+def test_a_syntax_error_is_answered_without_pytorch_or_a_sandbox(tmp_path):
+    """The learner's most common first mistake gets its verdict at once: nothing imports PyTorch or starts a
+    sandbox (each costs seconds) for code that cannot run."""
+    broken = tmp_path / "broken.py"
+    broken.write_text("def train_step(model, optimizer, inputs, targets, device_type, amp_dtype)\n    pass\n")
+    probe = (
+        "import sys\n"
+        f"sys.argv = ['grader', 'check', 'autocast', {str(broken)!r}, '--lang', 'en']\n"
+        "from grader.cli import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as exit:\n"
+        "    print('EXIT', exit.code, 'torch' in sys.modules, 'grader.sandboxes.pool' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip().splitlines()[-1] == "EXIT 1 False False", done.stdout + done.stderr
+    assert "broken.py:1: SyntaxError: expected ':'" in done.stdout

@@ -18,16 +18,18 @@ from grader.cli.options import (
     SANDBOX,
     STARTED,
     again,
+    guessed_device,
     keep_trusted_runs,
     launcher_for,
     warm_launcher,
 )
 from grader.errors import GraderError
+from grader.judge.syntax import syntax_verdict
 from grader.lesson import hints, quiz
 from grader.lesson.base import localize
 from grader.lesson.loader import load_all, load_exercise
 from grader.lesson.schema import Exercise
-from grader.results import PASS
+from grader.results import PASS, GradingResult
 from grader.wording import formats, report
 from grader.wording.phrases import phrase
 
@@ -136,12 +138,10 @@ def start(exercise_id, path, force, lang):
 def check(exercise_id, file, as_json, fmt, output, watch, colour, device, sandbox, limits, lang):
     """Grade FILE against exercise EXERCISE_ID."""
     exercise = load_exercise(exercise_id)
-    launcher = warm_launcher(launcher_for(sandbox, limits, lang), device, again=watch)
-    keep_trusted_runs()
     grading = Grading(
         exercise,
         file,
-        launcher,
+        None,
         device,
         lang,
         fmt or ("native" if as_json else None),
@@ -151,6 +151,11 @@ def check(exercise_id, file, as_json, fmt, output, watch, colour, device, sandbo
         titles=check_titles(exercise, lang),
         hint=again(f"grader hint {exercise.id}", lang),
     )
+    if not watch and (unparsed := grading.unparsed()) is not None:
+        since, grading.since = grading.since, None
+        sys.exit(grading.show(unparsed, grading.file.read_text(encoding="utf-8", errors="replace"), since))
+    grading.launcher = launcher = warm_launcher(launcher_for(sandbox, limits, lang), device, again=watch)
+    keep_trusted_runs()
     try:
         sys.exit(watch_file(grading) if watch else grading())
     finally:
@@ -191,6 +196,23 @@ class Grading:
             result = runner.run(
                 self.exercise, source, device=self.device, launcher=self.launcher, progress=None if quiet else progress
             )
+        return self.show(result, source, since)
+
+    def unparsed(self) -> GradingResult | None:
+        """The verdict on FILE if it does not parse: told before a sandbox starts or PyTorch is imported (the
+        device and dtype named are the ones a grading would use here; no sandbox ran)."""
+        began = time.perf_counter()
+        source = self.file.read_text(encoding="utf-8", errors="replace")
+        device = guessed_device(self.device)
+        amp = self.exercise.workload.amp
+        dtype = amp.cuda_dtype if device.startswith("cuda") else amp.cpu_dtype
+        result = syntax_verdict(self.exercise.id, source, device, dtype, sandbox="-")
+        if result is not None:
+            result.duration_s = round(time.perf_counter() - began, 3)
+        return result
+
+    def show(self, result: GradingResult, source: str, since: float) -> int:
+        """Prints the verdict as asked; its exit code."""
         if self.fmt:
             text = json.dumps(formats.FORMATS[self.fmt](result), indent=2)
             if self.output:

@@ -93,8 +93,12 @@ def warm_launcher(launcher, device: str, again: bool = False):
     PyTorch (an NVIDIA device node means CUDA); a wrong guess only costs the warm start."""
     from grader.sandboxes.pool import WarmPool
 
-    guess = device if device != "auto" else ("cuda" if Path("/dev/nvidiactl").exists() else "cpu")
-    return WarmPool(launcher, size=1, devices=(guess,), refill=again)
+    return WarmPool(launcher, size=1, devices=(guessed_device(device),), refill=again)
+
+
+def guessed_device(device: str) -> str:
+    """The device a grading would resolve, guessed without importing PyTorch: an NVIDIA device node means CUDA."""
+    return device if device != "auto" else ("cuda" if Path("/dev/nvidiactl").exists() else "cpu")
 
 
 def keep_trusted_runs():
