@@ -5,6 +5,8 @@
     amp-dojo worker                  one grading worker: a Huey consumer with one thread
     amp-dojo init-db                 create or upgrade the database tables
     amp-dojo create-instructor NAME  an instructor account (password asked for, or --password-stdin)
+    amp-dojo backup PATH             the database (while the app runs) and a manifest, into a new folder
+    amp-dojo restore PATH            a backup into an empty instance, migrated up
 
 Settings come from AMP_DOJO_CONFIG and AMP_DOJO_* variables (docs/configuration.md)."""
 
@@ -67,6 +69,44 @@ def create_instructor(name, password_stdin):
         except accounts.AccountError as exc:
             raise click.ClickException(str(exc)) from None
     click.echo(f"instructor {user.username} created; sign in at /signin")
+
+
+# ---------- backup and restore (docs/operations.md) ----------
+
+
+@main.command()
+@click.argument("path", type=click.Path(path_type=Path))
+def backup(path):
+    """Back up the database (while the app runs) into the new folder PATH, with a manifest of the rest."""
+    _logging(False)
+    from webapp import backups, load_settings
+
+    settings = load_settings()
+    try:
+        manifest = backups.backup(settings.config, path, settings.instance_path)
+    except backups.BackupError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(
+        f"backup of {manifest['database']['taken_from']} (schema {manifest['alembic_revision']}) written to {path}; "
+        f"the secret key is not in it ({manifest['secret_key']['where']})"
+    )
+
+
+@main.command()
+@click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
+def restore(path):
+    """Restore the backup in PATH into this instance's empty database, then migrate it up."""
+    _logging(False)
+    from webapp import backups, load_settings
+
+    try:
+        done = backups.restore(load_settings().config, path)
+    except backups.BackupError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(
+        f"restored {path} (schema {done['from']}, now {done['to']}); "
+        f"{done['requeued']} submissions under way were queued again"
+    )
 
 
 @main.command()
