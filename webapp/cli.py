@@ -31,9 +31,13 @@ def _app():
 
 
 def _logging(verbose: bool) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    """LOG_LEVEL and LOG_FORMAT (webapp/logs.py): a normal start says only the URL and real warnings."""
+    from webapp import load_settings, logs
+
+    try:
+        logs.configure(load_settings().config, verbose)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 @click.group()
@@ -42,8 +46,10 @@ def main():
 
 
 @main.command("init-db")
-def init_db():
+@click.option("-v", "--verbose", is_flag=True, help="say each migration as it runs")
+def init_db(verbose):
     """Create or upgrade the database tables (idempotent)."""
+    _logging(verbose)
     app = _app()
     from webapp.db import redacted
 
@@ -111,10 +117,12 @@ def restore(path):
 
 @main.command()
 @click.option("-v", "--verbose", is_flag=True)
-def worker(verbose):
+@click.option("--beside-server", is_flag=True, hidden=True, help="started by `serve --with-worker`: a quiet start")
+def worker(verbose, beside_server):
     """Grade submissions from the queue: several at once, each timing with its device to itself."""
     _logging(verbose)
     from webapp import load_settings, make_queue
+    from webapp.logs import announce
     from webapp.sandboxing import check_sandbox
 
     config = load_settings().config
@@ -126,11 +134,14 @@ def worker(verbose):
     settings = queue.settings
     _keep_trusted_runs(config, queue)
     _ready_to_grade(config, queue)
-    click.echo(
+    banner = (
         f"amp-dojo worker {os.getpid()}: queue {_redact(queue.url)}, sandbox {launcher.name}, "
-        f"device {config['DEVICE']}, {settings.concurrency} at once, {settings.pool_size} warm sandboxes",
-        err=True,
+        f"device {config['DEVICE']}, {settings.concurrency} at once, {settings.pool_size} warm sandboxes"
     )
+    if beside_server:  # the server's URL line is the start's one line
+        logging.getLogger("amp_dojo.worker").info(banner)
+    else:
+        announce(banner)
     if config["WARM_AT_START"]:
         _warm_in_background(config, queue)
     # A short poll: an idle SQLite consumer would otherwise back off to 10 s before it sees a submission
@@ -247,14 +258,15 @@ def serve(host, port, threads, with_worker, verbose):
     """Serve the web app."""
     _logging(verbose)
     app = _app()
+    from webapp.logs import announce
     from webapp.sandboxing import sandbox_problem
 
     problem = sandbox_problem(app.config)
     if problem:
-        click.echo(f"warning: submissions will be refused: {problem}", err=True)
+        logging.getLogger("amp_dojo").warning("submissions will be refused: %s", problem)
     _interrupt_on_term()
     worker_proc = _start_worker(verbose) if with_worker else None
-    click.echo(f"AMP Dojo is at http://{host}:{port}/  (Ctrl+C stops it)", err=True)
+    announce(f"AMP Dojo is at http://{host}:{port}/  (Ctrl+C stops it)")
     try:
         _serve(app, host, port, threads)
     except KeyboardInterrupt:
@@ -286,7 +298,7 @@ def _interrupt_on_term() -> None:
 
 def _start_worker(verbose: bool) -> subprocess.Popen:
     """The worker is a separate process so that a grading never blocks a request."""
-    args = [sys.executable, "-m", "webapp.cli", "worker"] + (["-v"] if verbose else [])
+    args = [sys.executable, "-m", "webapp.cli", "worker", "--beside-server"] + (["-v"] if verbose else [])
     proc = subprocess.Popen(args, env=os.environ.copy())
     try:
         code = proc.wait(timeout=3)
