@@ -84,7 +84,6 @@ def create_instructor(name, password_stdin):
 @click.argument("path", type=click.Path(path_type=Path))
 def backup(path):
     """Back up the database (while the app runs) into the new folder PATH, with a manifest of the rest."""
-    _logging(False)
     from webapp import backups, load_settings
 
     settings = load_settings()
@@ -102,7 +101,6 @@ def backup(path):
 @click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
 def restore(path):
     """Restore the backup in PATH into this instance's empty database, then migrate it up."""
-    _logging(False)
     from webapp import backups, load_settings
 
     try:
