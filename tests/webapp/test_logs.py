@@ -3,20 +3,23 @@ migrations speak at LOG_LEVEL=INFO; LOG_FORMAT=json writes one JSON object per l
 request id the response echoes in X-Request-Id. The servers are started by the test, on loopback and free ports,
 and stopped by it."""
 
+import io
 import json
+import logging
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from test_server import free_port, get
-from webapp_testing import base_config
+from webapp_testing import base_config, csrf_headers
 
-from webapp import create_app
+from webapp import create_app, logs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -145,3 +148,46 @@ def test_every_response_carries_a_request_id_of_its_own(tmp_path, sent):
 def test_a_proxys_well_formed_request_id_is_kept(tmp_path):
     client = create_app(base_config(tmp_path)).test_client()
     assert client.get("/nowhere", headers={"X-Request-Id": "nginx-7f3a.9"}).headers["X-Request-Id"] == "nginx-7f3a.9"
+
+
+@contextmanager
+def json_lines(name: str):
+    """The JSON lines logger `name` writes at INFO, as LOG_FORMAT=json would (the handler's filter and format)."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.addFilter(logs.ContextFilter())
+    handler.setFormatter(logs.JsonFormatter())
+    logger = logging.getLogger(name)
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    lines: list[dict] = []
+    try:
+        yield lines
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        lines.extend(json.loads(line) for line in stream.getvalue().splitlines())
+
+
+def test_a_submissions_request_line_names_the_submission_the_lesson_and_the_learner(tmp_path):
+    client = create_app(base_config(tmp_path)).test_client()
+    headers = csrf_headers(client)
+    with json_lines("amp_dojo.requests") as lines:
+        response = client.post("/api/lessons/autocast/submissions", json={"code": "x = 1\n"}, headers=headers)
+    assert response.status_code == 202
+    (line,) = [d for d in lines if d["message"].startswith("POST ")]
+    assert line["submission_id"] == response.get_json()["id"] and line["lesson"] == "autocast"
+    assert line["request_id"] == response.headers["X-Request-Id"] and line["learner"]
+
+
+def test_a_workers_lines_name_the_submission_its_lesson_and_attempt(tmp_path):
+    from webapp import grading
+
+    queue = create_app(base_config(tmp_path)).extensions["amp_dojo_queue"]
+    assert queue.claim("s1", 2, "another worker")
+    with json_lines("amp_dojo.worker") as lines:  # a duplicate task: the worker only says it skips it
+        grading.grade(queue, {"submission_id": "s1", "attempt": 2, "exercise_id": "autocast", "code": ""})
+    (line,) = lines
+    assert (line["level"], line["submission_id"], line["lesson"], line["attempt"]) == ("WARNING", "s1", "autocast", 2)
+    assert "request_id" not in line
