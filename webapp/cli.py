@@ -277,10 +277,11 @@ def serve(host, port, threads, with_worker, verbose):
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, show_default=True, type=int)
+@click.option("-v", "--verbose", is_flag=True, help="log everything (LOG_LEVEL=DEBUG): migrations, the queue, requests")
 @click.pass_context
-def run(ctx, host, port):
+def run(ctx, host, port, verbose):
     """Web server and one worker together: the single-machine setup."""
-    ctx.invoke(serve, host=host, port=port, with_worker=True)
+    ctx.invoke(serve, host=host, port=port, with_worker=True, verbose=verbose)
 
 
 def _interrupt_on_term() -> None:
