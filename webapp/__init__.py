@@ -75,7 +75,7 @@ def grading_capacity(config) -> tuple[int, int]:
 
 def create_app(test_config: dict | None = None) -> Flask:
     app = load_settings(test_config)
-    from webapp import api, auth, courses, dashboard, db, lessons, security
+    from webapp import api, auth, courses, dashboard, db, lessons, logs, security
 
     # "/api/lessons//submissions" is a 404 like any unknown path, not a redirect as HTML (the fuzz test found it)
     app.url_map.merge_slashes = False
@@ -86,6 +86,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     if app.config.get("MAX_CONTENT_LENGTH") is None:
         app.config["MAX_CONTENT_LENGTH"] = 6 * int(app.config["MAX_CODE_BYTES"]) + 65536
 
+    logs.init_app(app)  # first: the request id is known to every later hook, and echoed on every response
     db.init_app(app)  # a SQLite file (and a missing folder for it) is made private when first opened
     security.init_app(app)
     auth.init_app(app)

@@ -15,6 +15,7 @@ from webapp import content, i18n, store
 from webapp.collector import collect
 from webapp.db import connect, get_db
 from webapp.dispatch import dispatch, take_back
+from webapp.logs import note
 from webapp.security import client_ip, csrf_token, learner_id, readable_submission
 from webapp.streams import StreamSlots
 
@@ -152,6 +153,7 @@ def submit(lesson_id):
         lang=_lang(),
         config=current_app.config,
     )
+    note(submission_id=row["id"])  # this request's later log lines name it
     dispatch(db, _queue(), current_app.config, row["learner"])  # or later, once the learner's previous one ends
     row = store.get(db, row["id"])
     body = {

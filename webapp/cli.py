@@ -5,6 +5,8 @@
     amp-dojo worker                  one grading worker: a Huey consumer with one thread
     amp-dojo init-db                 create or upgrade the database tables
     amp-dojo create-instructor NAME  an instructor account (password asked for, or --password-stdin)
+    amp-dojo backup PATH             the database (while the app runs) and a manifest, into a new folder
+    amp-dojo restore PATH            a backup into an empty instance, migrated up
 
 Settings come from AMP_DOJO_CONFIG and AMP_DOJO_* variables (docs/configuration.md)."""
 
@@ -29,9 +31,13 @@ def _app():
 
 
 def _logging(verbose: bool) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    """LOG_LEVEL and LOG_FORMAT (webapp/logs.py): a normal start says only the URL and real warnings."""
+    from webapp import load_settings, logs
+
+    try:
+        logs.configure(load_settings().config, verbose)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 @click.group()
@@ -40,8 +46,10 @@ def main():
 
 
 @main.command("init-db")
-def init_db():
+@click.option("-v", "--verbose", is_flag=True, help="say each migration as it runs")
+def init_db(verbose):
     """Create or upgrade the database tables (idempotent)."""
+    _logging(verbose)
     app = _app()
     from webapp.db import redacted
 
@@ -69,12 +77,50 @@ def create_instructor(name, password_stdin):
     click.echo(f"instructor {user.username} created; sign in at /signin")
 
 
+# ---------- backup and restore (docs/operations.md) ----------
+
+
+@main.command()
+@click.argument("path", type=click.Path(path_type=Path))
+def backup(path):
+    """Back up the database (while the app runs) into the new folder PATH, with a manifest of the rest."""
+    from webapp import backups, load_settings
+
+    settings = load_settings()
+    try:
+        manifest = backups.backup(settings.config, path, settings.instance_path)
+    except backups.BackupError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(
+        f"backup of {manifest['database']['taken_from']} (schema {manifest['alembic_revision']}) written to {path}; "
+        f"the secret key is not in it ({manifest['secret_key']['where']})"
+    )
+
+
+@main.command()
+@click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
+def restore(path):
+    """Restore the backup in PATH into this instance's empty database, then migrate it up."""
+    from webapp import backups, load_settings
+
+    try:
+        done = backups.restore(load_settings().config, path)
+    except backups.BackupError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(
+        f"restored {path} (schema {done['from']}, now {done['to']}); "
+        f"{done['requeued']} submissions under way were queued again"
+    )
+
+
 @main.command()
 @click.option("-v", "--verbose", is_flag=True)
-def worker(verbose):
+@click.option("--beside-server", is_flag=True, hidden=True, help="started by `serve --with-worker`: a quiet start")
+def worker(verbose, beside_server):
     """Grade submissions from the queue: several at once, each timing with its device to itself."""
     _logging(verbose)
     from webapp import load_settings, make_queue
+    from webapp.logs import announce
     from webapp.sandboxing import check_sandbox
 
     config = load_settings().config
@@ -86,11 +132,14 @@ def worker(verbose):
     settings = queue.settings
     _keep_trusted_runs(config, queue)
     _ready_to_grade(config, queue)
-    click.echo(
+    banner = (
         f"amp-dojo worker {os.getpid()}: queue {_redact(queue.url)}, sandbox {launcher.name}, "
-        f"device {config['DEVICE']}, {settings.concurrency} at once, {settings.pool_size} warm sandboxes",
-        err=True,
+        f"device {config['DEVICE']}, {settings.concurrency} at once, {settings.pool_size} warm sandboxes"
     )
+    if beside_server:  # the server's URL line is the start's one line
+        logging.getLogger("amp_dojo.worker").info(banner)
+    else:
+        announce(banner)
     if config["WARM_AT_START"]:
         _warm_in_background(config, queue)
     # A short poll: an idle SQLite consumer would otherwise back off to 10 s before it sees a submission
@@ -207,14 +256,15 @@ def serve(host, port, threads, with_worker, verbose):
     """Serve the web app."""
     _logging(verbose)
     app = _app()
+    from webapp.logs import announce
     from webapp.sandboxing import sandbox_problem
 
     problem = sandbox_problem(app.config)
     if problem:
-        click.echo(f"warning: submissions will be refused: {problem}", err=True)
+        logging.getLogger("amp_dojo").warning("submissions will be refused: %s", problem)
     _interrupt_on_term()
     worker_proc = _start_worker(verbose) if with_worker else None
-    click.echo(f"AMP Dojo is at http://{host}:{port}/  (Ctrl+C stops it)", err=True)
+    announce(f"AMP Dojo is at http://{host}:{port}/  (Ctrl+C stops it)")
     try:
         _serve(app, host, port, threads)
     except KeyboardInterrupt:
@@ -227,10 +277,11 @@ def serve(host, port, threads, with_worker, verbose):
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, show_default=True, type=int)
+@click.option("-v", "--verbose", is_flag=True, help="log everything (LOG_LEVEL=DEBUG): migrations, the queue, requests")
 @click.pass_context
-def run(ctx, host, port):
+def run(ctx, host, port, verbose):
     """Web server and one worker together: the single-machine setup."""
-    ctx.invoke(serve, host=host, port=port, with_worker=True)
+    ctx.invoke(serve, host=host, port=port, with_worker=True, verbose=verbose)
 
 
 def _interrupt_on_term() -> None:
@@ -246,7 +297,7 @@ def _interrupt_on_term() -> None:
 
 def _start_worker(verbose: bool) -> subprocess.Popen:
     """The worker is a separate process so that a grading never blocks a request."""
-    args = [sys.executable, "-m", "webapp.cli", "worker"] + (["-v"] if verbose else [])
+    args = [sys.executable, "-m", "webapp.cli", "worker", "--beside-server"] + (["-v"] if verbose else [])
     proc = subprocess.Popen(args, env=os.environ.copy())
     try:
         code = proc.wait(timeout=3)

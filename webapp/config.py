@@ -100,6 +100,13 @@ SERVER_CONNECTION_LIMIT = 1000
 SERVER_CHANNEL_TIMEOUT = 30
 SERVER_MAX_HEADER_BYTES = 32768
 
+# What the processes log on stderr: LOG_LEVEL DEBUG, INFO, WARNING or ERROR (WARNING: a start says only the URL and
+# real warnings; INFO adds Alembic's migrations, the queue's consumer and one line per request and grading;
+# `--verbose` is DEBUG). LOG_FORMAT "text", or "json": one JSON object per line with, where known, request_id
+# (echoed in the X-Request-Id response header), learner, submission_id, lesson, attempt and duration_ms.
+LOG_LEVEL = "WARNING"
+LOG_FORMAT = "text"
+
 # Signs the session cookie; None = generated once into <instance>/secret_key.
 SECRET_KEY = None
 SESSION_COOKIE_SAMESITE = "Lax"

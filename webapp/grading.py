@@ -118,7 +118,15 @@ class EventLog:
 
 
 def grade(queue, payload: dict) -> None:
-    """One attempt: claim it, grade with heartbeats, publish the outcome."""
+    """One attempt: claim it, grade with heartbeats, publish the outcome; every line logged meanwhile names the
+    submission, its lesson and attempt (webapp/logs.py)."""
+    from webapp.logs import context
+
+    with context(submission_id=payload["submission_id"], lesson=payload.get("exercise_id"), attempt=payload["attempt"]):
+        _grade(queue, payload, time.perf_counter())
+
+
+def _grade(queue, payload: dict, started: float) -> None:
     sid, attempt = payload["submission_id"], payload["attempt"]
     worker = queue.settings.worker_name()
     if not queue.claim(sid, attempt, worker):
@@ -143,7 +151,13 @@ def grade(queue, payload: dict) -> None:
         return
     outcome.update(worker=worker, attempt=attempt, submission_id=sid)
     queue.put("result", sid, attempt, json_safe(outcome))
-    log.info("submission %s attempt %s: %s", sid, attempt, outcome.get("result", {}).get("status", outcome["status"]))
+    log.info(
+        "submission %s attempt %s: %s",
+        sid,
+        attempt,
+        outcome.get("result", {}).get("status", outcome["status"]),
+        extra={"duration_ms": round((time.perf_counter() - started) * 1000, 1)},
+    )
 
 
 class Launchers:
