@@ -71,11 +71,13 @@ class GradingQueue:
 
     def __init__(self, url: str, settings: WorkerSettings | None = None):
         from webapp import grading  # the task body; imported here to keep torch out of module import
+        from webapp.workers import Current
 
         self.url = url
         self.huey = make_huey(url)
         self.settings = settings or WorkerSettings()
         self.launchers = grading.Launchers(self.settings)
+        self.current = Current()  # what this process grades now, for its heartbeat (webapp/workers.py)
 
         def grade(payload: dict) -> None:
             grading.grade(self, payload)
