@@ -73,7 +73,7 @@ def workers_page():
     """The grading workers (live ones first, then those that died in the last day) and the queue."""
     now = time.time()
     with connect(current_app.config["DATABASE"]) as db:
-        listed = workers.listing(db, current_app.config, now)
+        listed = workers.listing(db, current_app.config)
         depth, oldest = workers.waiting(db)
     page = render_template(
         "dashboard/workers.html",

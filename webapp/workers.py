@@ -16,7 +16,6 @@ import os
 import secrets
 import socket
 import threading
-import time
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -74,9 +73,18 @@ def dead_after(config) -> float:
     return float(config["WORKER_DEAD_AFTER_SECONDS"])
 
 
-def beat(db, worker_id: str, me: Identity, grading: Iterable[str], now: float) -> None:
+def database_now(db) -> float:
+    """The database server's clock, in Unix seconds: heartbeats are written and judged by this one clock, so a
+    worker machine whose clock is off is neither taken for dead nor kept alive (as leases do, docs/webapp.md)."""
+    if db.dialect == "postgresql":
+        return float(db.execute("SELECT extract(epoch FROM clock_timestamp())").scalar())
+    return float(db.execute("SELECT (julianday('now') - 2440587.5) * 86400.0").scalar())
+
+
+def beat(db, worker_id: str, me: Identity, grading: Iterable[str], now: float | None = None) -> None:
     """Inserts or refreshes the worker's row (one statement: no lock held against the app's transactions), and
     drops rows dead for more than FORGET_AFTER_S."""
+    now = database_now(db) if now is None else now
     grading = " ".join(grading) or None
     db.execute(
         "INSERT INTO worker_heartbeats (id, host, pid, device, sandbox, concurrency, grading, started_at, "
@@ -93,13 +101,13 @@ def remove(db, worker_id: str) -> None:
 
 def alive(db, config, now: float | None = None) -> int:
     """How many workers sent a heartbeat within WORKER_DEAD_AFTER_SECONDS."""
-    since = (time.time() if now is None else now) - dead_after(config)
+    since = (database_now(db) if now is None else now) - dead_after(config)
     return db.execute("SELECT count(*) FROM worker_heartbeats WHERE last_seen >= ?", (since,)).fetchone()[0]
 
 
 def listing(db, config, now: float | None = None) -> list[dict]:
     """Every worker known: the live ones first, then the dead, each most recently seen first."""
-    now = time.time() if now is None else now
+    now = database_now(db) if now is None else now
     limit = dead_after(config)
     rows = db.execute("SELECT * FROM worker_heartbeats ORDER BY last_seen DESC, id LIMIT 500").fetchall()
     workers = []
@@ -147,7 +155,7 @@ class WorkerBeat(threading.Thread):
     def send(self) -> None:
         try:
             with connect(self.database) as db:
-                beat(db, self.worker_id, self.me, self.current(), time.time())
+                beat(db, self.worker_id, self.me, self.current())
         except Exception as exc:  # noqa: BLE001 - a database hiccup must not stop the grading
             if not self.failing:
                 log.warning("cannot record this worker's heartbeat in the database (tried again every beat): %s", exc)

@@ -88,9 +88,7 @@ def test_a_worker_beat_keeps_its_row_while_it_runs_and_removes_it_on_a_clean_exi
 def test_a_waiting_learner_is_told_no_grader_runs_in_their_language_and_is_graded_once_one_starts(
     app, client, submit, monkeypatch
 ):
-    response = client.post(
-        "/api/lessons/autocast/submissions?lang=id", json={"code": STARTER}, headers=_csrf(client)
-    )
+    response = client.post("/api/lessons/autocast/submissions?lang=id", json={"code": STARTER}, headers=_csrf(client))
     body = response.get_json()
     assert response.status_code == 202 and body["no_grader_running"] is True
     assert body["no_grader_notice"].startswith(NO_GRADER["id"])
