@@ -11,7 +11,7 @@ from flask import Blueprint, Response, current_app, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from grader.errors import ExerciseNotFound
-from webapp import content, i18n, store
+from webapp import content, i18n, metrics, store, workers
 from webapp.collector import collect
 from webapp.db import connect, get_db
 from webapp.dispatch import dispatch, take_back
@@ -57,6 +57,8 @@ def _no_store(response):
 def _refused(exc):
     """Worded in the learner's language (the page's, or ?lang=), with its true reason."""
     headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else {}
+    if request.endpoint == "api.submit":
+        metrics.refused(exc.status, exc.message)
     return error(exc.status, i18n.gettext(exc.message, _lang(), **exc.values), **headers)
 
 
@@ -141,6 +143,7 @@ def submit(lesson_id):
     problem = sandbox_problem(current_app.config)
     if problem:
         log.error("refusing to grade: %s", problem)
+        metrics.refused(503, problem)
         return error(503, "grading is switched off on this server: " + problem)
     code = _code_from_request()
     db = get_db()
@@ -161,6 +164,7 @@ def submit(lesson_id):
         "status": row["status"],
         "position": store.position(db, row),
         "urls": store.urls(row["id"]),
+        **workers.notice(db, current_app.config, row, _lang()),
     }
     response = jsonify(body)
     response.status_code = 202
@@ -183,7 +187,8 @@ def submission(sid):
     db = get_db()
     collect(db, _queue(), current_app.config, [sid])
     after = event_id(request.args.get("after", ""))
-    return jsonify(store.detail(db, store.get(db, sid), after, _lang()))
+    row = store.get(db, sid)
+    return jsonify({**store.detail(db, row, after, _lang()), **workers.notice(db, current_app.config, row, _lang())})
 
 
 @bp.post("/submissions/<sid>/cancel")
@@ -297,6 +302,7 @@ def _events(app, sid: str, after: int, lang: str):
     idle_s = float(app.config["STREAM_IDLE_SECONDS"])
     last_position, last_sent = None, time.monotonic()
     last_news = last_sent
+    last_waiting = None
     try:
         yield "retry: 2000\n\n"
         while True:
@@ -313,9 +319,10 @@ def _events(app, sid: str, after: int, lang: str):
                 yield sse("done", _done_data(row, {}, lang))
                 return
             position = store.position(db, row)
-            if position is not None and position != last_position:
-                yield sse("queued", {"position": position})
-                last_position, last_sent = position, time.monotonic()
+            waiting = workers.no_grader(db, app.config, row)
+            if position is not None and (position, waiting) != (last_position, last_waiting):
+                yield sse("queued", {"position": position, "no_grader_running": waiting})
+                last_position, last_waiting, last_sent = position, waiting, time.monotonic()
                 last_news = last_sent
             if time.monotonic() > deadline or time.monotonic() - last_news > idle_s:
                 return

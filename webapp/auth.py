@@ -30,6 +30,9 @@ OPEN_ENDPOINTS = {
     "lessons.pygments_css",
     "api.session_info",
     "api.openapi",
+    "health.healthz",  # probes and the metrics scraper have no account (METRICS_ALLOW guards /metrics)
+    "health.readyz",
+    "metrics.metrics",
 }
 
 

@@ -17,7 +17,7 @@ import logging
 import threading
 import time
 
-from webapp import bounds, findings, learner_lessons, store
+from webapp import bounds, findings, learner_lessons, metrics, store
 from webapp.db import connect, transaction
 from webapp.dispatch import dispatch, take_back_cancelled
 
@@ -109,6 +109,7 @@ def _end_as_error(db, sid: str, attempt: int, reason: str, now: float) -> None:
     """Inside the caller's transaction: the attempt ends as an error, with its `done` event, unless it had ended."""
     if _fail(db, sid, attempt, reason, now).rowcount == 1:
         _insert_done(db, sid, attempt, {"status": "error", "error": reason}, now)
+        _count(db, sid, "platform_error")
 
 
 def _known_worker_events(db, sid: str, attempt: int) -> int:
@@ -187,7 +188,17 @@ def accept(db, row, worker_events: list[dict], outcome: dict, config) -> bool:
                 current = db.execute("SELECT * FROM submissions WHERE id = ?", (sid,)).fetchone()
                 findings.record(db, current, result)
                 learner_lessons.graded(db, current, result)
+    if cur.rowcount == 1:
+        _count(db, sid, result["status"] if result is not None else "platform_error")
     return cur.rowcount == 1
+
+
+def _count(db, sid: str, status: str) -> None:
+    """The metrics of a grading that just ended (webapp/metrics.py): counted by the process that stored it."""
+    row = db.execute("SELECT lesson, started_at, finished_at FROM submissions WHERE id = ?", (sid,)).fetchone()
+    if row is not None:
+        started, finished = row["started_at"], row["finished_at"]
+        metrics.graded(row["lesson"], status, finished - started if started and finished else None)
 
 
 def _fail(db, sid: str, attempt: int, reason: str, now: float, worker: str | None = None):

@@ -66,6 +66,18 @@ QUEUE_TURNS_PER_IP = 4
 
 # A running grading whose worker has not sent a heartbeat for this long is lost.
 LEASE_SECONDS = 30
+
+# Every `amp-dojo worker` records a heartbeat (host, pid, device, sandbox, what it grades now) in DATABASE every
+# WORKER_HEARTBEAT_SECONDS: a worker on another machine needs the database URL as well as QUEUE_URL to be seen.
+# One silent for WORKER_DEAD_AFTER_SECONDS counts as dead: /readyz is 503 without a live one, and a learner whose
+# submission waits is told that no grader is running (it is graded once one starts).
+WORKER_HEARTBEAT_SECONDS = 5
+WORKER_DEAD_AFTER_SECONDS = 15
+# Who may read the Prometheus metrics at /metrics (others get a 404): "loopback" (a client on this machine talking
+# to the app directly; a request relayed by a proxy is not one), "any", or "none". METRICS_TOKEN, if set, also
+# lets in any client sending "Authorization: Bearer <token>".
+METRICS_ALLOW = "loopback"
+METRICS_TOKEN = None
 # Attempts at grading one submission before it is marked as an error.
 MAX_ATTEMPTS = 2
 

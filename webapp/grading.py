@@ -135,6 +135,7 @@ def _grade(queue, payload: dict, started: float) -> None:
     # The first heartbeat right after the claim: between taking the task off the queue and that beat, the
     # web app cannot tell this attempt from a lost one.
     with (
+        queue.current.holding(sid),
         Heartbeat(queue, sid, attempt, payload.get("heartbeat_s", 5.0), worker),
         CancelWatch(queue, sid, attempt) as cancel,
     ):

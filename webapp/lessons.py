@@ -10,7 +10,7 @@ from flask import Blueprint, Response, abort, current_app, make_response, redire
 
 from grader.errors import ExerciseNotFound
 from grader.lesson.base import LANGUAGES, localize
-from webapp import code_views, content, i18n, store
+from webapp import code_views, content, i18n, store, workers
 from webapp.collector import collect
 from webapp.db import get_db
 from webapp.security import learner_id, readable_submission
@@ -102,8 +102,9 @@ def submission(sid):
         title = localize(ex.title, current_lang())
     except ExerciseNotFound:
         ex, title = None, row["lesson"]
+    waiting = workers.notice(db, current_app.config, row, current_lang())
     page = {
-        "submission": store.detail(db, row, lang=current_lang()),
+        "submission": {**store.detail(db, row, lang=current_lang()), **waiting},
         "check_titles": content.check_titles(ex, current_lang()) if ex else {},
     }
     return render_template(
@@ -111,6 +112,7 @@ def submission(sid):
         row=row,
         title=title,
         page=page,
+        no_grader_notice=waiting["no_grader_notice"],
         code_html=code_views.full(
             row["code"], i18n.gettext("The rest of the code ({n} lines) is shown without highlighting.", current_lang())
         ),

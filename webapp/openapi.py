@@ -94,7 +94,7 @@ def document() -> dict:
                         },
                     },
                     "responses": {
-                        "202": _ok("accepted: id, status, position, urls"),
+                        "202": _ok("accepted: id, status, position, urls, no_grader_running, no_grader_notice"),
                         "400": ERROR,
                         "403": ERROR,
                         "404": ERROR,
@@ -107,7 +107,8 @@ def document() -> dict:
             "/api/submissions/{sid}": {
                 "get": {
                     "summary": "a submission: status, queue position, progress events, result (its messages in the "
-                    "learner's language)",
+                    "learner's language); no_grader_running (and no_grader_notice, in that language) while it waits "
+                    "with no grading worker alive",
                     "parameters": [SID, AFTER, LANG],
                     "responses": {"200": _ok("the submission"), "404": ERROR},
                 }

@@ -13,8 +13,10 @@ worker reports back through Huey's key-value storage, under keys named by
             "is it still waiting?" and "take it back" (a cancelled submission leaves no task behind) each
             cost one look-up, however long the queue
 
-so a worker on another machine needs only the Redis URL, never the web app's
-database. The collector (webapp/collector.py) copies these keys into SQLite."""
+so a worker on another machine grades with only the Redis URL; the web app's
+database it writes to only its own heartbeat row (webapp/workers.py), so that
+the app knows a grader is running. The collector (webapp/collector.py) copies
+these keys into the database."""
 
 from __future__ import annotations
 
@@ -71,11 +73,13 @@ class GradingQueue:
 
     def __init__(self, url: str, settings: WorkerSettings | None = None):
         from webapp import grading  # the task body; imported here to keep torch out of module import
+        from webapp.workers import Current
 
         self.url = url
         self.huey = make_huey(url)
         self.settings = settings or WorkerSettings()
         self.launchers = grading.Launchers(self.settings)
+        self.current = Current()  # what this process grades now, for its heartbeat (webapp/workers.py)
 
         def grade(payload: dict) -> None:
             grading.grade(self, payload)

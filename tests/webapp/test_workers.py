@@ -32,11 +32,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_worker(queue_url: str, log_path: Path, **extra_env) -> subprocess.Popen:
-    """`amp-dojo worker` in its own process group, as an operator would start it."""
+def start_worker(queue_url: str, log_path: Path, database: str, **extra_env) -> subprocess.Popen:
+    """`amp-dojo worker` in its own process group, as an operator would start it (its heartbeat in the app's
+    database: webapp/workers.py)."""
     env = dict(
         os.environ,
         AMP_DOJO_QUEUE_URL=queue_url,
+        AMP_DOJO_DATABASE=database,
+        AMP_DOJO_WORKER_HEARTBEAT_SECONDS="0.5",
         AMP_DOJO_SANDBOX="local",
         AMP_DOJO_ALLOW_LOCAL_SANDBOX="true",
         AMP_DOJO_DEVICE="cpu",
@@ -91,7 +94,7 @@ def test_two_workers_on_redis_grade_every_submission_exactly_once(tmp_path, redi
     app = create_app(base_config(tmp_path, QUEUE_URL=redis_url))
     client = app.test_client()
     logs = [tmp_path / "worker-1.log", tmp_path / "worker-2.log"]
-    workers = [start_worker(redis_url, log) for log in logs]
+    workers = [start_worker(redis_url, log, app.config["DATABASE"]) for log in logs]
     try:
         codes = [AUTOCAST.reference, AUTOCAST.starter, AUTOCAST.reference, AUTOCAST.starter]
         sids = [submit(client, code) for code in codes]
@@ -132,18 +135,29 @@ def _graded_by(app, sids) -> dict:
         db.close()
 
 
+def _registry(app) -> dict:
+    """pid -> (alive, what it grades now), from the worker heartbeats in the app's database."""
+    from webapp import workers
+    from webapp.db import connect
+
+    with connect(app.config["DATABASE"]) as db:
+        return {w["pid"]: (w["alive"], w["grading"]) for w in workers.listing(db, app.config)}
+
+
 def test_submission_of_a_killed_worker_is_graded_by_the_next_one(tmp_path):
     queue_url = f"sqlite:///{tmp_path / 'queue.sqlite3'}"
     app = create_app(base_config(tmp_path, QUEUE_URL=queue_url, LEASE_SECONDS=3))
     client = app.test_client()
     logs = [tmp_path / "worker-a.log", tmp_path / "worker-b.log"]
-    first = start_worker(queue_url, logs[0])
+    first = start_worker(queue_url, logs[0], app.config["DATABASE"])
     second = None
     try:
         sid = submit(client, SLOW_REFERENCE)
         wait_for(lambda: status_of(client, sid)["status"] == "running", 120, "the first worker to start", logs)
+        wait_for(lambda: _registry(app) == {first.pid: (True, [sid])}, 10, "its heartbeat naming the grading", logs)
+        assert client.get("/readyz").status_code == 200
         stop(first, signal.SIGKILL)
-        second = start_worker(queue_url, logs[1])
+        second = start_worker(queue_url, logs[1], app.config["DATABASE"])
         wait_for(lambda: status_of(client, sid)["status"] in ("done", "error"), 180, "the regrade", logs)
     finally:
         for w in (first, second):
@@ -153,6 +167,7 @@ def test_submission_of_a_killed_worker_is_graded_by_the_next_one(tmp_path):
     assert (d["status"], d["attempt"]) == ("done", 2), d
     assert d["result"]["status"] == "pass"
     assert _graded_by(app, [sid])[sid] == f"{socket.gethostname()}:{second.pid}"
+    assert second.pid not in _registry(app) and first.pid in _registry(app)  # a clean exit removes its row
     assert any(e["data"].get("stage") == "retry" for e in d["events"])
 
 
@@ -164,7 +179,7 @@ def test_after_a_restart_no_trusted_run_is_computed_again(tmp_path):
     client = app.test_client()
     logs = [tmp_path / "before.log", tmp_path / "after.log"]
     for log, code in zip(logs, (AUTOCAST.reference, AUTOCAST.starter)):
-        worker = start_worker(queue_url, log, AMP_DOJO_POOL_SIZE="1")
+        worker = start_worker(queue_url, log, app.config["DATABASE"], AMP_DOJO_POOL_SIZE="1")
         try:
             sid = submit(client, code)
             wait_for(lambda sid=sid: status_of(client, sid)["status"] in ("done", "error"), 180, "a grading", logs)

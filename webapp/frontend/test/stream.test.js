@@ -192,6 +192,29 @@ test("a reattached submission that is still queued shows its place in the line",
   assert.equal(FakeEventSource.instances[0].url, server.urls.stream); // no events yet: from the start
 });
 
+const NO_GRADER = "No grader is running on this server right now: your submission waits, and it will be graded as soon as one starts.";
+
+test("a queued submission says when no grader is running, and stops saying it once one runs", async () => {
+  const server = fakeServer();
+  server.status = "queued";
+  server.position = 1;
+  server.noGrader = true;
+  const state = new PanelState();
+  const clock = fakeClock();
+  reattach(server.detail(0), state, { api: server.api, EventSource: FakeEventSource });
+  assert.equal(state.statusText, "Queued: you are next. " + NO_GRADER);
+  const source = FakeEventSource.instances[0];
+  source.send("queued", { position: 1, no_grader_running: false }); // a worker started
+  assert.equal(state.statusText, "Queued: you are next");
+  source.send("queued", { position: 2, no_grader_running: true });
+  assert.equal(state.statusText, "Queued: 1 ahead of you. " + NO_GRADER);
+  // polling (no EventSource) reads it from the submission's document
+  const polled = new PanelState();
+  follow({ urls: server.urls }, polled, { api: server.api, setTimeout: clock.setTimeout });
+  await settle();
+  assert.equal(polled.statusText, "Queued: you are next. " + NO_GRADER);
+});
+
 test("a submission that is over when found again shows its verdict and follows nothing", () => {
   const server = fakeServer();
   server.add("progress", { stage: "started" });

@@ -84,6 +84,7 @@ export function fakeServer(sid = "s1") {
     events: [],
     status: "running",
     position: null,
+    noGrader: false,
     result: null,
     cancelled: false,
     down: false,
@@ -99,6 +100,7 @@ export function fakeServer(sid = "s1") {
         id: sid, status: server.status, position: server.position, urls, result: server.result, error: null,
         score: server.result ? server.result.score : null, result_status: server.result ? server.result.status : null,
         cancelled: server.cancelled, events: server.events.filter((e) => e.id > after),
+        no_grader_running: server.noGrader,
       };
     },
     api(method, url, body) {

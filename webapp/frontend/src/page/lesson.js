@@ -87,7 +87,7 @@ export function initLesson(page, env) {
           return;
         }
         state.reset();
-        state.queued(res.data.position || 1);
+        state.queued(res.data.position || 1, res.data.no_grader_running);
         refreshHistory();
         follow(res.data, state, {
           ...following,

@@ -140,8 +140,12 @@ export class PanelState {
     item.detail = detail || "";
   }
 
-  queued(position) {
-    const text = position > 1 ? tr("Queued: {n} ahead of you", { n: position - 1 }) : tr("Queued: you are next");
+  // `noGrader`: the server says no grading worker is alive (no_grader_running); the submission waits for one.
+  queued(position, noGrader) {
+    let text = position > 1 ? tr("Queued: {n} ahead of you", { n: position - 1 }) : tr("Queued: you are next");
+    if (noGrader) {
+      text += ". " + tr("No grader is running on this server right now: your submission waits, and it will be graded as soon as one starts.");
+    }
     this.say(text, "queued");
     this.step("queued", stageLabels().queued, tr("position {n}", { n: position }));
     this.emit();
@@ -215,7 +219,7 @@ export class PanelState {
   }
 
   handle(type, data) {
-    if (type === "queued") this.queued(data.position);
+    if (type === "queued") this.queued(data.position, data.no_grader_running);
     else if (type === "progress") this.progress(data);
     else if (type === "check") this.check(data);
     else if (type === "done") this.done(data);

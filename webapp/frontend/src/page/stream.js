@@ -73,7 +73,7 @@ export function follow(submission, panel, options = {}) {
           // the server sends only events after `after`; one it sent again would not be shown twice
           if (ev.type !== "done" && !(ev.id <= lastId)) handle(ev.type, ev.data, ev.id);
         }
-        if (d.status === "queued" && d.position) panel.queued(d.position);
+        if (d.status === "queued" && d.position) panel.queued(d.position, d.no_grader_running);
         if (isFinished(d.status)) handle("done", doneOf(d));
         else later(poll, POLL_MS);
       })
@@ -116,7 +116,7 @@ export function reattach(detail, panel, options = {}) {
     panel.done(doneOf(detail));
     return null;
   }
-  if (detail.status === "queued" && detail.position) panel.queued(detail.position);
+  if (detail.status === "queued" && detail.position) panel.queued(detail.position, detail.no_grader_running);
   return follow(detail, panel, { ...options, after: last });
 }
 
