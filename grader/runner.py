@@ -218,8 +218,8 @@ def run(
             raise lesson_setup_error(exercise, exc.payload["message"]) from None
         # Even an "internal" error is only what the worker says, and learner code shares its process: it
         # is reported in the result, never raised as a fault of the platform.
-        result.error = submission_error(exc.payload)
         traces = all_traces(sub_data) + exc.payload.get("rank_traces", []) + partial_trace(exc.payload)
+        result.error = submission_error(exc.payload, source, traces)
     finally:
         pool.shutdown(wait=True)  # a trusted run still going finishes (and is cached) before its worker closes
         hold.release()
