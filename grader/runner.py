@@ -250,7 +250,11 @@ def run(
     for c in result.checks:
         progress("check", check=c.id, status=c.status)
     if result.error is None:
-        result.notes = unexercised.notes(source, sub_data.lines_run, device, result.amp_dtype)
+        prepare = exercise.entrypoint.prepare
+        on_cpu = prepare.name if prepare is not None and not exercise.workload.move_models else None
+        result.notes = unexercised.notes(
+            source, sub_data.lines_run, device, result.amp_dtype, exercise.entrypoint.name, given_on_cpu=on_cpu
+        )
     result.notes = [f for c in result.checks for f in c.findings if f.severity == "info"] + result.notes
     return _finish(result, exercise, started, progress)
 
