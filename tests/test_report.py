@@ -100,3 +100,16 @@ def test_a_nonfinite_loss_is_reported_at_the_line_that_caused_it(grade):
     assert result.to_dict()["error"]["line"] == 25
     text = printed(result, report.Source("mine.py", source), io.StringIO())
     assert "mine.py:25: the loss became nan at step" in text and "25 | scaler.unscale_(optimizer)" in text
+
+
+def test_a_nonfinite_loss_is_given_no_line_its_calls_do_not_show():
+    from grader.judge.evaluate import submission_error
+
+    code = "def train_step(model, x):\n    loss = model(x)\n    loss.backward()\n    return loss\n"
+    nan = {"kind": "nonfinite", "message": "the loss became nan at step 2", "step": 2}
+    backward = {"ev": "backward", "line": 3, "value": float("nan")}
+    error = submission_error({**nan, "events": [backward]}, code)
+    assert (error.line, error.source_line) == (3, "loss.backward()")
+    finite = {**backward, "value": 1.5}  # its backward's loss was finite: the NaN came after it, no line is guessed
+    assert submission_error({**nan, "events": [finite]}, code).line is None
+    assert submission_error(nan, code, [{"step": 1, "events": [backward]}]).line is None  # another step's backward
