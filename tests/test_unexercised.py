@@ -226,3 +226,9 @@ def test_a_model_handed_to_a_helper_before_the_wrap_may_have_moved():
     )
     found = _keys(notes(source, _ran_but(source, 3, 4, 5), "cpu", "bfloat16", given_on_cpu="prepare"))
     assert ("not_exercised.would_cuda", 4) not in found and ("not_exercised.would_cuda", 5) in found
+
+
+def test_a_name_bound_more_than_once_is_not_read_as_a_cuda_test():
+    source = TIMED.replace("    loss = model(inputs)\n", "    for timed in (timed,):\n        loss = model(inputs)\n")
+    found = _keys(notes(source, _ran_but(source, 6, 7, 9, 11, 17), "cpu", "bfloat16", "train_step"))
+    assert ("not_exercised.if", 6) in found and not any(k.startswith("not_exercised.cuda_") for k, _ in found)

@@ -233,11 +233,11 @@ def _cuda_only(b: Skipped) -> bool:
     assigned once in the function read as what was assigned (`timed = inputs.is_cuda and TIMING`)."""
     test = b.test
     if isinstance(test, ast.Name) and b.node is not None:
-        values = [
-            n.value
+        values = [  # every binding of the name: a parameter, a loop or `with` target counts as one of unknown value
+            getattr(n, "value", None)
             for n in ast.walk(b.node)
-            if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr))
-            and any(isinstance(t, ast.Name) and t.id == test.id for t in _targets(n))
+            if (isinstance(n, ast.arg) and n.arg == test.id)
+            or any(isinstance(t, ast.Name) and t.id == test.id for t in _targets(n))
         ]
         test = values[0] if len(values) == 1 and values[0] is not None else test
     side = cuda_only_side(test) if test is not None else None
@@ -247,7 +247,10 @@ def _cuda_only(b: Skipped) -> bool:
 def _targets(node: ast.AST) -> list[ast.AST]:
     if isinstance(node, ast.Assign):
         return [t for target in node.targets for t in ast.walk(target)]
-    return [node.target]
+    if isinstance(node, ast.withitem):
+        return list(ast.walk(node.optional_vars)) if node.optional_vars is not None else []
+    target = getattr(node, "target", None)  # AnnAssign, AugAssign, NamedExpr, For, comprehension
+    return list(ast.walk(target)) if isinstance(target, ast.AST) else []
 
 
 def _cuda_syncs(b: Skipped, said: set[int]) -> list[Finding]:
