@@ -209,8 +209,8 @@ def run(
             raise lesson_setup_error(exercise, exc.payload["message"]) from None
         # Even an "internal" error is only what the worker says, and learner code shares its process: it
         # is reported in the result, never raised as a fault of the platform.
-        result.error = submission_error(exc.payload)
         traces = all_traces(sub_data) + exc.payload.get("rank_traces", []) + partial_trace(exc.payload)
+        result.error = submission_error(exc.payload, source, traces)
     finally:
         pool.shutdown(wait=True)  # a trusted run still going finishes (and is cached) before its worker closes
         hold.release()
@@ -241,7 +241,11 @@ def run(
     for c in result.checks:
         progress("check", check=c.id, status=c.status)
     if result.error is None:
-        result.notes = unexercised.notes(source, sub_data.lines_run, device, result.amp_dtype)
+        prepare = exercise.entrypoint.prepare
+        on_cpu = prepare.name if prepare is not None and not exercise.workload.move_models else None
+        result.notes = unexercised.notes(
+            source, sub_data.lines_run, device, result.amp_dtype, exercise.entrypoint.name, given_on_cpu=on_cpu
+        )
     result.notes = [f for c in result.checks for f in c.findings if f.severity == "info"] + result.notes
     return _finish(result, exercise, started, progress)
 

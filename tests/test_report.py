@@ -88,3 +88,28 @@ def test_what_the_code_prints_cannot_redraw_the_report(failing):
     text = printed(forged, src, Terminal(), "always")
     assert "\x1b[2J" not in text and "\x07" not in text
     assert "\\x1b[2J\\x1b[HPASS score 100%\\x07 and more" in text
+
+
+def test_a_nonfinite_loss_is_reported_at_the_line_that_caused_it(grade):
+    # the unscale_ before the last micro-batch's backward: the error carries its line and source line, which the
+    # report (and the web result) show as any error's
+    source = (SUBMISSIONS / "grad_accumulation" / "clipped_before_the_last_micro_batch.py").read_text()
+    result = grade("grad_accumulation", source)
+    assert (result.error.kind, result.error.line) == ("nonfinite", 25)
+    assert result.error.source_line == "scaler.unscale_(optimizer)"
+    assert result.to_dict()["error"]["line"] == 25
+    text = printed(result, report.Source("mine.py", source), io.StringIO())
+    assert "mine.py:25: the loss became nan at step" in text and "25 | scaler.unscale_(optimizer)" in text
+
+
+def test_a_nonfinite_loss_is_given_no_line_its_calls_do_not_show():
+    from grader.judge.evaluate import submission_error
+
+    code = "def train_step(model, x):\n    loss = model(x)\n    loss.backward()\n    return loss\n"
+    nan = {"kind": "nonfinite", "message": "the loss became nan at step 2", "step": 2}
+    backward = {"ev": "backward", "line": 3, "value": float("nan")}
+    error = submission_error({**nan, "events": [backward]}, code)
+    assert (error.line, error.source_line) == (3, "loss.backward()")
+    finite = {**backward, "value": 1.5}  # its backward's loss was finite: the NaN came after it, no line is guessed
+    assert submission_error({**nan, "events": [finite]}, code).line is None
+    assert submission_error(nan, code, [{"step": 1, "events": [backward]}]).line is None  # another step's backward

@@ -99,3 +99,23 @@ def test_a_device_written_as_a_literal_is_named_outside_a_branch_that_tests_the_
         (f.line, f.text["message"]["key"], f.text["message"]["params"]["device"]) for f in hardcoded_devices(source)
     ]
     assert found == [(2, "hardcoded_device.mesh", "cpu"), (4, "hardcoded_device.scaler", "cuda:0")]
+
+
+def test_an_and_with_a_cuda_term_runs_on_cuda_only_but_the_host_syncs_check_does_not_read_it():
+    import ast
+
+    from grader.judge.static import cuda_only_side
+
+    def side(test: str):
+        return cuda_only_side(ast.parse(test, mode="eval").body)
+
+    assert side("x.is_cuda and verbose") is True and side("not (x.is_cuda and verbose)") is False
+    assert side("x.is_cuda or verbose") is None and side("verbose and device == 'cpu'") is None
+    # "every step" would not be true of a branch that also needs `verbose`: the step's host-sync rule keeps to
+    # plain device tests (grader/judge/unexercised.py says the rest as notes where it did not run)
+    found = lines_of("""
+        def train_step(loss, x, verbose):
+            if x.is_cuda and verbose:
+                torch.cuda.synchronize()
+    """)
+    assert found == []

@@ -149,3 +149,86 @@ def test_a_float16_branch_is_read_in_its_own_function_when_another_has_the_same_
         "        return loss\n"
     )
     assert ("not_exercised.unscaled", 9) in _keys(notes(source, {3, 8, 10}, "cpu", "bfloat16"))
+
+
+def _ran_but(source: str, *skipped: int) -> set[int]:
+    return set(range(1, source.count("\n") + 2)) - set(skipped)
+
+
+TIMED = """def train_step(model, optimizer, inputs, targets, device_type, amp_dtype):
+    timed = inputs.is_cuda and LOG
+    loss = model(inputs)
+    if timed:
+        end.synchronize()
+        print(float(loss))
+    if device_type == "cuda":
+        torch.cuda.synchronize()
+    if LOG:
+        print(loss.item())
+    return loss
+
+
+def report(loss, device_type):
+    if device_type == "cuda":
+        return loss.item()
+"""
+
+
+def test_a_host_sync_on_a_cuda_only_branch_that_did_not_run_is_said_at_its_line():
+    # the test is a name assigned once in the step (an `and` with is_cuda): the branch runs on CUDA only
+    found = _keys(notes(TIMED, _ran_but(TIMED, 5, 6, 8, 10, 16), "cpu", "bfloat16", "train_step"))
+    assert ("not_exercised.cuda_sync", 5) in found and ("not_exercised.cuda_value", 6) in found
+
+
+def test_a_sync_the_steps_own_rule_names_or_that_is_not_on_a_cuda_branch_of_the_step_is_not_said():
+    found = _keys(notes(TIMED, _ran_but(TIMED, 5, 6, 8, 10, 16), "cpu", "bfloat16", "train_step"))
+    # line 8: static.cuda_only_host_syncs names it already; line 10: `if LOG:` may run on a CPU; line 16: not the step
+    assert not any(k.startswith("not_exercised.cuda_") and line in (8, 10, 16) for k, line in found)
+
+
+PREPARE = """def prepare(model, device):
+    if device.type == "cuda":
+        ddp = DDP(model, device_ids=[device.index])
+        ddp = ddp.cuda()
+    else:
+        ddp = DDP(model.to(device))
+    return ddp
+"""
+
+
+def test_ddp_wrapping_before_the_move_on_cuda_only_is_said_on_cuda():
+    found = notes(PREPARE, _ran_but(PREPARE, 3, 4), "cpu", "bfloat16", "train_step", given_on_cpu="prepare")
+    said = {(f.text["message"]["key"], f.line): f.message for f in found}
+    assert "parameters were on cpu" in said[("not_exercised.would_cuda", 3)]
+    assert "moved with .cuda() after it was wrapped" in said[("not_exercised.would_cuda", 4)]
+
+
+def test_a_model_given_on_its_device_or_moved_first_is_not_said_to_be_wrapped_before_moving():
+    assert ("not_exercised.would_cuda", 3) not in _keys(notes(PREPARE, _ran_but(PREPARE, 3, 4), "cpu", "bf16"))
+    moved_first = PREPARE.replace(
+        "        ddp = DDP(model, device_ids", "        model.cuda()\n        ddp = DDP(model, device_ids"
+    )
+    moved_first = moved_first.replace("        ddp = ddp.cuda()\n", "")
+    found = _keys(notes(moved_first, _ran_but(moved_first, 3, 4), "cpu", "bfloat16", given_on_cpu="prepare"))
+    assert not any(k == "not_exercised.would_cuda" for k, _ in found)
+
+
+def test_a_move_on_the_other_side_of_the_if_is_not_after_the_wrap():
+    # CUDA grading: the else branch did not run, and its move follows the wrap only in the source's order
+    found = _keys(notes(PREPARE, _ran_but(PREPARE, 6), "cuda:0", "float16", given_on_cpu="prepare"))
+    assert ("not_exercised.else", 6) in found
+    assert not any(k.startswith("not_exercised.would") for k, _ in found)
+
+
+def test_a_model_handed_to_a_helper_before_the_wrap_may_have_moved():
+    source = PREPARE.replace(
+        "        ddp = DDP(model, device_ids", "        place(model, device)\n        ddp = DDP(model, device_ids"
+    )
+    found = _keys(notes(source, _ran_but(source, 3, 4, 5), "cpu", "bfloat16", given_on_cpu="prepare"))
+    assert ("not_exercised.would_cuda", 4) not in found and ("not_exercised.would_cuda", 5) in found
+
+
+def test_a_name_bound_more_than_once_is_not_read_as_a_cuda_test():
+    source = TIMED.replace("    loss = model(inputs)\n", "    for timed in (timed,):\n        loss = model(inputs)\n")
+    found = _keys(notes(source, _ran_but(source, 6, 7, 9, 11, 17), "cpu", "bfloat16", "train_step"))
+    assert ("not_exercised.if", 6) in found and not any(k.startswith("not_exercised.cuda_") for k, _ in found)

@@ -85,19 +85,23 @@ def scaler_usage(events, ctx) -> list[Finding]:
     for scaler in scalers or [0]:  # each scaler's calls in their own order: a second scaler is said once, above
         own = [e for e in events if e["ev"] not in SCALER_CALLS or e.get("scaler", 0) == scaler]
         out += [f for f in _update_rules(own, ctx, direct) if f.id not in {o.id for o in out}]
-    out += _unscale_rules(events) + _unscaled_too_early(events)
+    out += _unscale_rules(events) + unscaled_too_early(events)
     return out
 
 
-def _unscaled_too_early(events) -> list[Finding]:
+def unscaled_too_early(events) -> list[Finding]:
     """A backward that added gradients to an optimizer's parameters after its unscale_ and before its step (the
     trace compares their gradients around the backward): the step gets gradients divided by the scale beside
-    gradients still multiplied by it. Said at the unscale_."""
+    gradients still multiplied by it. Said at the unscale_ (also the line of the nonfinite loss it leads to,
+    grader/judge/evaluate.py)."""
     for i, e in enumerate(events):
-        if e["ev"] == "backward_after_unscale":
+        if e["ev"] == "backward_after_unscale" and e.get("optimizers"):
             opt = e["optimizers"][0]
-            unscale = next(u for u in reversed(events[:i]) if u["ev"] == "unscale_" and u.get("optimizer") == opt)
-            return [finding("unscale_before_backward", unscale["line"], backward=e["line"])]
+            unscale = next(
+                (u for u in reversed(events[:i]) if u["ev"] == "unscale_" and u.get("optimizer") == opt), None
+            )
+            if unscale is not None:
+                return [finding("unscale_before_backward", unscale["line"], backward=e["line"])]
     return []
 
 

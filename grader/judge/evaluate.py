@@ -6,15 +6,17 @@ learner's code still gets the checks that the steps before it can support."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 
 from grader.checks import call_order, coverage, fsdp_calls, lesson, memory, overflow, parity, profiling, ranks, speedup
 from grader.checks.advice import advised
+from grader.checks.events import backwards
 from grader.errors import GraderError
 from grader.judge import static
 from grader.judge.devices import cpu_matmul_kernel
 from grader.judge.drive import RunData, all_traces, cut_at_overflow, raised_on_overflow
-from grader.judge.protocol import protocol
+from grader.judge.protocol import line_text, protocol
 from grader.judge.timing import TimingResult
 from grader.lesson.check_specs import FAST_CPU, threshold_for
 from grader.lesson.schema import Exercise
@@ -26,15 +28,18 @@ from grader.worker import workload
 NEAR_FP32 = 0.05  # where a lesson has no parity check: how close to the FP32 run a forged run would end
 
 
-def submission_error(payload: dict) -> SubmissionError:
+def submission_error(payload: dict, code: str = "", traces: list[dict] | None = None) -> SubmissionError:
     """The error as the learner reads it: the grader's own wording where it has one (a raised exception's text
     is PyTorch's or the learner's, and stays as it is), with the line in front and, with ranks, the rank before
-    that."""
+    that. `code` and `traces` (the steps traced before it failed): the line a nonfinite loss is given."""
     said = (
         Said.of(payload["said"])
         if payload.get("said")
         else say("error.raised", detail=payload.get("message", "unknown error"))
     )
+    if payload.get("kind") == "nonfinite" and not payload.get("line"):
+        line = nonfinite_line(payload.get("events") or [], traces or [], payload.get("step"))
+        payload = {**payload, "line": line, "source_line": line_text(code, line)}
     line = payload.get("line")
     if line and payload.get("kind") not in ("timeout",):
         said = say("error.at_line", line=line, message=said)
@@ -48,6 +53,23 @@ def submission_error(payload: dict) -> SubmissionError:
         payload.get("step"),
         column=payload.get("column"),
     )
+
+
+def nonfinite_line(events: list[dict], traces: list[dict], step) -> int | None:
+    """Where a loss that became inf or NaN comes from, as far as the calls show it: the unscale_ that a later
+    backward added scaled gradients after (call_order.unscaled_too_early) in the failing step (`events`) or a
+    traced step before it (the mix reaches the weights a step or two before the loss shows it), else the failing
+    step's last backward of a loss already inf or NaN. None where neither shows: no line is guessed."""
+    before = [
+        t["events"]
+        for t in traces
+        if t.get("phase") != "prepare" and isinstance(t.get("step"), int) and (step is None or t["step"] <= step)
+    ]
+    for seen in [events, *reversed(before)]:
+        if found := call_order.unscaled_too_early(seen):
+            return found[0].line
+    bad = [e for e in backwards(events) if isinstance(e.get("value"), float) and not math.isfinite(e["value"])]
+    return bad[-1].get("line") if bad else None
 
 
 def judged(decide, result: GradingResult, exercise: Exercise) -> list[CheckResult]:

@@ -162,12 +162,30 @@ def _mentions_cuda(test: ast.AST) -> bool | None:
     return None
 
 
-def _host_read(call: ast.Call) -> str | None:
+def cuda_only_side(test: ast.AST) -> bool | None:
+    """As _mentions_cuda, where an `and` holds on CUDA only when one of its terms does (`if x.is_cuda and
+    verbose:`). Not for the host_syncs check, which says "every step": such a branch may run on some steps only."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return True if any(cuda_only_side(v) is True for v in test.values) else None
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = cuda_only_side(test.operand)
+        return None if inner is None else not inner
+    return _mentions_cuda(test)
+
+
+VALUE_READS = ("float", "int", "bool")  # float(t): a host read where t is a tensor (the source cannot tell)
+
+
+def host_read(call: ast.Call, values: bool = False) -> str | None:
+    """The host read a call makes on a GPU tensor (or stream, or event), by the name it is called with; with
+    `values`, also float(x), int(x) and bool(x) of something that is not a literal."""
     name = dotted(call.func).split(".")[-1] if isinstance(call.func, ast.Attribute) else ""
     if name in HOST_READS and not (name == "synchronize" and call.args):
         return name
     if name == "to" and any(isinstance(a, ast.Constant) and a.value == "cpu" for a in call.args):
         return "to"
+    if values and isinstance(call.func, ast.Name) and call.func.id in VALUE_READS and len(call.args) == 1:
+        return None if isinstance(call.args[0], ast.Constant) else call.func.id
     return None
 
 
@@ -189,7 +207,7 @@ def _bound_to(tree: ast.Module, name: str) -> set[str]:
     return out
 
 
-def _step_functions(tree: ast.Module, entrypoint: str) -> list[ast.AST]:
+def step_functions(tree: ast.Module, entrypoint: str) -> list[ast.AST]:
     """The step function, what is bound in its place, and the functions of this file they call (transitively)."""
     functions = _functions(tree)
     todo, seen = [entrypoint, *_bound_to(tree, entrypoint)], set()
@@ -212,6 +230,11 @@ def cuda_only_host_syncs(source: str, entrypoint: str, *, note: bool = False) ->
         tree = ast.parse(source)
     except SyntaxError:
         return []
+    return host_syncs_in(tree, entrypoint, note=note)
+
+
+def host_syncs_in(tree: ast.Module, entrypoint: str, *, note: bool = False) -> list[Finding]:
+    """cuda_only_host_syncs of a parsed source."""
     out, lines = [], set()
 
     def visit(node: ast.AST, cuda_only: bool):
@@ -221,7 +244,7 @@ def cuda_only_host_syncs(source: str, entrypoint: str, *, note: bool = False) ->
             for child in node.orelse:
                 visit(child, cuda_only or not side)
             return
-        if cuda_only and isinstance(node, ast.Call) and _host_read(node) and node.lineno not in lines:
+        if cuda_only and isinstance(node, ast.Call) and host_read(node) and node.lineno not in lines:
             lines.add(node.lineno)
             out.append(
                 finding(
@@ -236,7 +259,7 @@ def cuda_only_host_syncs(source: str, entrypoint: str, *, note: bool = False) ->
             if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 visit(child, cuda_only)
 
-    for function in _step_functions(tree, entrypoint):
+    for function in step_functions(tree, entrypoint):
         for statement in function.body:
             visit(statement, False)
     return sorted(out, key=lambda f: f.line)

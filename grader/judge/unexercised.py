@@ -13,7 +13,16 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from grader.judge.static import dotted, visited
+from grader.judge import static_moves
+from grader.judge.static import (
+    VALUE_READS,
+    cuda_only_side,
+    dotted,
+    host_read,
+    host_syncs_in,
+    step_functions,
+    visited,
+)
 from grader.results import Finding, finding, message_of
 
 MAX_NOTES = 6  # a verdict names at most this many skipped blocks; the rest are counted in the last note
@@ -52,6 +61,7 @@ class Skipped:
     negated: bool  # the statements are in that `if`'s else branch
     whole_function: bool = False
     node: ast.AST | None = field(default=None, compare=False, repr=False)  # the function they belong to
+    test: ast.AST | None = field(default=None, compare=False, repr=False)  # the `if` test, where there is one
 
 
 def _judged(stmt: ast.stmt) -> bool:
@@ -77,7 +87,7 @@ class _Walker:
         self.fn = fn
         self.block(fn.body, fn.name, None, False)
 
-    def block(self, body: list[ast.stmt], function: str, condition: str | None, negated: bool) -> None:
+    def block(self, body: list[ast.stmt], function: str, condition: ast.AST | None, negated: bool) -> None:
         """The statements of one block that did not run, as runs of consecutive statements."""
         run: list[ast.stmt] = []
         for stmt in body:
@@ -96,10 +106,9 @@ class _Walker:
     def nested(self, stmt: ast.stmt, function: str) -> None:
         """The blocks inside a statement that ran (or that compiles to nothing)."""
         if isinstance(stmt, ast.If):
-            test = ast.get_source_segment(self.source, stmt.test)
-            self.block(stmt.body, function, test, False)
+            self.block(stmt.body, function, stmt.test, False)
             if stmt.orelse:
-                self.block(stmt.orelse, function, test, True)
+                self.block(stmt.orelse, function, stmt.test, True)
             return
         for name in ("body", "orelse", "finalbody"):
             inner = getattr(stmt, name, None)
@@ -118,10 +127,11 @@ class _Walker:
             return stmt.lineno in self.ran or any(line in self.ran for line in inner)
         return any(line in self.ran for line in range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1))
 
-    def _close(self, run: list[ast.stmt], function: str, condition: str | None, negated: bool) -> None:
+    def _close(self, run: list[ast.stmt], function: str, test: ast.AST | None, negated: bool) -> None:
         if run:
             last = max((s.end_lineno or s.lineno) for s in run)
-            self.skipped.append(Skipped(run[0].lineno, last, function, condition, negated, node=self.fn))
+            condition = ast.get_source_segment(self.source, test) if test is not None else None
+            self.skipped.append(Skipped(run[0].lineno, last, function, condition, negated, node=self.fn, test=test))
 
 
 def _own_lines(fn) -> list[int]:
@@ -196,25 +206,79 @@ def _float16_mistakes(tree: ast.Module, block: Skipped) -> list[tuple[int, str]]
     return out
 
 
-def _would(tree: ast.Module, blocks: list[Skipped]) -> list[Finding]:
-    """The static rules (grader/judge/static.py) and the float16 ones above, applied to the code that did not
-    run: notes of what it would do where it runs."""
+def _would(tree: ast.Module, blocks: list[Skipped], step: str, given_on_cpu: str | None) -> list[Finding]:
+    """The static rules (grader/judge/static.py, static_moves.py) and the float16 ones above, applied to the code
+    that did not run: notes of what it would do where it runs, said "on CUDA" where its `if` runs it on CUDA only.
+    `step`: the lesson's step function, whose CUDA-only branches are read for host syncs."""
     found = visited(tree)
+    functions = {b.node for b in blocks} - {None}
+    moves = {id(fn): static_moves.out_of_order(fn, models_on_cpu=fn.name == given_on_cpu) for fn in functions}
+    steps = {id(fn) for fn in step_functions(tree, step)}
+    said = {f.line for f in host_syncs_in(tree, step)}  # already a note or a finding of its own
     out = []
     for b in blocks:
-        for f in found:
+        key = "not_exercised.would_cuda" if _cuda_only(b) else "not_exercised.would"
+        for f in found + moves.get(id(b.node), []):
             if f.severity != "info" and f.line is not None and b.first <= f.line <= b.last:
-                out.append(
-                    finding("not_exercised", f.line, severity="info", key="not_exercised.would", detail=message_of(f))
-                )
+                out.append(finding("not_exercised", f.line, severity="info", key=key, detail=message_of(f)))
+        if id(b.node) in steps and _cuda_only(b):
+            out += _cuda_syncs(b, said)
         for line, what in _float16_mistakes(tree, b):
             out.append(finding("not_exercised", line, severity="info", key=f"not_exercised.{what}"))
     return out
 
 
-def notes(source: str, ran: set[int] | None, device: str, amp_dtype: str) -> list[Finding]:
+def _cuda_only(b: Skipped) -> bool:
+    """Whether the block runs on CUDA only, as its `if` reads (static.cuda_only_side), a test that is a name
+    assigned once in the function read as what was assigned (`timed = inputs.is_cuda and TIMING`)."""
+    test = b.test
+    if isinstance(test, ast.Name) and b.node is not None:
+        values = [  # every binding of the name: a parameter, a loop or `with` target counts as one of unknown value
+            getattr(n, "value", None)
+            for n in ast.walk(b.node)
+            if (isinstance(n, ast.arg) and n.arg == test.id)
+            or any(isinstance(t, ast.Name) and t.id == test.id for t in _targets(n))
+        ]
+        test = values[0] if len(values) == 1 and values[0] is not None else test
+    side = cuda_only_side(test) if test is not None else None
+    return side is not None and side != b.negated
+
+
+def _targets(node: ast.AST) -> list[ast.AST]:
+    if isinstance(node, ast.Assign):
+        return [t for target in node.targets for t in ast.walk(target)]
+    if isinstance(node, ast.withitem):
+        return list(ast.walk(node.optional_vars)) if node.optional_vars is not None else []
+    target = getattr(node, "target", None)  # AnnAssign, AugAssign, NamedExpr, For, comprehension
+    return list(ast.walk(target)) if isinstance(target, ast.AST) else []
+
+
+def _cuda_syncs(b: Skipped, said: set[int]) -> list[Finding]:
+    """A host read or synchronize in a CUDA-only block of the step that did not run (and that the step's own
+    rule, static.cuda_only_host_syncs, did not already name): on CUDA the host would wait there for the GPU."""
+    out, lines = [], set(said)
+    for node in ast.walk(b.node):
+        if not (isinstance(node, ast.Call) and b.first <= node.lineno <= b.last) or node.lineno in lines:
+            continue
+        if (read := host_read(node, values=True)) is not None:
+            lines.add(node.lineno)
+            key = "not_exercised.cuda_value" if read in VALUE_READS else "not_exercised.cuda_sync"
+            call = f"{dotted(node.func)}()"
+            out.append(finding("not_exercised", node.lineno, severity="info", key=key, call=call))
+    return sorted(out, key=lambda f: f.line)
+
+
+def notes(
+    source: str,
+    ran: set[int] | None,
+    device: str,
+    amp_dtype: str,
+    step: str = "train_step",
+    given_on_cpu: str | None = None,
+) -> list[Finding]:
     """One info finding per skipped block (at most MAX_NOTES), at its first line, and what the static rules
-    find inside those blocks."""
+    find inside those blocks (`step`: the lesson's step function; `given_on_cpu`: the function the grader hands
+    the models to on the CPU, the lesson's prepare where the learner moves them)."""
     if not ran:
         return []  # nothing was watched (a worker that does not report lines): say nothing rather than guess
     try:
@@ -248,4 +312,4 @@ def notes(source: str, ran: set[int] | None, device: str, amp_dtype: str) -> lis
         out.append(
             finding("not_exercised", rest.first, severity="info", key="not_exercised.more", n=len(blocks) - len(shown))
         )
-    return out + _would(tree, blocks)
+    return out + _would(tree, blocks, step, given_on_cpu)

@@ -28,6 +28,11 @@ OTHER_DEVICES: dict[str, str | dict[str, str]] = {
         "other": "{n} more blocks of your code never ran in this grading",
     },
     "not_exercised.would": "this line did not run here, and where it runs: {detail}",
+    "not_exercised.would_cuda": "this line did not run here; where it runs, on CUDA: {detail}",
+    "not_exercised.cuda_sync": "this line did not run here; on CUDA it would call {call} in the step: the host "
+    "waits there for the GPU to finish its queued work",
+    "not_exercised.cuda_value": "this line did not run here; on CUDA it would call {call} in the step: if its "
+    "argument is a tensor on the GPU, the host waits there for the GPU to compute it",
     "not_exercised.unscaled": "this line did not run here; in float16 it would call backward() on a loss the "
     "GradScaler did not scale, so small gradients would underflow to zero",
     "not_exercised.no_update": "this line did not run here; in float16 it would call scaler.step(), and this "
