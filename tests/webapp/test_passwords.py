@@ -293,10 +293,15 @@ def test_forgot_password_is_rate_limited_per_name_and_address_whether_or_not_the
     assert busy.status_code == 429 and int(busy.headers["Retry-After"]) > 0
 
 
-def test_without_smtp_forgot_password_says_to_ask_the_instructor(app):
+def test_without_smtp_forgot_password_says_to_ask_the_instructor_and_opens_with_anonymous_use_off(make_app):
+    app = make_app(ANONYMOUS_USE=False, SMTP_HOST="127.0.0.1")  # a server but no PUBLIC_URL: no mail
     client = app.test_client()
     signup(app.test_client(), "ada")
     for response in (client.get("/forgot-password"), forgot(client, "ada")):
         assert response.status_code == 200
         assert 'data-testid="ask-instructor"' in response.get_data(as_text=True)
     assert 'href="/forgot-password"' in client.get("/signin").get_data(as_text=True)
+    teacher, course_id, _ = course_with(app, "teacher", ("bob",))
+    link = link_path(issue(teacher, course_id, user_id(app, "bob")).get_data(as_text=True))
+    assert client.get(link).status_code == 200 and client.get("/courses").status_code == 302
+    assert use(app, link, client=client).status_code == 303 and signed_in_as(client) == "bob"
