@@ -188,9 +188,9 @@ def reset(token):
 
 @bp.route("/forgot-password", methods=["GET", "POST"])
 def forgot():
-    """Without mail, the page says to ask the instructor. With it, every request gets the same answer after
-    the same work, whether or not the name is an account's or has an address (the mail leaves from another
-    thread); requests are limited per typed name (RESET_MAILS_PER_NAME: an address is not flooded, and the
+    """Without mail, the page says to ask the instructor. With it, every request gets the same answer as fast,
+    whether or not the name is an account's or has an address (the mail leaves from another thread, so the
+    SMTP server's delay never shows); requests are limited per typed name (RESET_MAILS_PER_NAME: an address is not flooded, and the
     links already sent stay good) and per client address (RESET_MAILS_PER_IP), in RESET_MAIL_WINDOW_S."""
     if request.method == "GET" or not _mail_on():
         return render_template("auth/forgot.html", mail=_mail_on(), sent=False, error=None)
