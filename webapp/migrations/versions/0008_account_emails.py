@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0008"
-down_revision = "0006"  # the lead's merge: "0007" (worker heartbeats) comes between
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 
