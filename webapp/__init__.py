@@ -75,7 +75,7 @@ def grading_capacity(config) -> tuple[int, int]:
 
 def create_app(test_config: dict | None = None) -> Flask:
     app = load_settings(test_config)
-    from webapp import api, auth, courses, dashboard, db, health, lessons, logs, metrics, security
+    from webapp import api, auth, courses, dashboard, db, health, lessons, logs, metrics, passwords, security
 
     # "/api/lessons//submissions" is a 404 like any unknown path, not a redirect as HTML (the fuzz test found it)
     app.url_map.merge_slashes = False
@@ -95,7 +95,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     app.extensions["amp_dojo_queue"] = make_queue(app.config)
     app.register_blueprint(lessons.bp)
     app.register_blueprint(api.bp)
-    for blueprint in (auth.bp, courses.bp, dashboard.bp, health.bp, metrics.bp):
+    for blueprint in (auth.bp, passwords.bp, courses.bp, dashboard.bp, health.bp, metrics.bp):
         app.register_blueprint(blueprint)
     app.before_request(lambda: start_collector(app))
     for status in ERROR_PAGES:  # the one handler of every HTML error page (the API words its own as JSON)

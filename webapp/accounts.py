@@ -43,6 +43,7 @@ class User(UserMixin):
     role: str
     learner: str
     session_token: str
+    email: str | None = None
 
     def get_id(self) -> str:
         return self.session_token
@@ -61,7 +62,7 @@ def _dummy_hash() -> str:
 def _user(row) -> User | None:
     if row is None:
         return None
-    return User(row["id"], row["username"], row["role"], row["learner"], row["session_token"])
+    return User(row["id"], row["username"], row["role"], row["learner"], row["session_token"], row["email"])
 
 
 def username_key(username: str) -> str:
@@ -91,6 +92,11 @@ def check_new(username: str, password: str) -> None:
     """Raises AccountError for a username or password an account may not have."""
     if not USERNAME.fullmatch(username or ""):
         raise AccountError(noop_gettext("A username has 3 to 32 letters, digits, dots, dashes or underscores."))
+    check_password(password)
+
+
+def check_password(password: str) -> None:
+    """Raises AccountError for a password no account may have (sign-up, a change and a reset alike)."""
     if not MIN_PASSWORD <= len(password or "") <= MAX_PASSWORD:
         raise AccountError(
             noop_gettext("A password has {min} to {max} characters."), min=MIN_PASSWORD, max=MAX_PASSWORD
@@ -174,6 +180,44 @@ def authenticate(db, username: str, password: str) -> User | None:
 
 def end_sessions(db, user_id: int) -> None:
     db.execute("UPDATE users SET session_token = ? WHERE id = ?", (secrets.token_urlsafe(32), user_id))
+
+
+# ---------- changing a password, the e-mail address a reset link is mailed to ----------
+
+EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s.]+(\.[^@\s.]+)+")
+MAX_EMAIL = 254
+
+
+def password_hash(db, user_id: int) -> str | None:
+    return db.execute("SELECT password_hash FROM users WHERE id = ?", (user_id,)).scalar()
+
+
+def set_password(db, user_id: int, password: str, replacing: str) -> User | None:
+    """The account with its new password and a new session token (every session of it ends, and every reset
+    link made before, which carries a fingerprint of the old hash: webapp/passwords.py), or None when its hash
+    is no longer `replacing`: one reset link used twice at once sets one password, not two."""
+    check_password(password)
+    new_hash = generate_password_hash(password)  # outside the write lock, like a sign-up's
+    with transaction(db):
+        changed = db.execute(
+            "UPDATE users SET password_hash = ?, session_token = ? WHERE id = ? AND password_hash = ?",
+            (new_hash, secrets.token_urlsafe(32), user_id, replacing),
+        ).rowcount
+    return by_id(db, user_id) if changed == 1 else None
+
+
+def check_email(email: str) -> str | None:
+    """The address as stored ("" is none), or AccountError for one that is not an address."""
+    email = (email or "").strip()
+    if not email:
+        return None
+    if len(email) > MAX_EMAIL or not EMAIL.fullmatch(email):
+        raise AccountError(noop_gettext("That is not an e-mail address (name@example.org)."))
+    return email
+
+
+def set_email(db, user_id: int, email: str) -> None:
+    db.execute("UPDATE users SET email = ? WHERE id = ?", (check_email(email), user_id))
 
 
 # ---------- rate limits on sign-in and sign-up, shared by every app process ----------

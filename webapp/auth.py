@@ -25,6 +25,8 @@ login_manager = LoginManager()
 OPEN_ENDPOINTS = {
     "auth.signin",
     "auth.signup",
+    "passwords.forgot",
+    "passwords.reset",
     "static",
     "lessons.set_language",
     "lessons.pygments_css",
@@ -58,7 +60,7 @@ def init_app(app):
 
 def _no_store(response):
     """Account, course and dashboard pages carry the CSRF token and learners' work: never cached."""
-    if request.blueprint in ("auth", "courses", "dashboard"):
+    if request.blueprint in ("auth", "passwords", "courses", "dashboard"):
         response.headers["Cache-Control"] = "no-store"
     return response
 
@@ -102,7 +104,7 @@ def _next() -> str:
     return _safe_next(request.values.get("next"))
 
 
-def _start_session(user: accounts.User) -> None:
+def start_session(user: accounts.User) -> None:
     """A fresh session (a new CSRF token, no anonymous learner id left behind), then the account's."""
     session.clear()
     login_user(user)
@@ -131,7 +133,7 @@ def signup():
         user = accounts.create(db, username, password, "learner", reown_from=anonymous)
     except accounts.AccountError as exc:
         return _form_error("auth/signup.html", 400, gettext(exc.message, **exc.values), username=username)
-    _start_session(user)
+    start_session(user)
     return redirect(_next(), code=303)
 
 
@@ -163,7 +165,7 @@ def signin():
     accounts.forget_attempts(db, keys[0])
     for key in keys[1:]:
         accounts.forget_attempt(db, attempt, key)
-    _start_session(user)
+    start_session(user)
     return redirect(_next(), code=303)
 
 

@@ -7,6 +7,7 @@
     amp-dojo create-instructor NAME  an instructor account (password asked for, or --password-stdin)
     amp-dojo backup PATH             the database (while the app runs) and a manifest, into a new folder
     amp-dojo restore PATH            a backup into an empty instance, migrated up
+    amp-dojo reset-password NAME     a one-time link that sets a new password for account NAME
 
 Settings come from AMP_DOJO_CONFIG and AMP_DOJO_* variables (docs/configuration.md)."""
 
@@ -111,6 +112,27 @@ def restore(path):
         f"restored {path} (schema {done['from']}, now {done['to']}); "
         f"{done['requeued']} submissions under way were queued again"
     )
+
+
+@main.command("reset-password")
+@click.argument("name")
+def reset_password(name):
+    """Print a one-time link that sets a new password for account NAME (any role). It works once, for
+    PASSWORD_RESET_MAX_AGE_S, and dies when the password changes; on PUBLIC_URL where set."""
+    app = _app()
+    from webapp import accounts, passwords
+    from webapp.db import get_db
+
+    with app.test_request_context():  # url_for needs a request; the link's host is PUBLIC_URL or none
+        db = get_db()
+        user = accounts.by_username(db, name)
+        if user is None:
+            raise click.ClickException(f"no account is named {name}")
+        link = passwords.reset_link(app.config, passwords.reset_token(db, app.config, user.id), None)
+    click.echo(link)
+    hours = passwords.hours_valid(app.config)
+    where = "" if app.config.get("PUBLIC_URL") else " (after the site's address: set PUBLIC_URL to have it here)"
+    click.echo(f"give it to {user.username} only: it works once, for {hours} h{where}", err=True)
 
 
 @main.command()

@@ -150,3 +150,26 @@ JOIN_FAILURES_PER_ACCOUNT = 10
 JOIN_FAILURES_PER_IP = 60
 # New accounts per client address per hour (a class behind one NAT address signs up together: raise it).
 SIGNUPS_PER_IP = 60
+
+# Password resets (webapp/passwords.py). The site's address as learners reach it (https://dojo.example.edu, with
+# any path prefix), for the links `amp-dojo reset-password` prints and "forgot password" mails; None = links
+# on the address a request came to (the CLI then prints a path), and no mail is sent.
+PUBLIC_URL = None
+# Seconds a reset link works (it also dies once used, or when the password changes some other way).
+PASSWORD_RESET_MAX_AGE_S = 86400
+# "Forgot password" requests per typed username and per client address in RESET_MAIL_WINDOW_S seconds
+# (past either: 429 with Retry-After; the links already sent stay good).
+RESET_MAIL_WINDOW_S = 3600
+RESET_MAILS_PER_NAME = 3
+RESET_MAILS_PER_IP = 30
+# The SMTP server "forgot password" mails reset links through (to the address an account holder set on their
+# account page); None = no mail: the page says to ask the instructor. STARTTLS before the login where
+# SMTP_STARTTLS; SMTP_USER/SMTP_PASSWORD only where the server wants a login. Mail needs PUBLIC_URL too.
+SMTP_HOST = None
+SMTP_PORT = 587
+SMTP_STARTTLS = True
+SMTP_USER = None
+SMTP_PASSWORD = None
+# The sender; None = amp-dojo@SMTP_HOST.
+SMTP_FROM = None
+SMTP_TIMEOUT = 10

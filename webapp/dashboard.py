@@ -32,7 +32,7 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
 
-from webapp import accounts, bounds, classroom, code_views, content, findings, i18n
+from webapp import accounts, bounds, classroom, code_views, content, findings, i18n, passwords
 from webapp.auth import gettext, instructor_required
 from webapp.courses import lesson_title
 from webapp.db import get_db
@@ -235,6 +235,24 @@ def remove_learner(course_id, user_id):
     classroom.remove_learner(db, course_id, user_id)
     flash(gettext("{name} has left the course.", name=person["username"]), "saved")
     return redirect(url_for("dashboard.course", course_id=course_id), code=303)
+
+
+@bp.post("/courses/<int:course_id>/learners/<int:user_id>/reset-link")
+@instructor_required
+def reset_link(course_id, user_id):
+    """A one-time link that sets a new password for a learner of this course, shown to the instructor to hand
+    over (webapp/passwords.py). Only a learner's: a course's learners are learners' accounts, never an
+    instructor's, and another course's learner does not exist here (404)."""
+    db, course = _taught_course(course_id)
+    person = classroom.learner_in(db, course_id, user_id)
+    user = accounts.by_id(db, user_id) if person is not None else None
+    if user is None or user.role != "learner":
+        abort(404)
+    config = current_app.config
+    link = passwords.reset_link(config, passwords.reset_token(db, config, user.id), request.host_url)
+    return render_template(
+        "dashboard/reset_link.html", course=course, person=person, link=link, hours=passwords.hours_valid(config)
+    )
 
 
 # ---------- a course's dashboard ----------

@@ -18,6 +18,8 @@ ROUTES = [
     ("POST", "/teach/courses/{id}/delete"),
     ("POST", "/teach/courses/{id}/learners/1/remove"),
     ("POST", "/teach/courses/1/learners/{id}/remove"),
+    ("POST", "/teach/courses/{id}/learners/1/reset-link"),
+    ("POST", "/teach/courses/1/learners/{id}/reset-link"),
     ("GET", "/teach/courses/{id}/submissions/<sid>"),
     ("POST", "/api/quiz/autocast/{id}"),
 ]
