@@ -139,6 +139,39 @@ def report(rows: list[dict], skipped: dict[str, str], device: str, args) -> str:
     return "\n".join(lines) + "\n"
 
 
+def docker_cuda_problem(device: str) -> str | None:
+    """Why the docker sandbox cannot grade on `device` although its image is current (None: it can). A container
+    of the grading image, given the GPU as the sandbox gives it, must import a CUDA build of torch that sees it:
+    a CPU image (CI's offline build), a host without the NVIDIA Container Toolkit or with a driver older than the
+    wheels' CUDA (docs/operations.md) would otherwise fail every grading of the table."""
+    if not device.startswith("cuda"):
+        return None
+    import docker
+    from grader.sandboxes.docker_sandbox import IMAGE, client, host_gpu
+
+    probe = "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"
+    gpu = docker.types.DeviceRequest(device_ids=[host_gpu(device)], capabilities=[["gpu"]])
+    container = None
+    try:
+        container = client().containers.create(
+            IMAGE, ["python3", "-c", probe], network_mode="none", device_requests=[gpu]
+        )
+        container.start()
+        container.wait(timeout=300)
+        out = container.logs(stdout=True, stderr=False)
+    except Exception as exc:  # noqa: BLE001 - any failure to run one is the reason to report
+        return f"a container of {IMAGE} given the GPU did not run ({type(exc).__name__}: {exc})"[:400]
+    finally:
+        if container is not None:
+            container.remove(force=True)  # also one the engine created but could not start
+    version, cuda, seen = out.decode().split()[-3:]
+    if cuda == "None":
+        return f"the image {IMAGE} holds a CPU build of torch ({version}): build it with `docker build .`"
+    if seen != "True":
+        return f"torch {version} in {IMAGE} sees no GPU: the host's driver must run CUDA {cuda} (docs/operations.md)"
+    return None
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     device = runner.resolve_device(args.device)
@@ -151,6 +184,8 @@ def main(argv=None) -> int:
     rows, skipped = [], {}
     for sandbox in [s for s in args.sandboxes.split(",") if s]:
         why = unavailable_reason(sandbox) if sandbox in SANDBOXES else f"unknown sandbox (use {', '.join(SANDBOXES)})"
+        if why is None and sandbox == "docker":
+            why = docker_cuda_problem(device)
         if why is not None:
             skipped[sandbox] = why
             continue

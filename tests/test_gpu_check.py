@@ -62,3 +62,19 @@ def test_script_refuses_to_run_without_a_gpu():
         pytest.skip("a GPU is here")
     done = subprocess.run([str(ROOT / "scripts" / "gpu-check")], capture_output=True, text=True, timeout=600)
     assert done.returncode == 2 and "sees no CUDA device" in done.stderr
+
+
+def test_a_docker_sandbox_whose_containers_cannot_use_the_device_is_reported_not_graded(tmp_path, monkeypatch):
+    """A current image is not enough on a GPU: CI's CPU image, or a host without the container toolkit or with an
+    older driver, would fail every grading of the table; the report names why instead."""
+    monkeypatch.setattr(gpu_check, "unavailable_reason", lambda sandbox: None)
+    monkeypatch.setattr(gpu_check, "docker_cuda_problem", lambda device: "the image holds a CPU build of torch")
+    out = tmp_path / "calibration.md"
+    code = gpu_check.main(["--device", "cpu", "--sandboxes", "docker", "--lessons", "autocast", "--output", str(out)])
+    text = out.read_text()
+    assert code == 1 and "| autocast | docker" not in text
+    assert "Not run in the docker sandbox: the image holds a CPU build of torch" in text
+
+
+def test_the_device_probe_asks_nothing_of_docker_on_a_cpu():
+    assert gpu_check.docker_cuda_problem("cpu") is None

@@ -35,6 +35,19 @@ def code_hash() -> str:
     return tree_hash(WORKER_PACKAGE)
 
 
+def host_gpu(device: str) -> str:
+    """The GPU to ask the engine for, as the host names it, for this process's CUDA `device`. The engine counts
+    every GPU of the host, this process only those CUDA_VISIBLE_DEVICES leaves it: a worker started for the host's
+    second GPU (CUDA_VISIBLE_DEVICES=1, deploy/amp-dojo-worker@.service) grades on its cuda:0, which is GPU 1 there,
+    and would put every container on GPU 0 if its own index were passed on. Entries may be indices or UUIDs; the
+    engine takes either."""
+    index = int(device.partition(":")[2] or 0)
+    if "CUDA_VISIBLE_DEVICES" not in os.environ:
+        return str(index)
+    visible = [v.strip() for v in os.environ["CUDA_VISIBLE_DEVICES"].split(",") if v.strip()]
+    return visible[index] if index < len(visible) else str(index)
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -286,8 +299,7 @@ class DockerLauncher(Launcher):
 
         device_requests = None
         if device.startswith("cuda"):
-            index = device.partition(":")[2] or "0"
-            device_requests = [docker.types.DeviceRequest(device_ids=[index], capabilities=[["gpu"]])]
+            device_requests = [docker.types.DeviceRequest(device_ids=[host_gpu(device)], capabilities=[["gpu"]])]
         env = worker_env("/tmp", 1, pythonpath="/opt/amp-dojo")
         for name in ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"):  # the device request decides the GPU
             env.pop(name, None)
