@@ -134,25 +134,20 @@ def _keep_trusted_runs(config, queue) -> None:
 
 
 def _warm_in_background(config, queue) -> None:
-    """The trusted runs of every lesson, computed (or found in the store) before learners need them."""
-    import threading
+    """The trusted runs of every lesson, computed (or found in the store) before learners need them, in a
+    background thread that gives way to learners: its sandboxes run at the lowest CPU priority, and it pauses
+    while a grading runs or submissions wait (grader/judge/warming.py). A learner's first grading of a lesson
+    computes that lesson's runs itself meanwhile, so it waits for nothing else."""
+    from grader import runner
+    from grader.lesson.loader import load_all
 
-    def warm():
-        from grader import runner
-        from grader.lesson.loader import load_all
-
-        log = logging.getLogger("amp_dojo.worker")
-        try:
-            device = runner.resolve_device(config["DEVICE"])
-            launcher = queue.launchers.get(config["SANDBOX"], bool(config["ALLOW_LOCAL_SANDBOX"]), device)
-            for exercise in load_all(Path(config["EXERCISES"]) if config["EXERCISES"] else None).values():
-                computed = runner.warm(exercise, device, launcher)
-                if computed:
-                    log.info("trusted runs of %s computed: %s", exercise.id, ", ".join(computed))
-        except Exception:
-            log.exception("warming the trusted runs failed")
-
-    threading.Thread(target=warm, name="warm-trusted-runs", daemon=True).start()
+    try:
+        device = runner.resolve_device(config["DEVICE"])
+        launcher = queue.launchers.get(config["SANDBOX"], bool(config["ALLOW_LOCAL_SANDBOX"]), device)
+        exercises = load_all(Path(config["EXERCISES"]) if config["EXERCISES"] else None).values()
+        runner.BackgroundWarm(list(exercises), device, launcher, learners_waiting=queue.pending_count).start()
+    except Exception:
+        logging.getLogger("amp_dojo.worker").exception("warming the trusted runs failed")
 
 
 def _redact(url: str) -> str:
