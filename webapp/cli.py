@@ -5,6 +5,7 @@
     amp-dojo worker                  one grading worker: a Huey consumer with one thread
     amp-dojo init-db                 create or upgrade the database tables
     amp-dojo create-instructor NAME  an instructor account (password asked for, or --password-stdin)
+    amp-dojo warm [LESSON...]        the lessons' trusted runs, computed into the workers' store ahead of time
 
 Settings come from AMP_DOJO_CONFIG and AMP_DOJO_* variables (docs/configuration.md)."""
 
@@ -67,6 +68,47 @@ def create_instructor(name, password_stdin):
         except accounts.AccountError as exc:
             raise click.ClickException(str(exc)) from None
     click.echo(f"instructor {user.username} created; sign in at /signin")
+
+
+@main.command("warm")
+@click.argument("lessons", nargs=-1)
+def warm_trusted_runs(lessons):
+    """Compute the trusted runs of LESSONS (default: all) into the workers' store, ahead of time: an install or
+    upgrade step (docs/operations.md#trusted-runs-ahead-of-time)."""
+    from grader import runner
+    from grader.errors import GraderError
+    from grader.lesson.loader import load_all
+    from webapp import load_settings, make_queue
+    from webapp.sandboxing import check_sandbox
+
+    config = load_settings().config
+    if not config["TRUSTED_RUNS"]:
+        raise click.ClickException("TRUSTED_RUNS is empty: workers keep trusted runs in memory only, so none is kept")
+    try:
+        launcher = check_sandbox(config)  # the workers' sandbox: it is part of a run's key
+    except EnvironmentProblem as exc:
+        raise click.ClickException(f"this machine cannot grade: {exc.message}") from None
+    exercises = load_all(Path(config["EXERCISES"]) if config["EXERCISES"] else None)
+    unknown = [i for i in lessons if i not in exercises]
+    if unknown:
+        raise click.ClickException(f"no lesson {', '.join(unknown)}")
+    queue = make_queue(config)
+    failed = 0
+    try:
+        _keep_trusted_runs(config, queue)
+        device = runner.resolve_device(config["DEVICE"])
+        for exercise in [exercises[i] for i in lessons] or exercises.values():
+            try:
+                computed = runner.warm(exercise, device, launcher)
+            except GraderError as exc:
+                failed += 1
+                click.echo(f"{exercise.id:<22} failed: {exc.message}", err=True)
+                continue
+            click.echo(f"{exercise.id:<22} {'computed ' + ', '.join(computed) if computed else 'already stored'}")
+    finally:
+        queue.close()
+    if failed:
+        raise click.ClickException(f"{failed} lesson(s) could not be warmed; their first gradings will say why")
 
 
 @main.command()

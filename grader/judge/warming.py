@@ -68,11 +68,11 @@ class BackgroundWarm(threading.Thread):
         try:
             if exclusive.in_use(self.device):
                 return True
-        except Exception:  # noqa: BLE001 - an unusable lock folder: gradings will say why
+        except Exception:  # an unusable lock folder: gradings will say why
             log.debug("the device lock of %s could not be probed", self.device, exc_info=True)
         try:
             return bool(self.learners_waiting())
-        except Exception:  # noqa: BLE001 - a queue hiccup: asked again at the next poll
+        except Exception:  # a queue hiccup: asked again at the next poll
             log.debug("the queue could not be asked for waiting submissions", exc_info=True)
             return False
 
