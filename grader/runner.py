@@ -43,6 +43,7 @@ from grader.judge.trusted_runs import (
     use_trusted_store,
     warm,
 )
+from grader.judge.warming import BackgroundWarm
 from grader.judge.workers import init_worker, lesson_setup_error, spawn_worker, starting_point, workload_of
 from grader.lesson.check_specs import threshold_for
 from grader.lesson.schema import Exercise
@@ -53,7 +54,8 @@ from grader.sandboxes.process import WorkerFailure, WorkerProcess
 from grader.worker import lazy_dynamo
 
 # The public surface of grading, for the CLI, the web app and notebooks: run() and what a deployment sets up
-# around it (the device, where trusted runs are kept, computing them ahead of the first grading).
+# around it (the device, where trusted runs are kept, computing them ahead of the first grading, in the background
+# below learners' gradings).
 __all__ = [
     "run",
     "resolve_device",
@@ -62,6 +64,7 @@ __all__ = [
     "KeyValueStore",
     "user_cache_dir",
     "warm",
+    "BackgroundWarm",
     "Progress",
     "TimingPlan",
 ]

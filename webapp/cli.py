@@ -8,6 +8,7 @@
     amp-dojo backup PATH             the database (while the app runs) and a manifest, into a new folder
     amp-dojo restore PATH            a backup into an empty instance, migrated up
     amp-dojo reset-password NAME     a one-time link that sets a new password for account NAME
+    amp-dojo warm [LESSON...]        the lessons' trusted runs, computed into the workers' store ahead of time
 
 Settings come from AMP_DOJO_CONFIG and AMP_DOJO_* variables (docs/configuration.md)."""
 
@@ -135,6 +136,47 @@ def reset_password(name):
     click.echo(f"give it to {user.username} only: it works once, for {hours} h{where}", err=True)
 
 
+@main.command("warm")
+@click.argument("lessons", nargs=-1)
+def warm_trusted_runs(lessons):
+    """Compute the trusted runs of LESSONS (default: all) into the workers' store, ahead of time: an install or
+    upgrade step (docs/operations.md#trusted-runs-ahead-of-time)."""
+    from grader import runner
+    from grader.errors import GraderError
+    from grader.lesson.loader import load_all
+    from webapp import load_settings, make_queue
+    from webapp.sandboxing import check_sandbox
+
+    config = load_settings().config
+    if not config["TRUSTED_RUNS"]:
+        raise click.ClickException("TRUSTED_RUNS is empty: workers keep trusted runs in memory only, so none is kept")
+    try:
+        launcher = check_sandbox(config)  # the workers' sandbox: it is part of a run's key
+    except EnvironmentProblem as exc:
+        raise click.ClickException(f"this machine cannot grade: {exc.message}") from None
+    exercises = load_all(Path(config["EXERCISES"]) if config["EXERCISES"] else None)
+    unknown = [i for i in lessons if i not in exercises]
+    if unknown:
+        raise click.ClickException(f"no lesson {', '.join(unknown)}")
+    queue = make_queue(config)
+    failed = 0
+    try:
+        _keep_trusted_runs(config, queue)
+        device = runner.resolve_device(config["DEVICE"])
+        for exercise in [exercises[i] for i in lessons] or exercises.values():
+            try:
+                computed = runner.warm(exercise, device, launcher)
+            except GraderError as exc:
+                failed += 1
+                click.echo(f"{exercise.id:<22} failed: {exc.message}", err=True)
+                continue
+            click.echo(f"{exercise.id:<22} {'computed ' + ', '.join(computed) if computed else 'already stored'}")
+    finally:
+        queue.close()
+    if failed:
+        raise click.ClickException(f"{failed} lesson(s) could not be warmed; their first gradings will say why")
+
+
 @main.command()
 @click.option("-v", "--verbose", is_flag=True)
 @click.option("--beside-server", is_flag=True, hidden=True, help="started by `serve --with-worker`: a quiet start")
@@ -228,25 +270,20 @@ def _keep_trusted_runs(config, queue) -> None:
 
 
 def _warm_in_background(config, queue) -> None:
-    """The trusted runs of every lesson, computed (or found in the store) before learners need them."""
-    import threading
+    """The trusted runs of every lesson, computed (or found in the store) before learners need them, in a
+    background thread that gives way to learners: its sandboxes run at the lowest CPU priority, and it pauses
+    while a grading runs or submissions wait (grader/judge/warming.py). A learner's first grading of a lesson
+    computes that lesson's runs itself meanwhile, so it waits for nothing else."""
+    from grader import runner
+    from grader.lesson.loader import load_all
 
-    def warm():
-        from grader import runner
-        from grader.lesson.loader import load_all
-
-        log = logging.getLogger("amp_dojo.worker")
-        try:
-            device = runner.resolve_device(config["DEVICE"])
-            launcher = queue.launchers.get(config["SANDBOX"], bool(config["ALLOW_LOCAL_SANDBOX"]), device)
-            for exercise in load_all(Path(config["EXERCISES"]) if config["EXERCISES"] else None).values():
-                computed = runner.warm(exercise, device, launcher)
-                if computed:
-                    log.info("trusted runs of %s computed: %s", exercise.id, ", ".join(computed))
-        except Exception:
-            log.exception("warming the trusted runs failed")
-
-    threading.Thread(target=warm, name="warm-trusted-runs", daemon=True).start()
+    try:
+        device = runner.resolve_device(config["DEVICE"])
+        launcher = queue.launchers.get(config["SANDBOX"], bool(config["ALLOW_LOCAL_SANDBOX"]), device)
+        exercises = load_all(Path(config["EXERCISES"]) if config["EXERCISES"] else None).values()
+        runner.BackgroundWarm(list(exercises), device, launcher, learners_waiting=queue.pending_count).start()
+    except Exception:
+        logging.getLogger("amp_dojo.worker").exception("warming the trusted runs failed")
 
 
 def _redact(url: str) -> str:

@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import tempfile
+import threading
 import time
 from functools import lru_cache
 from pathlib import Path
@@ -296,11 +297,14 @@ def trusted_roles(exercise: Exercise) -> list[str]:
     )
 
 
-def warm(exercise: Exercise, device: str, launcher) -> list[str]:
+def warm(exercise: Exercise, device: str, launcher, cancel: threading.Event | None = None) -> list[str]:
     """Makes sure the trusted runs a grading of `exercise` needs exist (in memory and in the store); returns
-    the roles that had to be computed."""
+    the roles that had to be computed. Setting `cancel` stops the run in progress within a fraction of a second
+    (it raises, kind "cancelled"); the roles finished before it are kept."""
     device = resolve_device(device)
     missing = [r for r in trusted_roles(exercise) if cached_run(launcher, exercise, r, device) is None]
     for role in missing:
-        trusted_run(launcher, exercise, role, device)
+        worker = spawn_trusted(launcher, exercise, role, device)
+        worker.cancel = cancel
+        trusted_run(launcher, exercise, role, device, worker)
     return missing

@@ -219,7 +219,7 @@ class BwrapLauncher(Launcher):
 
     def prepare(self, device: str) -> WorkerProcess:
         workdir = make_workdir()
-        group = Cgroup.create(self.limits.processes, self.limits.memory_bytes, self.limits.cpus)
+        group = Cgroup.create(self.limits.processes, self.limits.memory_bytes, self.limits.cpus, self.idle)
         try:
             return self._start(device, workdir, group)
         except Exception:
@@ -229,7 +229,7 @@ class BwrapLauncher(Launcher):
             raise
 
     def _start(self, device: str, workdir: Path, group) -> WorkerProcess:
-        limit = rlimits(self.limits, device, processes=True)
+        limit = rlimits(self.limits, device, processes=True, idle=self.idle)
 
         def prepare():
             limit()

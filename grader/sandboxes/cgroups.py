@@ -18,8 +18,12 @@ PERIOD_US = 100_000
 DECISIVE = {
     "pids": ("pids.max",),
     "memory": ("memory.max", "memory.limit_in_bytes"),
-    "cpu": ("cpu.max", "cpu.cfs_quota_us"),
+    "cpu": ("cpu.max", "cpu.cfs_quota_us", "cpu.idle", "cpu.weight", "cpu.shares"),
 }
+# A background sandbox's group (trusted runs computed ahead of learners): SCHED_IDLE for the whole group where the
+# kernel has cpu.idle (5.15), else the least weight. Inside its own group a process's nice value only counts
+# against its siblings, so the group itself must yield to the learners' groups.
+IDLE_FILES = [("cpu.idle", "1"), ("cpu.weight", "1"), ("cpu.shares", "2")]
 
 
 class Cgroup:
@@ -28,9 +32,12 @@ class Cgroup:
         self.limits = limits  # what holds, e.g. ["pids", "memory"]: for the record, and for tests
 
     @classmethod
-    def create(cls, pids_max: int, memory_bytes: int | None, cpus: float | None = None) -> Cgroup | None:
+    def create(
+        cls, pids_max: int, memory_bytes: int | None, cpus: float | None = None, idle: bool = False
+    ) -> Cgroup | None:
         """None where no writable hierarchy is found; otherwise the limits that could be set. `cpus`: CPU time
-        per wall-clock second, summed over the sandbox's processes (1.5 = one and a half cores)."""
+        per wall-clock second, summed over the sandbox's processes (1.5 = one and a half cores). `idle`: the
+        group gets the CPU only where no other group wants it (IDLE_FILES)."""
         name = f"amp-dojo-{secrets.token_hex(6)}"
         wanted = {"pids": [("pids.max", str(pids_max))]}
         if memory_bytes:
@@ -47,6 +54,8 @@ class Cgroup:
                 ("cpu.cfs_period_us", str(PERIOD_US)),
                 ("cpu.cfs_quota_us", str(quota)),
             ]
+        if idle:
+            wanted.setdefault("cpu", []).extend(IDLE_FILES)
         if (ROOT / "cgroup.controllers").exists():
             made = _make_v2(name, wanted)
         else:

@@ -327,6 +327,7 @@ class DockerLauncher(Launcher):
             memswap_limit=limits.memory_bytes,
             pids_limit=limits.processes,
             nano_cpus=int(limits.cpus * 1e9),
+            cpu_shares=2 if self.idle else None,  # a background sandbox (Launcher.background): the least weight
             ulimits=[
                 docker.types.Ulimit(name="core", soft=0, hard=0),
                 docker.types.Ulimit(name="fsize", soft=limits.file_bytes, hard=limits.file_bytes),

@@ -123,6 +123,21 @@ def alone(device: str):
         os.close(fd)
 
 
+def in_use(device: str) -> bool:
+    """Whether a grading holds the device now (shared or alone), in any process of this host and user: what
+    work done ahead of learners (grader/judge/warming.py) gives way to. A probe that never waits: the lock taken
+    alone without blocking and let go at once (a grading that asks for it meanwhile waits that instant)."""
+    _turnstile, lock = _paths(device)
+    fd = _open(lock)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
 class Hold:
     """One grading's hold on its device, moved between shared and alone as its phases change."""
 

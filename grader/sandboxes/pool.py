@@ -52,6 +52,10 @@ class WarmPool(Launcher):
     def identity(self) -> str:
         return self.launcher.identity()
 
+    def background(self) -> Launcher:
+        """The launcher behind the pool, lowered: the warm blanks are kept for learners' gradings."""
+        return self.launcher.background()
+
     def prepare(self, device: str) -> WorkerProcess:
         """A ready blank; else the first of those still starting (it began before a cold one could); else a
         cold start. Either way the pool is topped up again."""
