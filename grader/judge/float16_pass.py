@@ -152,7 +152,11 @@ def with_findings(check: CheckResult, added: list[Finding]) -> CheckResult:
 
 
 def lines_after(ran: set[int] | None, run: Float16Run) -> set[int] | None:
-    """The lines that ran in the grading or in the pass (the pass's count lost: the grading's alone)."""
-    if ran is None or not run.lines_run:
+    """The lines that ran in the grading or in the pass (the pass's count lost: the grading's alone). A step
+    that failed reports no count, but its traced calls ran at their lines, and so did the line that raised."""
+    if ran is None or run.lines_run is None:
         return ran
-    return ran | run.lines_run
+    called = {e["line"] for t in run.traces for e in t["events"] if isinstance(e.get("line"), int)}
+    failure = run.failure or {}
+    raised = {failure["line"]} if failure.get("kind") == "exception" and isinstance(failure.get("line"), int) else set()
+    return ran | run.lines_run | called | raised

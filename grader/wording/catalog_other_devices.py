@@ -37,8 +37,9 @@ OTHER_DEVICES: dict[str, str | dict[str, str]] = {
     "CUDA runs this lesson): {message}",
     "float16_pass.stopped": "the float16 pass on this CPU (your code run again with amp_dtype=torch.float16, as "
     "CUDA runs this lesson) stopped early: {message}; the calls before it were judged, the rest of that run was not",
-    "float16_pass.fix": "this is no failure by itself (a CPU lacks some of CUDA's float16 kernels), but the float16 "
-    "code after this point was not checked: read it again, or grade it on a GPU",
+    "float16_pass.fix": "this fails nothing by itself (the cause may be this CPU's, a CUDA call or a float16 kernel "
+    "a CPU lacks, or your code's), but your float16 code after this point was not checked: read it again, or grade "
+    "it on a GPU",
     "not_exercised.fix": "this verdict says nothing about code that did not run: a mistake there (float16 without a "
     "GradScaler, a host sync on CUDA) would show only where it runs; read it again, or grade it "
     "on a device and dtype that take that branch",

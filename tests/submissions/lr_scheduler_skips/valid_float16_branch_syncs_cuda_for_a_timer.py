@@ -1,11 +1,11 @@
 # expect-status: pass
 # expect-check: call_order=pass
 # expect-note: float16_pass.stopped line=27
-# expect-note: not_exercised.if line=27
+# expect-note: not_exercised.if line=28
 # Right: the scheduler steps only after a step the scaler applied. In float16 (CUDA's dtype here) it also waits
 # for the GPU before reading the clock, which a CPU cannot do: the float16 pass on the CPU stops there. That is
-# no failure of the code; the verdict passes, a note says where the float16 pass stopped, and the lines after it
-# are still said to be unrun (the step that stopped reports no lines).
+# no failure of the code; the verdict passes, a note says where the float16 pass stopped, and the line after it
+# is still said to be unrun.
 import time
 
 import torch
