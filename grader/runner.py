@@ -249,7 +249,8 @@ def run(
         )
     ran = sub_data.lines_run
     if result.error is None and float16_pass.wanted(exercise, device, source, ran):
-        ran = _float16_pass(result, exercise, source, device, launcher, ran, progress, cancel)
+        budget_s = getattr(sub_worker, "budget_s", None)
+        ran = _float16_pass(result, exercise, source, device, launcher, ran, progress, cancel, budget_s)
         if result.error is not None:  # cancelled meanwhile, or the pass's evidence was malformed
             return _finish(result, exercise, started, progress)
     for c in result.checks:
@@ -260,7 +261,7 @@ def run(
     return _finish(result, exercise, started, progress)
 
 
-def _float16_pass(result, exercise, source, device, launcher, ran, progress, cancel) -> set[int] | None:
+def _float16_pass(result, exercise, source, device, launcher, ran, progress, cancel, budget_s) -> set[int] | None:
     """grader/judge/float16_pass.py: the learner's float16 branch run on this CPU, its call order judged; returns
     the lines that ran in the grading or in the pass. It shares the device like the steps (no timing runs
     beside another grading's)."""
@@ -268,7 +269,7 @@ def _float16_pass(result, exercise, source, device, launcher, ran, progress, can
     hold = exclusive.Hold(device)
     try:
         hold.share()
-        run_16 = float16_pass.run_pass(launcher, exercise, source, device, cancel)
+        run_16 = float16_pass.run_pass(launcher, exercise, source, device, cancel, budget_s)
     finally:
         hold.release()
     if run_16.failure is not None and run_16.failure.get("kind") == "cancelled":

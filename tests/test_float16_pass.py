@@ -50,3 +50,15 @@ def test_a_reference_run_in_float16_on_the_cpu_is_diagnosed_with_nothing(exercis
     assert run.failure is None, run.failure
     assert run.traces and run.lines_run
     assert float16_pass.findings(ex, run) == []
+
+
+def test_a_pass_that_stopped_still_ran_its_traced_calls_and_the_line_that_raised():
+    stopped = float16_pass.Float16Run(
+        traces=[{"events": [{"ev": "cast_model", "line": 8}], "partial": True}],
+        lines_run=set(),
+        failure={"kind": "exception", "line": 9},
+    )
+    assert float16_pass.lines_after({5, 7}, stopped) == {5, 7, 8, 9}
+    assert float16_pass.lines_after(None, stopped) is None  # the grading lost count: still unknown
+    timed_out = float16_pass.Float16Run(lines_run=set(), failure={"kind": "timeout", "line": 9})
+    assert float16_pass.lines_after({5, 7}, timed_out) == {5, 7}  # a timeout's line may not have run to its end

@@ -86,13 +86,17 @@ class Float16Run:
     failure: dict | None = None  # the worker's error payload
 
 
-def run_pass(launcher, exercise: Exercise, source: str, device: str, cancel=None) -> Float16Run:
-    """The submission in a new sandboxed worker, amp_dtype float16, PASS_STEPS steps, every one traced."""
+def run_pass(launcher, exercise: Exercise, source: str, device: str, cancel=None, budget_s=None) -> Float16Run:
+    """The submission in a new sandboxed worker, amp_dtype float16, PASS_STEPS steps, every one traced. Bounded
+    by the grading's own budget for the code (grader/judge/budget.py: the graded steps and more, of which the
+    pass runs two) where it is known, so code that stalls only in float16 cannot hold a worker longer than
+    the grading would let it."""
     lesson = in_float16(exercise)
     data, out, worker = RunData(), Float16Run(), None
     try:
         worker = spawn_worker(launcher, lesson, source, "submission.py", device, trace=True)
         worker.cancel = cancel
+        worker.set_budget(budget_s)
         init_worker(launcher, worker)
         data.prepare_traces = worker.prepare_traces
         drive(worker, PASS_STEPS, trace=True, measure_memory=False, data=data)
