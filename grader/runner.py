@@ -11,7 +11,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from grader.checks import profiling
-from grader.judge import static, unexercised
+from grader.judge import float16_pass, static, unexercised
 from grader.judge.cache import user_cache_dir
 from grader.judge.devices import amp_dtype_for, resolve_device, speed_kind_of
 from grader.judge.drive import (
@@ -241,16 +241,40 @@ def run(
         result.checks = judged(
             lambda: error_checks(exercise, kind, result, traces, static_findings, speed), result, exercise
         )
+    ran = sub_data.lines_run
+    if result.error is None and float16_pass.wanted(exercise, device, source, ran):
+        budget_s = getattr(sub_worker, "budget_s", None)
+        ran = _float16_pass(result, exercise, source, device, launcher, ran, progress, cancel, budget_s)
+        if result.error is not None:  # cancelled meanwhile, or the pass's evidence was malformed
+            return _finish(result, exercise, started, progress)
     for c in result.checks:
         progress("check", check=c.id, status=c.status)
     if result.error is None:
         prepare = exercise.entrypoint.prepare
         on_cpu = prepare.name if prepare is not None and not exercise.workload.move_models else None
-        result.notes = unexercised.notes(
-            source, sub_data.lines_run, device, result.amp_dtype, exercise.entrypoint.name, given_on_cpu=on_cpu
+        result.notes += unexercised.notes(
+            source, ran, device, result.amp_dtype, exercise.entrypoint.name, given_on_cpu=on_cpu
         )
     result.notes = [f for c in result.checks for f in c.findings if f.severity == "info"] + result.notes
     return _finish(result, exercise, started, progress)
+
+
+def _float16_pass(result, exercise, source, device, launcher, ran, progress, cancel, budget_s) -> set[int] | None:
+    """grader/judge/float16_pass.py: the learner's float16 branch run on this CPU, its call order judged; returns
+    the lines that ran in the grading or in the pass. It shares the device like the steps (no timing runs
+    beside another grading's)."""
+    progress("float16", total=float16_pass.PASS_STEPS)
+    hold = exclusive.Hold(device)
+    try:
+        hold.share()
+        run_16 = float16_pass.run_pass(launcher, exercise, source, device, cancel, budget_s)
+    finally:
+        hold.release()
+    if run_16.failure is not None and run_16.failure.get("kind") == "cancelled":
+        result.error = submission_error(run_16.failure)
+        return ran
+    result.checks = judged(lambda: float16_pass.judge(result, exercise, run_16), result, exercise)
+    return float16_pass.lines_after(ran, run_16)
 
 
 def _finish(result: GradingResult, exercise: Exercise, started: float, progress: Progress) -> GradingResult:

@@ -97,7 +97,8 @@ def micro_batch_count(exercise: Exercise, kind: str) -> int:
     return len(workload.build_problem(wl.model_dump(), optimizers=False).step_data(0)["micro_batches"])
 
 
-def _ctx(exercise: Exercise, kind: str, amp_dtype: str) -> dict:
+def call_order_context(exercise: Exercise, kind: str, amp_dtype: str) -> dict:
+    """What the call-order rules know of the grading besides the trace (also the float16 pass's)."""
     return {
         "device_type": kind,
         "amp_dtype": amp_dtype,
@@ -192,7 +193,7 @@ def evaluate(
         if (na := inapplicable(spec, kind, speed, amp_dtype)) is not None:
             out.append(na)
         elif spec.id == "call_order":
-            ctx = {**_ctx(exercise, kind, amp_dtype), "compiled": sub.compiled}
+            ctx = {**call_order_context(exercise, kind, amp_dtype), "compiled": sub.compiled}
             out.append(call_order.check(spec, all_traces(sub), ctx, static_findings))
         elif spec.id == "parity":
             out.append(
@@ -367,7 +368,7 @@ def error_checks(exercise, kind, result, traces, static_findings, speed: str | N
             out.append(na)
             continue
         if spec.id == "call_order":
-            ctx = _ctx(exercise, kind, result.amp_dtype)
+            ctx = call_order_context(exercise, kind, result.amp_dtype)
             found = call_order.check(spec, traces, ctx, static_findings)
             if any(f.severity == "error" for f in found.findings):
                 out.append(advised(spec, found))

@@ -174,6 +174,7 @@ EN: dict[str, str | dict[str, str]] = {
     "stage.steps": "training and comparing with FP32: {total} steps",
     "stage.step": "training and comparing with FP32: step {n} of {total}",
     "stage.trusted": "finishing the FP32 baseline and the reference run",
+    "stage.float16": "running your float16 code on the CPU",
     "stage.timing": "timing against the baseline",
     "stage.timing_round": "timing against the baseline: round {n}",
     "stage.timing_given": "timing against the given step",

@@ -1,6 +1,7 @@
 """The English wording of what a grading on one device says of code written for another: the note that names
 the learner's lines it never ran (grader/judge/unexercised.py: a branch for another device or dtype, a function
-never called), and a device written as a literal (hardcoded_device, grader/judge/static.py)."""
+never called), what the float16 pass on a CPU found there (grader/judge/float16_pass.py), and a device written
+as a literal (hardcoded_device, grader/judge/static.py)."""
 
 OTHER_DEVICES: dict[str, str | dict[str, str]] = {
     "hardcoded_device.autocast": "torch.autocast is given the device {device!r} as a literal: where the model runs "
@@ -37,6 +38,13 @@ OTHER_DEVICES: dict[str, str | dict[str, str]] = {
     "GradScaler did not scale, so small gradients would underflow to zero",
     "not_exercised.no_update": "this line did not run here; in float16 it would call scaler.step(), and this "
     "file never calls scaler.update(), so the scale would never back off after an overflow",
+    "float16_pass.found": "in a float16 pass on this CPU (your code run again with amp_dtype=torch.float16, as "
+    "CUDA runs this lesson): {message}",
+    "float16_pass.stopped": "the float16 pass on this CPU (your code run again with amp_dtype=torch.float16, as "
+    "CUDA runs this lesson) stopped early: {message}; the calls before it were judged, the rest of that run was not",
+    "float16_pass.fix": "this fails nothing by itself (the cause may be this CPU's, a CUDA call or a float16 kernel "
+    "a CPU lacks, or your code's), but your float16 code after this point was not checked: read it again, or grade "
+    "it on a GPU",
     "not_exercised.fix": "this verdict says nothing about code that did not run: a mistake there (float16 without a "
     "GradScaler, a host sync on CUDA) would show only where it runs; read it again, or grade it "
     "on a device and dtype that take that branch",
