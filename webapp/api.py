@@ -12,11 +12,11 @@ from werkzeug.exceptions import HTTPException
 
 from grader.errors import ExerciseNotFound
 from webapp import content, i18n, metrics, store, workers
+from webapp.auth import signin_required
 from webapp.collector import collect
 from webapp.db import connect, get_db
 from webapp.dispatch import dispatch, take_back
 from webapp.logs import note
-from webapp.auth import signin_required
 from webapp.security import client_ip, csrf_token, learner_id, readable_submission
 from webapp.streams import StreamSlots
 

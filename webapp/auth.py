@@ -242,7 +242,9 @@ def make_token():
     days_text = request.form.get("days", "").strip()
     days = int(days_text) if days_text.isascii() and days_text.isdigit() and len(days_text) < 6 else None
     if days_text and days is None:
-        return _account_page(400, error=gettext("A token expires after 1 to {max} days, or never.", max=tokens.MAX_DAYS))
+        return _account_page(
+            400, error=gettext("A token expires after 1 to {max} days, or never.", max=tokens.MAX_DAYS)
+        )
     try:
         secret = tokens.make(get_db(), current_user.id, request.form.get("name", ""), days)
     except accounts.AccountError as exc:

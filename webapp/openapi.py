@@ -63,8 +63,10 @@ def document() -> dict:
             "/api/me": {
                 "get": {
                     "summary": "the signed-in account (by session or access token): username, role, token",
-                    "responses": {"200": _ok("{username, role, token: whether an access token signed it in}"),
-                                  "401": ERROR},
+                    "responses": {
+                        "200": _ok("{username, role, token: whether an access token signed it in}"),
+                        "401": ERROR,
+                    },
                 }
             },
             "/api/lessons": {
@@ -180,6 +182,8 @@ def document() -> dict:
         },
         "components": {
             "securitySchemes": {"accessToken": {"type": "http", "scheme": "bearer"}},
-            "schemas": {"Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}}}
+            "schemas": {
+                "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}}
+            },
         },
     }

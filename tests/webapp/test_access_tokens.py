@@ -78,8 +78,11 @@ def test_a_token_reads_only_its_own_accounts_submissions_and_nothing_else(app):
     token = make_token(ada)
     terminal = app.test_client()
     assert terminal.get(f"/api/submissions/{bobs.get_json()['id']}", headers=bearer(token)).status_code == 404
-    assert terminal.get("/api/me", headers=bearer(token)).get_json() == {"username": "ada", "role": "learner",
-                                                                         "token": True}
+    assert terminal.get("/api/me", headers=bearer(token)).get_json() == {
+        "username": "ada",
+        "role": "learner",
+        "token": True,
+    }
     assert terminal.get("/account", headers=bearer(token)).status_code == 403
     assert terminal.post("/account/tokens", data={"name": "more"}, headers=bearer(token)).status_code == 403
     assert terminal.get("/api/lessons", headers=bearer(token)).status_code == 403

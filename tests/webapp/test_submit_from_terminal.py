@@ -64,9 +64,7 @@ def make_token(client) -> str:
     return re.search(r'data-testid="token-secret">(ampd_[\w-]+)<', page).group(1)
 
 
-def test_grader_submit_from_a_terminal_prints_the_servers_verdict_and_the_account_has_the_submission(
-    served, tmp_path
-):
+def test_grader_submit_from_a_terminal_prints_the_servers_verdict_and_the_account_has_the_submission(served, tmp_path):
     app, url = served
     ada = app.test_client()
     signup(ada, "ada")
