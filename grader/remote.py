@@ -33,6 +33,17 @@ class Login:
     token: str
 
 
+class Received:
+    """The server's result document where a report wants a GradingResult: the terminal's report and the
+    notebook's HTML read a verdict only through to_dict(), so both show the server's verdict unchanged."""
+
+    def __init__(self, document: dict):
+        self.document = document
+
+    def to_dict(self) -> dict:
+        return self.document
+
+
 def credentials_file() -> Path:
     return Path(click.get_app_dir("amp-dojo")) / CREDENTIALS
 
@@ -44,7 +55,9 @@ def saved() -> Login:
         data = json.loads(path.read_text(encoding="utf-8"))
         return Login(data["url"], data["token"])
     except (OSError, ValueError, KeyError, TypeError):
-        raise GraderError("not logged in to a server: run `grader login URL` first") from None
+        raise GraderError(
+            "not logged in to a server: run `grader login URL` first (a token from its account page)"
+        ) from None
 
 
 def save(login: Login) -> Path:
@@ -112,6 +125,15 @@ def whoami(login: Login, lang: str) -> dict:
 def submit(login: Login, lesson: str, code: str, lang: str) -> dict:
     """Sends the code; the server's answer (id, status, position, urls)."""
     return call(login, "POST", f"/api/lessons/{urllib.parse.quote(lesson, safe='')}/submissions", lang, {"code": code})
+
+
+def verdict(answer: dict) -> dict:
+    """The result document of a finished submission; a GraderError where the server graded none (cancelled, or
+    the grading itself failed there)."""
+    document = answer.get("result")
+    if not document:
+        raise GraderError(f"the server gave no verdict: {answer.get('error') or answer.get('status')}")
+    return document
 
 
 def wait_for(login: Login, sid: str, lang: str, wait_s: float, on_news=None) -> dict:

@@ -20,6 +20,7 @@ PREFIX = "ampd_"
 MAX_NAME = 60
 MAX_PER_ACCOUNT = 20
 MAX_DAYS = 3650
+LAST_USED_EVERY_S = 60.0
 # The API endpoints a token opens: submitting, following its own submissions, and saying whose it is.
 SCOPE = frozenset({"api.submit", "api.submission", "api.stream", "api.lesson_submissions", "api.me"})
 UNKNOWN = noop_gettext("This access token is unknown or revoked: make a new one on your account page.")
@@ -104,5 +105,8 @@ def user_for(db, secret: str, now: float | None = None) -> tuple[accounts.User |
     user = accounts.by_id(db, row["user_id"])
     if user is None:
         return None, UNKNOWN
-    db.execute("UPDATE access_tokens SET last_used_at = ? WHERE id = ?", (now, row["id"]))
+    db.execute(  # at most one write a minute per token: `grader submit` polls every second
+        "UPDATE access_tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)",
+        (now, row["id"], now - LAST_USED_EVERY_S),
+    )
     return user, None

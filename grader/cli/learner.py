@@ -174,9 +174,10 @@ def check(exercise_id, file, as_json, fmt, output, watch, and_submit, colour, de
 def _and_submit(grading: Grading, local_code: int) -> int:
     """`check --submit`: the server grades FILE too (its verdict is what counts on the web page); the exit code
     is the worse of the two verdicts."""
+    from grader import remote
     from grader.cli.remote import send
 
-    grading.out.print("")
+    grading.out.print("\n" + phrase("remote.verdict", grading.lang, url=remote.saved().url), style="bold")
     return max(local_code, send(grading.exercise.id, grading.file, 600, grading.lang, grading.out))
 
 

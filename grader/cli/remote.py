@@ -15,6 +15,7 @@ from grader.errors import GraderError
 from grader.lesson.loader import load_exercise
 from grader.results import PASS
 from grader.wording import report
+from grader.wording.phrases import phrase
 
 WAIT = click.option(
     "--wait",
@@ -42,13 +43,14 @@ def login(url, token_stdin, lang):
     login = remote.Login(root, token)
     me = remote.whoami(login, lang)
     path = remote.save(login)
-    click.echo(f"Logged in to {root} as {me.get('username')} (kept in {path}).")
+    click.echo(phrase("remote.logged_in", lang, url=root, user=me.get("username"), path=path))
 
 
 @click.command()
-def logout():
+@LANG
+def logout(lang):
     """Forget the server and token that `grader login` kept (revoke the token on your account page too)."""
-    click.echo("Logged out." if remote.forget() else "Not logged in.")
+    click.echo(phrase("remote.logged_out" if remote.forget() else "remote.not_logged_in", lang))
 
 
 @click.command()
@@ -69,24 +71,12 @@ def send(exercise_id: str, file: Path, wait_s: float, lang: str, out) -> int:
     source = file.read_text(encoding="utf-8", errors="replace")
     began = time.perf_counter()
     sent = remote.submit(login, exercise_id, source, lang)
-    click.echo(f"Submitted as {sent['id']}: {login.url}/submissions/{sent['id']}", err=True)
+    click.echo(phrase("remote.submitted", lang, id=sent["id"], url=f"{login.url}/submissions/{sent['id']}"), err=True)
     answer = remote.wait_for(login, sent["id"], lang, wait_s)
     return show_remote(answer, file, source, lang, out, time.perf_counter() - began)
 
 
-class _Received:
-    """The server's result document where the report wants a GradingResult: it reads only to_dict()."""
-
-    def __init__(self, document: dict):
-        self.document = document
-
-    def to_dict(self) -> dict:
-        return self.document
-
-
 def show_remote(answer: dict, file: Path, source: str, lang: str, out, wall_s: float) -> int:
-    document = answer.get("result")
-    if not document:  # cancelled, or the grading itself failed on the server: no result document
-        raise GraderError(f"the server graded no verdict: {answer.get('error') or answer.get('status')}")
-    report.print_report(out, _Received(document), report.Source(str(file), source), lang, wall_s=wall_s)
+    document = remote.verdict(answer)
+    report.print_report(out, remote.Received(document), report.Source(str(file), source), lang, wall_s=wall_s)
     return 0 if document.get("status") == PASS else 1

@@ -65,7 +65,10 @@ def test_a_bearer_submission_is_the_accounts_and_shows_on_its_pages_and_the_dash
     assert result["status"] == "done" and result["result"]["status"] == "pass"
     assert ada.get(f"/api/submissions/{sid}").status_code == 200  # the account's browser session reads it
     assert [s["id"] for s in ada.get("/api/lessons/grad_scaler/submissions").get_json()["submissions"]] == [sid]
-    assert "ada" in teacher.get(course).get_data(as_text=True)
+    dashboard = teacher.get(course).get_data(as_text=True)
+    assert 'data-testid="passed">1<' in dashboard  # the instructor's dashboard counts the pass
+    learner_page = re.search(r'href="(/teach/courses/\d+/learners/\d+)"', dashboard).group(1)
+    assert f"/submissions/{sid}" in teacher.get(learner_page).get_data(as_text=True)
     assert "1 of 1 lessons passed" in ada.get("/courses").get_data(as_text=True)  # it counts for the course
     assert rows(app, "SELECT last_used_at FROM access_tokens")[0]["last_used_at"] is not None
 

@@ -1,6 +1,6 @@
-"""`grader login` and `grader submit` against a real server on loopback: the web app in a thread of this
-process (werkzeug's server, a free port), a worker thread grading from its queue with the local sandbox, and the
-grader CLI in a subprocess, as a learner's terminal would run it. The submission is the account's: its browser
+"""`grader login`, `grader submit`, `grader check --submit` and `%%grade --submit` against a real server on
+loopback: the web app in a thread of this process (werkzeug's server, a free port), a worker thread grading from
+its queue with the local sandbox, and the grader CLI in a subprocess, as a learner's terminal would run it. The submission is the account's: its browser
 session reads it through the API. Every thread and loop here is bounded and stopped by the test."""
 
 import json
@@ -99,7 +99,52 @@ def test_a_revoked_token_is_a_clear_error_and_logout_forgets_the_login(served, t
     refused = grader(tmp_path, "submit", "autocast", str(solution), "--lang", "it")
     assert refused.returncode == 2 and "401" in refused.stderr and "revocato" in refused.stderr
     assert grader(tmp_path, "login", url, "--token-stdin", stdin="ampd_wrong").returncode == 2
-    assert grader(tmp_path, "logout").stdout.strip() == "Logged out."
+    assert grader(tmp_path, "logout").stdout.startswith("Logged out")
     gone = grader(tmp_path, "submit", "autocast", str(solution))
     assert gone.returncode == 2 and "grader login" in gone.stderr
     assert ada.get("/api/lessons/autocast/submissions").get_json()["submissions"] == []
+
+
+SYNTAX_ERROR = "def train_step(model, batch:\n    return 0\n"
+
+
+def test_check_submit_grades_here_then_on_the_server_and_exits_with_the_worse_verdict(served, tmp_path):
+    app, url = served
+    ada = app.test_client()
+    signup(ada, "ada")
+    broken = tmp_path / "broken.py"
+    broken.write_text(SYNTAX_ERROR)
+    refused = grader(tmp_path, "check", "autocast", str(broken), "--submit")
+    assert refused.returncode == 2 and "grader login" in refused.stderr  # said before anything is graded
+    assert grader(tmp_path, "login", url, "--token-stdin", stdin=make_token(ada)).returncode == 0
+    both = grader(tmp_path, "check", "autocast", str(broken), "--submit", "--sandbox", "local")
+    assert both.returncode == 1, both.stdout + both.stderr
+    assert both.stdout.count("broken.py: autocast on") == 2, both.stdout  # the local report, then the server's
+    assert "The server's verdict" in both.stdout and "Submitted as" in both.stderr
+    [mine] = ada.get("/api/lessons/autocast/submissions").get_json()["submissions"]
+    assert ada.get(f"/api/submissions/{mine['id']}").get_json()["result"]["status"] == "error"
+
+
+def test_grade_submit_in_jupyter_shows_the_servers_verdict_and_the_account_has_it(served, tmp_path, monkeypatch):
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    from grader import remote
+
+    app, url = served
+    ada = app.test_client()
+    signup(ada, "ada")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
+    remote.save(remote.Login(url, make_token(ada)))
+    shell = InteractiveShell.instance()
+    try:
+        shell.run_line_magic("load_ext", "amp_dojo")
+        with capture_output() as shown:
+            shell.run_cell_magic("grade", "autocast --submit --sandbox local --lang it", SYNTAX_ERROR)
+    finally:
+        InteractiveShell.clear_instance()
+    html = [o.data["text/html"] for o in shown.outputs if "text/html" in o.data]
+    [mine] = ada.get("/api/lessons/autocast/submissions").get_json()["submissions"]
+    assert any(f"/submissions/{mine['id']}" in h and "Il verdetto del server" in h for h in html), html
+    assert ada.get(f"/api/submissions/{mine['id']}").get_json()["result"]["status"] == "error"
