@@ -69,6 +69,11 @@ def test_a_bearer_submission_is_the_accounts_and_shows_on_its_pages_and_the_dash
     assert 'data-testid="passed">1<' in dashboard  # the instructor's dashboard counts the pass
     learner_page = re.search(r'href="(/teach/courses/\d+/learners/\d+)"', dashboard).group(1)
     assert f"/submissions/{sid}" in teacher.get(learner_page).get_data(as_text=True)
+    assert teacher.get(f"/api/submissions/{sid}").status_code == 200  # the instructor's session reads it
+    teachers_token = make_token(teacher)
+    assert (
+        terminal.get(f"/api/submissions/{sid}", headers=bearer(teachers_token)).status_code == 404
+    )  # a token: own only
     assert "1 of 1 lessons passed" in ada.get("/courses").get_data(as_text=True)  # it counts for the course
     assert rows(app, "SELECT last_used_at FROM access_tokens")[0]["last_used_at"] is not None
 
