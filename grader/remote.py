@@ -86,6 +86,12 @@ def server_root(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}"
 
 
+def in_the_clear(root: str) -> bool:
+    """Whether the token would cross a network unencrypted: plain HTTP to anything but this machine."""
+    parts = urllib.parse.urlsplit(root)
+    return parts.scheme == "http" and parts.hostname not in ("localhost", "127.0.0.1", "::1")
+
+
 def call(login: Login, method: str, path: str, lang: str, body: dict | None = None) -> dict:
     """One API request with the token; the JSON answer, or a GraderError that carries the server's own words
     (in `lang`: a revoked or expired token, a rate limit, code too large)."""

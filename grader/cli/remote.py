@@ -34,6 +34,8 @@ WAIT = click.option(
 def login(url, token_stdin, lang):
     """Keep URL and a personal access token (made on your account page there) for `grader submit`."""
     root = remote.server_root(url)
+    if remote.in_the_clear(root):
+        click.echo(f"warning: {root} is plain HTTP: the token crosses the network unencrypted", err=True)
     if token_stdin:
         token = sys.stdin.readline().strip()
     else:

@@ -148,3 +148,13 @@ def test_grade_submit_in_jupyter_shows_the_servers_verdict_and_the_account_has_i
     [mine] = ada.get("/api/lessons/autocast/submissions").get_json()["submissions"]
     assert any(f"/submissions/{mine['id']}" in h and "Il verdetto del server" in h for h in html), html
     assert ada.get(f"/api/submissions/{mine['id']}").get_json()["result"]["status"] == "error"
+
+
+def test_a_server_address_is_checked_and_plain_http_is_flagged_beyond_this_machine():
+    from grader import remote
+
+    assert remote.server_root("https://dojo.example.org/") == "https://dojo.example.org"
+    assert remote.in_the_clear("http://dojo.example.org") and not remote.in_the_clear("http://127.0.0.1:8000")
+    assert not remote.in_the_clear("https://dojo.example.org")
+    with pytest.raises(remote.GraderError):
+        remote.server_root("dojo.example.org")

@@ -20,6 +20,7 @@ ROUTES = [
     ("POST", "/teach/courses/1/learners/{id}/remove"),
     ("GET", "/teach/courses/{id}/submissions/<sid>"),
     ("POST", "/api/quiz/autocast/{id}"),
+    ("POST", "/account/tokens/{id}/revoke"),
 ]
 
 
