@@ -214,9 +214,9 @@ def signout():
 # ---------- the account page: personal access tokens for the terminal and Jupyter (webapp/tokens.py) ----------
 
 
-@bp.get("/account")
+@bp.get("/account/tokens")
 @signin_required
-def account():
+def tokens_page():
     return _account_page()
 
 
@@ -229,7 +229,7 @@ def _account_page(status: int = 200, secret: str | None = None, error: str | Non
     listed = tokens.listed(get_db(), current_user.id)
     states = {t.id: t.state(clock.time()) for t in listed}
     page = render_template(
-        "auth/account.html", tokens=listed, states=states, secret=secret, error=error, server=request.host_url
+        "auth/tokens.html", tokens=listed, states=states, secret=secret, error=error, server=request.host_url
     )
     return current_app.make_response((page, status))
 
@@ -259,7 +259,7 @@ def revoke_token(token_id):
 
     if not tokens.revoke(get_db(), current_user.id, token_id):
         abort(404)
-    return redirect(url_for("auth.account"), code=303)
+    return redirect(url_for("auth.tokens_page"), code=303)
 
 
 @bp.app_context_processor

@@ -39,7 +39,7 @@ def test_a_token_is_shown_once_and_only_its_sha256_is_stored(app):
     stored = rows(app, "SELECT * FROM access_tokens")
     assert len(stored) == 1 and stored[0]["token_hash"] == hashlib.sha256(token.encode()).hexdigest()
     assert all(token not in str(value) for value in stored[0].values())
-    page = ada.get("/account").get_data(as_text=True)
+    page = ada.get("/account/tokens").get_data(as_text=True)
     assert token not in page and "laptop" in page and token[-4:] in page
     assert 'data-state="active"' in page
 
@@ -91,7 +91,7 @@ def test_a_token_reads_only_its_own_accounts_submissions_and_nothing_else(app):
         "role": "learner",
         "token": True,
     }
-    assert terminal.get("/account", headers=bearer(token)).status_code == 403
+    assert terminal.get("/account/tokens", headers=bearer(token)).status_code == 403
     assert terminal.post("/account/tokens", data={"name": "more"}, headers=bearer(token)).status_code == 403
     assert terminal.get("/api/lessons", headers=bearer(token)).status_code == 403
 
@@ -112,7 +112,7 @@ def test_a_revoked_an_expired_and_an_unknown_token_are_a_401_in_the_learners_lan
     revoked, expiring = make_token(ada, "old"), make_token(ada, "short", days="1")
     token_id = rows(app, "SELECT id FROM access_tokens WHERE name = 'old'")[0]["id"]
     assert form(ada, f"/account/tokens/{token_id}/revoke", {}).status_code == 303
-    assert 'data-state="revoked"' in ada.get("/account").get_data(as_text=True)
+    assert 'data-state="revoked"' in ada.get("/account/tokens").get_data(as_text=True)
     terminal = app.test_client()
     url = "/api/lessons/autocast/submissions"
     gone = terminal.post(url, json={"code": CODE}, headers=bearer(revoked))
@@ -150,4 +150,4 @@ def test_another_account_cannot_revoke_a_token_and_names_are_bounded(app):
     assert rows(app, "SELECT revoked_at FROM access_tokens")[0]["revoked_at"] is None
     assert form(ada, "/account/tokens", {"name": ""}).status_code == 400
     assert form(ada, "/account/tokens", {"name": "x", "days": "-3"}).status_code == 400
-    assert app.test_client().get("/account").status_code == 302  # signed out: sign in first
+    assert app.test_client().get("/account/tokens").status_code == 302  # signed out: sign in first

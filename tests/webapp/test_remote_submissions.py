@@ -92,7 +92,7 @@ def test_a_revoked_token_is_a_clear_error_and_logout_forgets_the_login(served, t
     signup(ada, "ada")
     token = make_token(ada)
     assert grader(tmp_path, "login", url, "--token-stdin", stdin=token).returncode == 0
-    token_id = re.search(r'data-token-id="(\d+)"', ada.get("/account").get_data(as_text=True)).group(1)
+    token_id = re.search(r'data-token-id="(\d+)"', ada.get("/account/tokens").get_data(as_text=True)).group(1)
     assert form(ada, f"/account/tokens/{token_id}/revoke", {}).status_code == 303
     solution = tmp_path / "autocast.py"
     solution.write_text("x = 1\n")

@@ -2,15 +2,15 @@
 Jupyter submit as that account). Only a sha256 of each secret is kept (the secret is 32 random bytes, shown
 once); a revoked or expired token keeps its row so the account page can say so.
 
-Revision ID: 0008
-Revises: 0007
+Revision ID: 0009
+Revises: 0008
 Create Date: 2027-03-08"""
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0008"
-down_revision = "0007"
+revision = "0009"
+down_revision = "0008"
 branch_labels = None
 depends_on = None
 
