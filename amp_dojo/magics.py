@@ -16,7 +16,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import HTML, Markdown, display
 
 from amp_dojo.html import CELL_OFFSET, grading_html, progress_html
-from grader import runner
+from grader import remote, runner
 from grader.errors import GraderError
 from grader.lesson.base import LANGUAGES, localize
 from grader.lesson.loader import load_exercise
@@ -26,6 +26,7 @@ from grader.sandboxes.limits import limits_from
 from grader.wording import report
 from grader.wording.phrases import phrase, stage_in_words
 
+WAIT_S = 600  # at most this long for the server's verdict
 last_result = None  # the GradingResult of the latest %%grade in this kernel (amp_dojo.last_result)
 
 
@@ -63,6 +64,18 @@ def _options(line: str, magic) -> object:
         raise UsageError(f"bad options: {line!r}") from None
 
 
+def submitted(login, lesson: str, cell: str, lang: str) -> Graded:
+    """`%%grade --submit`: the cell as the account's submission on the server, and the server's verdict shown
+    as a local one is (the same HTML and plain report), under a note with its address."""
+    try:
+        sent = remote.submit(login, lesson, cell, lang)
+        document = remote.verdict(remote.wait_for(login, sent["id"], lang, WAIT_S))
+    except GraderError as exc:
+        raise UsageError(exc.message) from None
+    note = phrase("remote.verdict", lang, url=f"{login.url}/submissions/{sent['id']}")
+    return Graded(remote.Received(document), cell, lang, note)
+
+
 @magics_class
 class GradeMagics(Magics):
     def __init__(self, shell):
@@ -96,12 +109,18 @@ class GradeMagics(Magics):
     )
     @argument("--limit", action="append", default=[], metavar="NAME=VALUE", help="change a sandbox limit")
     @argument("--lang", default="en", choices=LANGUAGES)
+    @argument(
+        "--submit",
+        action="store_true",
+        help="then send the cell to the server of `grader login`: its verdict counts on your web page and courses",
+    )
     @cell_magic
     def grade(self, line, cell):
         """Grade this cell's code as the lesson's submission (the kernel does not run it)."""
         args = _options(line, self.grade)
         try:
             ex = load_exercise(args.lesson)
+            login = remote.saved() if args.submit else None  # not logged in: said before the grading
             launcher = self._launcher(args.sandbox or os.environ.get("AMP_DOJO_SANDBOX") or "auto", args.limit)
             progress = _Progress(ex.id, args.lang)
             try:
@@ -116,6 +135,8 @@ class GradeMagics(Magics):
         global last_result
         last_result = result
         progress.handle.update(graded)
+        if login is not None:
+            display(submitted(login, ex.id, cell, args.lang))
 
     @magic_arguments()
     @argument("lesson", help="the lesson's id, e.g. autocast")

@@ -7,11 +7,12 @@ import json
 import logging
 import time
 
-from flask import Blueprint, Response, current_app, jsonify, request
+from flask import Blueprint, Response, current_app, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from grader.errors import ExerciseNotFound
 from webapp import content, i18n, metrics, store, workers
+from webapp.auth import signin_required
 from webapp.collector import collect
 from webapp.db import connect, get_db
 from webapp.dispatch import dispatch, take_back
@@ -85,6 +86,9 @@ def _json_object() -> dict:
 
 
 def _lang() -> str:
+    """?lang=, else the page's lang cookie; a request with an access token has no page: its Accept-Language."""
+    if g.get("bearer"):
+        return content.language(request.args.get("lang") or request.accept_languages.best_match(content.LANGUAGES))
     return content.language(request.args.get("lang") or request.cookies.get("lang"))
 
 
@@ -100,6 +104,15 @@ def session_info():
     """For API clients: starts the anonymous session and hands out its CSRF token."""
     learner_id()
     return jsonify(csrf_token=csrf_token(), csrf_header="X-CSRF-Token")
+
+
+@bp.get("/me")
+@signin_required
+def me():
+    """Whose this request is: `grader login` checks its token with it."""
+    from flask_login import current_user
+
+    return jsonify(username=current_user.username, role=current_user.role, token=bool(g.get("bearer")))
 
 
 @bp.get("/lessons")
@@ -173,8 +186,10 @@ def submit(lesson_id):
 
 
 def _own_submission(sid: str, readable: bool = True):
-    """The submission, for its learner (and, `readable`, for the instructors of its course); else a 404."""
+    """The submission, for its learner (and, `readable`, for the instructors of its course); else a 404.
+    An access token reads its own account's submissions only, whatever the account teaches."""
     db = get_db()
+    readable = readable and not g.get("bearer")
     row = readable_submission(db, sid) if readable else store.get(db, sid, learner=learner_id())
     if row is None:
         raise store.Refused(404, "no such submission")

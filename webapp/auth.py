@@ -213,6 +213,57 @@ def signout():
     return redirect(url_for("lessons.index"), code=303)
 
 
+# ---------- the account page: personal access tokens for the terminal and Jupyter (webapp/tokens.py) ----------
+
+
+@bp.get("/account/tokens")
+@signin_required
+def tokens_page():
+    return _account_page()
+
+
+def _account_page(status: int = 200, secret: str | None = None, error: str | None = None):
+    """The account's tokens; `secret` is a token just made, shown on this one answer and never again."""
+    import time as clock
+
+    from webapp import tokens
+
+    listed = tokens.listed(get_db(), current_user.id)
+    states = {t.id: t.state(clock.time()) for t in listed}
+    page = render_template(
+        "auth/tokens.html", tokens=listed, states=states, secret=secret, error=error, server=request.host_url
+    )
+    return current_app.make_response((page, status))
+
+
+@bp.post("/account/tokens")
+@signin_required
+def make_token():
+    from webapp import tokens
+
+    days_text = request.form.get("days", "").strip()
+    days = int(days_text) if days_text.isascii() and days_text.isdigit() and len(days_text) < 6 else None
+    if days_text and days is None:
+        return _account_page(
+            400, error=gettext("A token expires after 1 to {max} days, or never.", max=tokens.MAX_DAYS)
+        )
+    try:
+        secret = tokens.make(get_db(), current_user.id, request.form.get("name", ""), days)
+    except accounts.AccountError as exc:
+        return _account_page(400, error=gettext(exc.message, **exc.values))
+    return _account_page(201, secret=secret)
+
+
+@bp.post("/account/tokens/<int:token_id>/revoke")
+@signin_required
+def revoke_token(token_id):
+    from webapp import tokens
+
+    if not tokens.revoke(get_db(), current_user.id, token_id):
+        abort(404)
+    return redirect(url_for("auth.tokens_page"), code=303)
+
+
 @bp.app_context_processor
 def _labels():
     return {

@@ -28,7 +28,7 @@ CSRF = {
     "in": "header",
     "required": True,
     "schema": {"type": "string"},
-    "description": "the session's token from GET /api/session",
+    "description": "the session's token from GET /api/session (not sent with Authorization: Bearer)",
 }
 AFTER = {
     "name": "after",
@@ -49,13 +49,24 @@ def document() -> dict:
             "title": "AMP Dojo API",
             "version": "1",
             "description": "Lessons, graded submissions with live progress, and quiz answers. Unsafe methods need "
-            "the session cookie and its CSRF token. Every refusal is a 4xx JSON `{error}`.",
+            "the session cookie and its CSRF token, or a personal access token (`Authorization: Bearer ampd_...`, "
+            "made on the account page) which may only submit and read its account's submissions and GET /api/me. "
+            "Every refusal is a 4xx JSON `{error}`.",
         },
         "paths": {
             "/api/session": {
                 "get": {
                     "summary": "start the anonymous session; its CSRF token",
                     "responses": {"200": _ok("the token and the header to send it in")},
+                }
+            },
+            "/api/me": {
+                "get": {
+                    "summary": "the signed-in account (by session or access token): username, role, token",
+                    "responses": {
+                        "200": _ok("{username, role, token: whether an access token signed it in}"),
+                        "401": ERROR,
+                    },
                 }
             },
             "/api/lessons": {
@@ -170,6 +181,9 @@ def document() -> dict:
             "/api/openapi.json": {"get": {"summary": "this document", "responses": {"200": _ok("OpenAPI 3.1")}}},
         },
         "components": {
-            "schemas": {"Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}}}
+            "securitySchemes": {"accessToken": {"type": "http", "scheme": "bearer"}},
+            "schemas": {
+                "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}}
+            },
         },
     }

@@ -21,7 +21,19 @@ from flask_wtf.csrf import CSRFError, CSRFProtect, generate_csrf
 
 CSRF_HEADER = "X-CSRF-Token"
 CSRF_FIELD = "csrf_token"  # the forms' hidden field, and where the session keeps its raw token
-csrf = CSRFProtect()
+
+
+class _CSRFProtect(CSRFProtect):
+    """CSRF stops another site riding on the browser's cookie. A request with an access token (bearer_signin)
+    carries its credential itself and ignores the cookie, so there is nothing to ride on: no CSRF token."""
+
+    def protect(self, *args, **kwargs):
+        if g.get("bearer"):
+            return None
+        return super().protect(*args, **kwargs)
+
+
+csrf = _CSRFProtect()
 
 CSP = "; ".join(
     [
@@ -103,6 +115,34 @@ def _csrf_settings(app) -> None:
     app.config.setdefault("WTF_CSRF_SSL_STRICT", False)
 
 
+def bearer_signin():
+    """before_request: `Authorization: Bearer <token>` signs the request in as the token's account (webapp/tokens.py)
+    and nothing else does: the session cookie is not read or written. An unknown, revoked or expired token is a
+    401, an endpoint outside the token's scope a 403, both in JSON in the learner's language (?lang=, else
+    Accept-Language)."""
+    from webapp import content, i18n, tokens
+
+    kind, _, secret = request.headers.get("Authorization", "").partition(" ")
+    if kind.lower() != "bearer":
+        return None
+    g.bearer = True
+    lang = content.language(request.args.get("lang") or request.accept_languages.best_match(content.LANGUAGES))
+    from webapp.db import get_db
+
+    user, why = tokens.user_for(get_db(), secret.strip())
+    if user is None:
+        response = jsonify(error=i18n.gettext(why, lang))
+        response.status_code = 401
+        response.headers["WWW-Authenticate"] = 'Bearer error="invalid_token"'
+        return response
+    g._login_user = user  # Flask-Login's current_user for this request only; the session stays untouched
+    if request.endpoint is not None and request.endpoint not in tokens.SCOPE:
+        response = jsonify(error=i18n.gettext(tokens.OUT_OF_SCOPE, lang))
+        response.status_code = 403
+        return response
+    return None
+
+
 def refuse_nul():
     """before_request: a NUL character in the path, the query or a form is a 400. No page or API takes one,
     and PostgreSQL cannot store one in text (SQLite can): both databases answer the same."""
@@ -145,6 +185,7 @@ def init_app(app):
 
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies)
     app.before_request(refuse_nul)
+    app.before_request(bearer_signin)  # before CSRF (a bearer request needs none) and the anonymous gate
     _csrf_settings(app)
     csrf.init_app(app)  # its before_request runs after refuse_nul's
     app.register_error_handler(CSRFError, _csrf_refused)

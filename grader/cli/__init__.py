@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from grader.cli import admin, learner
+from grader.cli import admin, learner, remote
 
 
 @click.group()
@@ -26,4 +26,4 @@ def _register(*modules) -> None:
                 main.add_command(value)
 
 
-_register(learner, admin)
+_register(learner, admin, remote)

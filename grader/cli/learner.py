@@ -123,6 +123,7 @@ def start(exercise_id, path, force, lang):
 )
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="write the document here")
 @click.option("--watch", is_flag=True, help="grade again each time FILE is saved (Ctrl+C stops)")
+@click.option("--submit", "and_submit", is_flag=True, help="then send FILE to the server of `grader login` too")
 @click.option(
     "--color",
     "colour",
@@ -135,9 +136,15 @@ def start(exercise_id, path, force, lang):
 @SANDBOX
 @LIMIT
 @LANG
-def check(exercise_id, file, as_json, fmt, output, watch, colour, device, sandbox, limits, lang):
+def check(exercise_id, file, as_json, fmt, output, watch, and_submit, colour, device, sandbox, limits, lang):
     """Grade FILE against exercise EXERCISE_ID."""
     exercise = load_exercise(exercise_id)
+    if and_submit:
+        if watch or fmt or as_json:
+            raise GraderError("--submit prints the report: use it without --watch, --json or --format")
+        from grader import remote
+
+        remote.saved()  # not logged in: said before a grading that could not be sent
     grading = Grading(
         exercise,
         file,
@@ -153,13 +160,25 @@ def check(exercise_id, file, as_json, fmt, output, watch, colour, device, sandbo
     )
     if not watch and (unparsed := grading.unparsed()) is not None:
         since, grading.since = grading.since, None
-        sys.exit(grading.show(unparsed, grading.file.read_text(encoding="utf-8", errors="replace"), since))
+        code = grading.show(unparsed, grading.file.read_text(encoding="utf-8", errors="replace"), since)
+        sys.exit(_and_submit(grading, code) if and_submit else code)
     grading.launcher = launcher = warm_launcher(launcher_for(sandbox, limits, lang), device, again=watch)
     keep_trusted_runs()
     try:
-        sys.exit(watch_file(grading) if watch else grading())
+        code = watch_file(grading) if watch else grading()
     finally:
         launcher.close()
+    sys.exit(_and_submit(grading, code) if and_submit else code)
+
+
+def _and_submit(grading: Grading, local_code: int) -> int:
+    """`check --submit`: the server grades FILE too (its verdict is what counts on the web page); the exit code
+    is the worse of the two verdicts."""
+    from grader import remote
+    from grader.cli.remote import send
+
+    grading.out.print("\n" + phrase("remote.verdict", grading.lang, url=remote.saved().url), style="bold")
+    return max(local_code, send(grading.exercise.id, grading.file, 600, grading.lang, grading.out))
 
 
 def check_titles(exercise: Exercise, lang: str) -> dict[str, str]:

@@ -269,7 +269,7 @@ MALFORMED_TOKENS = [
 
 def _post(client, rule: str, token: str, where: str):
     url = rule.replace("<lesson_id>", "autocast").replace("<int:index>", "0").replace("<sid>", "abc")
-    url = url.replace("<int:course_id>", "1").replace("<int:user_id>", "1")
+    url = url.replace("<int:course_id>", "1").replace("<int:user_id>", "1").replace("<int:token_id>", "1")
     if where == "form":
         return client.post(url, data={"csrf_token": token, "username": "u", "choice": "0"})
     header = token.encode("utf-8").decode("latin-1")  # the bytes a client sends, as WSGI hands them on

@@ -22,6 +22,7 @@ ROUTES = [
     ("POST", "/teach/courses/1/learners/{id}/reset-link"),
     ("GET", "/teach/courses/{id}/submissions/<sid>"),
     ("POST", "/api/quiz/autocast/{id}"),
+    ("POST", "/account/tokens/{id}/revoke"),
 ]
 
 
