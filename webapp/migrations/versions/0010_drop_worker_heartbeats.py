@@ -2,15 +2,15 @@
 (webapp/workers.py), the one thing a worker on another machine reaches (QUEUE_URL), so `worker_heartbeats`
 (0007) goes. Its rows only said which workers ran a few seconds ago: nothing is lost.
 
-Revision ID: 0008
-Revises: 0007
+Revision ID: 0010
+Revises: 0009
 Create Date: 2027-03-02"""
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0008"
-down_revision = "0007"
+revision = "0010"
+down_revision = "0009"
 branch_labels = None
 depends_on = None
 
