@@ -177,7 +177,7 @@ def submit(lesson_id):
         "status": row["status"],
         "position": store.position(db, row),
         "urls": store.urls(row["id"]),
-        **workers.notice(db, current_app.config, row, _lang()),
+        **workers.notice(_queue(), current_app.config, row, _lang()),
     }
     response = jsonify(body)
     response.status_code = 202
@@ -203,7 +203,9 @@ def submission(sid):
     collect(db, _queue(), current_app.config, [sid])
     after = event_id(request.args.get("after", ""))
     row = store.get(db, sid)
-    return jsonify({**store.detail(db, row, after, _lang()), **workers.notice(db, current_app.config, row, _lang())})
+    return jsonify(
+        {**store.detail(db, row, after, _lang()), **workers.notice(_queue(), current_app.config, row, _lang())}
+    )
 
 
 @bp.post("/submissions/<sid>/cancel")
@@ -334,7 +336,7 @@ def _events(app, sid: str, after: int, lang: str):
                 yield sse("done", _done_data(row, {}, lang))
                 return
             position = store.position(db, row)
-            waiting = workers.no_grader(db, app.config, row)
+            waiting = workers.no_grader(queue, app.config, row)
             if position is not None and (position, waiting) != (last_position, last_waiting):
                 yield sse("queued", {"position": position, "no_grader_running": waiting})
                 last_position, last_waiting, last_sent = position, waiting, time.monotonic()

@@ -217,32 +217,20 @@ def worker(verbose, beside_server):
         max_delay=0.2,
     )
     try:
-        with _heartbeat(config, queue, launcher.name):  # its row goes on a clean exit (webapp/workers.py)
+        with _heartbeat(config, queue, launcher.name):  # its record goes on a clean exit (webapp/workers.py)
             consumer.run()
     finally:
         queue.launchers.close()  # the warm sandboxes that never got a submission
 
 
 def _heartbeat(config, queue, sandbox: str):
-    """The worker's heartbeat in the web app's database, so that every app process sees it alive."""
+    """The worker's heartbeat in the queue's storage, so that every app process sees it alive (it needs no
+    DATABASE: a worker on another machine reaches only the queue)."""
     from grader import runner
-    from webapp.db import connect, init_db, is_sqlite, redacted
     from webapp.workers import Identity, WorkerBeat
 
-    log = logging.getLogger("amp_dojo.worker")
-    if is_sqlite(config["DATABASE"]) and not config["QUEUE_URL"].startswith("sqlite"):
-        log.warning(
-            "this worker records its heartbeat in the SQLite file %s: if the web app runs on another machine, set "
-            "AMP_DOJO_DATABASE to the database it uses, or it will report that no grader is running",
-            redacted(config["DATABASE"]),
-        )
-    try:  # a worker started before the web app ever was: the table it writes to
-        with connect(config["DATABASE"]) as db:
-            init_db(db)
-    except Exception as exc:  # noqa: BLE001 - the beat says so, and grading goes on
-        log.warning("the database is not ready for heartbeats: %s", exc)
     me = Identity.here(runner.resolve_device(config["DEVICE"]), sandbox, queue.settings.concurrency)
-    return WorkerBeat(config["DATABASE"], me, float(config["WORKER_HEARTBEAT_SECONDS"]), queue.current.ids)
+    return WorkerBeat(queue, me, float(config["WORKER_HEARTBEAT_SECONDS"]), queue.current.ids)
 
 
 def _ready_to_grade(config, queue, timeout: float = 120.0) -> None:

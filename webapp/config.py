@@ -67,8 +67,8 @@ QUEUE_TURNS_PER_IP = 4
 # A running grading whose worker has not sent a heartbeat for this long is lost.
 LEASE_SECONDS = 30
 
-# Every `amp-dojo worker` records a heartbeat (host, pid, device, sandbox, what it grades now) in DATABASE every
-# WORKER_HEARTBEAT_SECONDS: a worker on another machine needs the database URL as well as QUEUE_URL to be seen.
+# Every `amp-dojo worker` records a heartbeat (host, pid, device, sandbox, what it grades now) in the queue's storage
+# (QUEUE_URL, which is all a worker on another machine needs) every WORKER_HEARTBEAT_SECONDS.
 # One silent for WORKER_DEAD_AFTER_SECONDS counts as dead: /readyz is 503 without a live one, and a learner whose
 # submission waits is told that no grader is running (it is graded once one starts).
 WORKER_HEARTBEAT_SECONDS = 5

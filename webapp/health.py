@@ -3,8 +3,9 @@ answer and at least one grading worker is alive; else a 503 naming what is missi
 of the grading workers and the queue (`/teach/workers`).
 
 The probes take no session, no account and no CSRF token (webapp/auth.py lets them through when anonymous use is
-off), set no cookie, and cost one query each: a load balancer may ask every second. They read the worker
-registry (webapp/workers.py) and ask the queue only for its length: no grading code is imported here."""
+off), set no cookie, and cost a query or two each: a load balancer may ask every second. They ask the queue for
+its length and read the worker registry in the queue's storage (webapp/workers.py): no grading code is imported
+here."""
 
 from __future__ import annotations
 
@@ -38,16 +39,16 @@ def readiness(config, queue) -> dict:
     try:
         with connect(config["DATABASE"]) as db:
             db.execute("SELECT 1").fetchone()
-            alive = workers.alive(db, config)
     except Exception:  # any failure means not reachable; the log says why
         log.warning("readiness: the database cannot be reached", exc_info=True)
         missing.append("database")
     try:
         queue.pending_count()
+        alive = workers.alive(queue, config)  # the heartbeats live in the queue's storage
     except Exception:  # as above
         log.warning("readiness: the grading queue cannot be reached", exc_info=True)
         missing.append("queue")
-    if not alive:  # none alive, or the database could not say
+    if alive == 0:  # a queue that cannot be read says nothing of the workers: the queue is what is named
         missing.append("worker")
     return {
         "ready": not missing,
@@ -72,8 +73,8 @@ def readyz():
 def workers_page():
     """The grading workers (live ones first, then those that died in the last day) and the queue."""
     now = time.time()
+    listed = workers.listing(current_app.extensions["amp_dojo_queue"], current_app.config)
     with connect(current_app.config["DATABASE"]) as db:
-        listed = workers.listing(db, current_app.config)
         depth, oldest = workers.waiting(db)
     page = render_template(
         "dashboard/workers.html",

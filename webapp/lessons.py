@@ -102,7 +102,7 @@ def submission(sid):
         title = localize(ex.title, current_lang())
     except ExerciseNotFound:
         ex, title = None, row["lesson"]
-    waiting = workers.notice(db, current_app.config, row, current_lang())
+    waiting = workers.notice(current_app.extensions["amp_dojo_queue"], current_app.config, row, current_lang())
     page = {
         "submission": {**store.detail(db, row, lang=current_lang()), **waiting},
         "check_titles": content.check_titles(ex, current_lang()) if ex else {},

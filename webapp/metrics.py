@@ -5,8 +5,9 @@ Counted where they happen, in the app process that sees them: gradings by lesson
 seconds, when the collector stores a verdict (webapp/collector.py: exactly once per submission, whichever
 process stores it); refusals by reason when the API declines a submission. Under several app processes
 (PROMETHEUS_MULTIPROC_DIR set before start, prometheus_client's multiprocess mode) a scrape sums every
-process's files; otherwise the default registry is served. What the database knows (queue depth, workers
-alive, results stored) is read at scrape time (DatabaseGauges), so it is the same whichever process answers.
+process's files; otherwise the default registry is served. What the database and the queue know (queue depth,
+results stored; workers alive, from their heartbeats in the queue's storage) is read at scrape time
+(StateGauges), so it is the same whichever process answers.
 
 Every label set is bounded: a lesson label is a shipped lesson's id or "other", a status one of STATUSES,
 a refusal reason one of REASONS. `/metrics` answers only what METRICS_ALLOW and METRICS_TOKEN let through
@@ -85,16 +86,16 @@ def reason_of(status: int, message: str) -> str:
     return "other"
 
 
-class DatabaseGauges:
-    """Gauges read from the database at scrape time: the same from every app process."""
+class StateGauges:
+    """Gauges read from the database and the queue at scrape time: the same from every app process."""
 
-    def __init__(self, database: str, config):
-        self.database, self.config = database, config
+    def __init__(self, config, queue):
+        self.config, self.queue = config, queue
 
     def collect(self):
-        with connect(self.database) as db:
+        alive = workers.alive(self.queue, self.config)
+        with connect(self.config["DATABASE"]) as db:
             depth, oldest = workers.waiting(db)
-            alive = workers.alive(db, self.config)
             stored = db.execute("SELECT count(*) FROM submissions WHERE result IS NOT NULL").fetchone()[0]
         yield GaugeMetricFamily("amp_dojo_queue_depth", "Submissions waiting for a grader", value=depth)
         yield GaugeMetricFamily(
@@ -113,7 +114,7 @@ class _Default:
         yield from REGISTRY.collect()
 
 
-def exposition(database: str, config) -> bytes:
+def exposition(config, queue) -> bytes:
     registry = CollectorRegistry(auto_describe=False)
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         from prometheus_client import multiprocess
@@ -121,7 +122,7 @@ def exposition(database: str, config) -> bytes:
         multiprocess.MultiProcessCollector(registry)
     else:
         registry.register(_Default())
-    registry.register(DatabaseGauges(database, config))
+    registry.register(StateGauges(config, queue))
     return generate_latest(registry)
 
 
@@ -147,5 +148,5 @@ def allowed(config) -> bool:
 def metrics():
     if not allowed(current_app.config):
         abort(404)
-    body = exposition(current_app.config["DATABASE"], current_app.config)
+    body = exposition(current_app.config, current_app.extensions["amp_dojo_queue"])
     return Response(body, content_type=CONTENT_TYPE_LATEST, headers={"Cache-Control": "no-store"})

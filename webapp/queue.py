@@ -13,10 +13,10 @@ worker reports back through Huey's key-value storage, under keys named by
             "is it still waiting?" and "take it back" (a cancelled submission leaves no task behind) each
             cost one look-up, however long the queue
 
-so a worker on another machine grades with only the Redis URL; the web app's
-database it writes to only its own heartbeat row (webapp/workers.py), so that
-the app knows a grader is running. The collector (webapp/collector.py) copies
-these keys into the database."""
+so a worker on another machine needs only the Redis URL, never the web app's
+database. Its own heartbeat (that a grader runs, and what it grades now) lives
+here too (webapp/workers.py). The collector (webapp/collector.py) copies these
+keys into the database."""
 
 from __future__ import annotations
 

@@ -1,15 +1,19 @@
 """Health, readiness and the worker registry: /healthz answers while the process lives, /readyz only while the
 database, the queue and at least one live grading worker are there (503 naming what is missing); a learner
 whose submission waits while no worker is alive is told so in their language, and it is graded once one
-starts; instructors see the workers and the queue."""
+starts; instructors see the workers and the queue.
+
+The workers' heartbeats live in the queue's storage (webapp/workers.py): every test here runs on a SQLite queue
+and on a Redis one (and, as everywhere, on a SQLite and a PostgreSQL database)."""
 
 import json
 import time
 
-from webapp_testing import grade_as, make_instructor, signin, signup
+import pytest
+from webapp_testing import base_config, grade_as, make_instructor, signin, signup
 
 from grader.lesson.loader import load_all
-from webapp import workers
+from webapp import create_app, workers
 from webapp.db import connect
 
 STARTER = load_all()["autocast"].starter
@@ -21,10 +25,24 @@ NO_GRADER = {
 }
 
 
+@pytest.fixture(params=["sqlite-queue", "redis-queue"])
+def make_app(request, tmp_path, database):
+    """conftest's make_app, on either kind of queue."""
+    queue = {"QUEUE_URL": request.getfixturevalue("redis_url")} if request.param == "redis-queue" else {}
+
+    def _make(**overrides):
+        return create_app(base_config(tmp_path, **{"DATABASE": database, **queue, **overrides}))
+
+    return _make
+
+
+def queue_of(app):
+    return app.extensions["amp_dojo_queue"]
+
+
 def heartbeat(app, worker_id: str = "w1", age_s: float = 0.0, grading=()) -> None:
-    """A worker's row, as its WorkerBeat writes it, last seen `age_s` ago."""
-    with connect(app.config["DATABASE"]) as db:
-        workers.beat(db, worker_id, ME, grading, time.time() - age_s)
+    """A worker's record in the queue's storage, as its WorkerBeat writes it, last seen `age_s` ago."""
+    workers.beat(queue_of(app), worker_id, ME, grading, time.time() - age_s)
 
 
 def test_healthz_answers_without_a_session_or_an_account(make_app):
@@ -60,6 +78,20 @@ def test_a_worker_silent_past_the_staleness_counts_as_dead(make_app):
     assert app.test_client().get("/readyz").status_code == 200
 
 
+def test_heartbeats_are_judged_by_the_queues_clock_not_the_worker_machines(tmp_path, redis_url, monkeypatch):
+    """Redis's TIME stamps and judges every beat: a worker machine whose clock runs an hour behind is alive
+    (judged by its own clock it would be long dead), and one whose clock runs ahead is not kept alive."""
+    app = create_app(base_config(tmp_path, QUEUE_URL=redis_url, WORKER_DEAD_AFTER_SECONDS=15))
+    real = time.time
+    for worker_id, skew_s in (("behind", -3600.0), ("ahead", 3600.0)):
+        monkeypatch.setattr(time, "time", lambda skew_s=skew_s: real() + skew_s)
+        workers.beat(queue_of(app), worker_id, ME, [])
+        monkeypatch.undo()
+    assert workers.alive(queue_of(app), app.config) == 2
+    listed = {w["id"]: w for w in workers.listing(queue_of(app), app.config)}
+    assert all(abs(listed[w]["last_seen"] - real()) < 5 for w in ("behind", "ahead"))
+
+
 def test_readyz_names_a_queue_that_cannot_be_reached(app, client):
     class Down:
         def pending_count(self):
@@ -71,17 +103,16 @@ def test_readyz_names_a_queue_that_cannot_be_reached(app, client):
     assert response.status_code == 503 and response.get_json()["missing"] == ["queue"]
 
 
-def test_a_worker_beat_keeps_its_row_while_it_runs_and_removes_it_on_a_clean_exit(app):
+def test_a_worker_beat_keeps_its_record_while_it_runs_and_removes_it_on_a_clean_exit(app):
     current = workers.Current()
-    beat = workers.WorkerBeat(app.config["DATABASE"], ME, 0.05, current.ids)
+    beat = workers.WorkerBeat(queue_of(app), ME, 0.05, current.ids)
     with beat, current.holding("sub1"):
         time.sleep(0.2)
-        with connect(app.config["DATABASE"]) as db:
-            (row,) = workers.listing(db, app.config)
+        (row,) = workers.listing(queue_of(app), app.config)
         assert row["alive"] and row["grading"] == ["sub1"] and (row["host"], row["pid"]) == ("gpu-box", 4242)
+        assert row["started_at"] < row["last_seen"]  # the first beat's time, kept by the later ones
         assert app.test_client().get("/readyz").status_code == 200
-    with connect(app.config["DATABASE"]) as db:
-        assert workers.listing(db, app.config) == []
+    assert workers.listing(queue_of(app), app.config) == []
     assert app.test_client().get("/readyz").status_code == 503
 
 
@@ -109,7 +140,7 @@ def test_a_waiting_learner_is_told_no_grader_runs_in_their_language_and_is_grade
         return {"status": "done", "result": result}
 
     monkeypatch.setattr("webapp.grading.run_grader", grader)
-    with workers.WorkerBeat(app.config["DATABASE"], ME, 5.0, queue.current.ids):
+    with workers.WorkerBeat(queue, ME, 5.0, queue.current.ids):
         doc = client.get(f"/api/submissions/{sid}?lang=it").get_json()
         assert doc["status"] == "queued" and doc["no_grader_running"] is False and doc["no_grader_notice"] is None
         assert queue.run_pending() == 1

@@ -5,7 +5,6 @@ processes in multiprocess mode, and served only to whom METRICS_ALLOW and METRIC
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,6 @@ from webapp_testing import base_config, grade_as
 
 from grader.lesson.loader import load_all
 from webapp import create_app, metrics, workers
-from webapp.db import connect
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTER = load_all()["autocast"].starter
@@ -36,8 +34,7 @@ def test_metrics_serve_every_series_after_a_grading(app, client, submit):
     sid = submit(client, STARTER).get_json()["id"]
     assert submit(client, "x" * (int(app.config["MAX_CODE_BYTES"]) + 1)).status_code == 413
     grade_as(app, sid, "pass")
-    with connect(app.config["DATABASE"]) as db:
-        workers.beat(db, "w1", workers.Identity("h", 1, "cpu", "bwrap"), [], time.time())
+    workers.beat(app.extensions["amp_dojo_queue"], "w1", workers.Identity("h", 1, "cpu", "bwrap"), [])
     response = scrape(client)
     assert response.status_code == 200 and response.content_type.startswith("text/plain")
     text = response.get_data(as_text=True)
@@ -87,9 +84,12 @@ def test_refusal_reasons_and_statuses_are_a_bounded_set():
 SCRIPT = """
 import sys
 from webapp import metrics
+from types import SimpleNamespace
+from webapp.queue import make_huey
 metrics.graded("autocast", "fail", 2.5)
 if sys.argv[1] == "scrape":
-    print(metrics.exposition(sys.argv[2], {"WORKER_DEAD_AFTER_SECONDS": 15}).decode())
+    config = {"DATABASE": sys.argv[2], "WORKER_DEAD_AFTER_SECONDS": 15}
+    print(metrics.exposition(config, SimpleNamespace(huey=make_huey(sys.argv[3]))).decode())
 """
 
 
@@ -99,10 +99,9 @@ def test_several_processes_sum_into_one_scrape_with_prometheus_multiproc_dir(tmp
     env = dict(os.environ, PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "prom"), PYTHONPATH=str(ROOT))
     (tmp_path / "prom").mkdir()
     run = [sys.executable, "-c", SCRIPT]
-    subprocess.run([*run, "count", ""], env=env, cwd=ROOT, check=True, timeout=120)
-    out = subprocess.run(
-        [*run, "scrape", app.config["DATABASE"]], env=env, cwd=ROOT, check=True, timeout=120, capture_output=True
-    ).stdout.decode()
+    subprocess.run([*run, "count"], env=env, cwd=ROOT, check=True, timeout=120)
+    scrape_args = [*run, "scrape", app.config["DATABASE"], app.config["QUEUE_URL"]]
+    out = subprocess.run(scrape_args, env=env, cwd=ROOT, check=True, timeout=120, capture_output=True).stdout.decode()
     assert 'amp_dojo_gradings_total{lesson="autocast",status="fail"} 2.0' in out
     assert "amp_dojo_queue_depth 0.0" in out
 

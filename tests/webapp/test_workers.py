@@ -32,13 +32,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_worker(queue_url: str, log_path: Path, database: str, **extra_env) -> subprocess.Popen:
-    """`amp-dojo worker` in its own process group, as an operator would start it (its heartbeat in the app's
-    database: webapp/workers.py)."""
+def start_worker(queue_url: str, log_path: Path, **extra_env) -> subprocess.Popen:
+    """`amp-dojo worker` in its own process group, as an operator would start it: the queue's URL is all it is
+    given (its heartbeat goes there too: webapp/workers.py)."""
     env = dict(
         os.environ,
         AMP_DOJO_QUEUE_URL=queue_url,
-        AMP_DOJO_DATABASE=database,
         AMP_DOJO_WORKER_HEARTBEAT_SECONDS="0.5",
         AMP_DOJO_SANDBOX="local",
         AMP_DOJO_ALLOW_LOCAL_SANDBOX="true",
@@ -94,7 +93,7 @@ def test_two_workers_on_redis_grade_every_submission_exactly_once(tmp_path, redi
     app = create_app(base_config(tmp_path, QUEUE_URL=redis_url))
     client = app.test_client()
     logs = [tmp_path / "worker-1.log", tmp_path / "worker-2.log"]
-    workers = [start_worker(redis_url, log, app.config["DATABASE"]) for log in logs]
+    workers = [start_worker(redis_url, log) for log in logs]
     try:
         codes = [AUTOCAST.reference, AUTOCAST.starter, AUTOCAST.reference, AUTOCAST.starter]
         sids = [submit(client, code) for code in codes]
@@ -136,12 +135,30 @@ def _graded_by(app, sids) -> dict:
 
 
 def _registry(app) -> dict:
-    """pid -> (alive, what it grades now), from the worker heartbeats in the app's database."""
+    """pid -> (alive, what it grades now), from the worker heartbeats in the queue's storage."""
     from webapp import workers
-    from webapp.db import connect
 
-    with connect(app.config["DATABASE"]) as db:
-        return {w["pid"]: (w["alive"], w["grading"]) for w in workers.listing(db, app.config)}
+    return {w["pid"]: (w["alive"], w["grading"]) for w in workers.listing(app.extensions["amp_dojo_queue"], app.config)}
+
+
+def test_a_worker_given_only_the_redis_url_is_seen_alive_by_the_web_app_and_gone_after_a_clean_exit(
+    tmp_path, redis_url
+):
+    """A worker on another machine reaches the queue, not the web app's database (here: a file of its own machine
+    it must never open): /readyz and the workers page still know it runs, from its heartbeat in Redis."""
+    app = create_app(base_config(tmp_path, QUEUE_URL=redis_url))
+    client = app.test_client()
+    elsewhere = tmp_path / "gpu-machine" / "amp_dojo.sqlite3"
+    log = tmp_path / "worker.log"
+    worker = start_worker(redis_url, log, AMP_DOJO_DATABASE=str(elsewhere))
+    try:
+        wait_for(lambda: client.get("/readyz").status_code == 200, 120, "/readyz to see the worker", [log])
+        assert _registry(app) == {worker.pid: (True, [])}
+    finally:
+        stop(worker)
+    assert worker.returncode == 0 and _registry(app) == {}
+    assert client.get("/readyz").get_json()["missing"] == ["worker"]
+    assert not elsewhere.exists()  # the worker never opened a database
 
 
 def test_submission_of_a_killed_worker_is_graded_by_the_next_one(tmp_path):
@@ -149,7 +166,7 @@ def test_submission_of_a_killed_worker_is_graded_by_the_next_one(tmp_path):
     app = create_app(base_config(tmp_path, QUEUE_URL=queue_url, LEASE_SECONDS=3))
     client = app.test_client()
     logs = [tmp_path / "worker-a.log", tmp_path / "worker-b.log"]
-    first = start_worker(queue_url, logs[0], app.config["DATABASE"])
+    first = start_worker(queue_url, logs[0])
     second = None
     try:
         sid = submit(client, SLOW_REFERENCE)
@@ -157,7 +174,7 @@ def test_submission_of_a_killed_worker_is_graded_by_the_next_one(tmp_path):
         wait_for(lambda: _registry(app) == {first.pid: (True, [sid])}, 10, "its heartbeat naming the grading", logs)
         assert client.get("/readyz").status_code == 200
         stop(first, signal.SIGKILL)
-        second = start_worker(queue_url, logs[1], app.config["DATABASE"])
+        second = start_worker(queue_url, logs[1])
         wait_for(lambda: status_of(client, sid)["status"] in ("done", "error"), 180, "the regrade", logs)
     finally:
         for w in (first, second):
@@ -179,7 +196,7 @@ def test_after_a_restart_no_trusted_run_is_computed_again(tmp_path):
     client = app.test_client()
     logs = [tmp_path / "before.log", tmp_path / "after.log"]
     for log, code in zip(logs, (AUTOCAST.reference, AUTOCAST.starter)):
-        worker = start_worker(queue_url, log, app.config["DATABASE"], AMP_DOJO_POOL_SIZE="1")
+        worker = start_worker(queue_url, log, AMP_DOJO_POOL_SIZE="1")
         try:
             sid = submit(client, code)
             wait_for(lambda sid=sid: status_of(client, sid)["status"] in ("done", "error"), 180, "a grading", logs)
