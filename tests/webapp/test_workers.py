@@ -44,6 +44,7 @@ def start_worker(queue_url: str, log_path: Path, **extra_env) -> subprocess.Pope
         AMP_DOJO_DEVICE="cpu",
         PYTHONPATH=str(ROOT),
         AMP_DOJO_WARM_AT_START="false",
+        AMP_DOJO_LOG_LEVEL="INFO",  # what the tests read of its work (a start without it prints its banner alone)
         **extra_env,
     )
     env.pop("AMP_DOJO_CONFIG", None)
