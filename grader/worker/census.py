@@ -397,4 +397,3 @@ class CensusMode(TorchDispatchMode):
         if census.active and not census._quiet:
             census.observe(func, args, kwargs, out)
         return out
-

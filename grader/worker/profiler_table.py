@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-
 TOP_OPS = 12
 
 # Rows shown whatever their time: what a profile shows a sync or a copy by (on a CPU they cost nothing, on a GPU
