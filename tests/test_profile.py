@@ -47,6 +47,7 @@ def step(model, x, y, kind):
     if kind == "nonzero": (y > 3).nonzero()
     if kind == "one_hot_sized": F.one_hot(y)
     if kind == "one_hot_bounded": F.one_hot(y, num_classes=4)
+    if kind == "bincount": torch.bincount(y, minlength=4)
     if kind == "sync": torch.cuda.synchronize()
     if kind == "kept": loss.detach() * 2
     if kind == "evade":
@@ -102,6 +103,7 @@ KINDS = [
     "nonzero",
     "one_hot_sized",
     "one_hot_bounded",
+    "bincount",
     "sync",
     "kept",
     "evade",
@@ -137,6 +139,7 @@ SPELLINGS = {
     "cpu": "to_host",
     "mask": "data_dependent",
     "nonzero": "data_dependent",
+    "bincount": "op_value",
     "sync": "explicit",
 }
 

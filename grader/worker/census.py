@@ -66,6 +66,10 @@ DATA_DEPENDENT = {
     "repeat_interleave",
 }
 
+# Ops that read their input's values to size their output on every device (CUDA's bincount reads the largest value,
+# minlength or not) where a CPU kernel reads them through its data, unseen by the dispatcher: an op's own value read
+READ_BY_KERNEL = {"bincount"}
+
 # How Python reads a tensor's value (an f-string's format calls item()); a value read the dispatcher sees outside
 # them is an op's own (F.one_hot without num_classes reads the largest class to size its output), counted where
 # the op needs it on every device (grader/worker/op_reads.py), not where only a CPU kernel checks its arguments
@@ -145,6 +149,9 @@ class Census:
         if name == "_local_scalar_dense":  # read by Python (.item(), float(), `if t:`), or by an op that needs it
             if self._on_device(first) and (self._reads or not op_reads.checks_arguments_only(self.mode.calls.current)):
                 self.note(("sync", "value" if self._reads else "op_value", f"aten::{name}"))
+        elif name in READ_BY_KERNEL:
+            if self._on_device(first):
+                self.note(("sync", "op_value", f"aten::{name}"))
         elif name in DATA_DEPENDENT or (name == "index" and _bool_index(args)):
             if self._on_device(first):
                 self.note(("sync", "data_dependent", f"aten::{name}"))
