@@ -10,7 +10,10 @@ tensors have no values at all. `checks_arguments_only` replays the learner's cal
 dtypes, no data: ATen's code takes its non-CPU path there, as torch.compile's tracing does): if the replay runs
 through, the op needs no value and the CPU's read was a check of the arguments; if it stops (a meta tensor has
 no value to read), the read is the op's on every device, a sync on a GPU. Where the replay cannot say (no meta
-kernel, a tensor subclass), the read counts, as it did before.
+kernel, a tensor subclass), the read counts, as it did before. The rule trusts a meta kernel to need what the
+GPU kernel needs: one that sizes its output without a value where the GPU kernel still reads one would pass for
+a check (none among the ops a step commonly runs in torch 2.13; bincount, whose CPU kernel reads its values
+unseen by the dispatcher, is counted by name in grader/worker/census.py).
 
 `OpCalls` is the torch-function mode that knows which call of the learner's is running when a read happens:
 the outermost torch call (PyTorch's own calls inside it reach no mode)."""
@@ -32,11 +35,11 @@ class OpCalls(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if torch.compiler.is_compiling():  # nothing to read while dynamo traces: no frame of the grader's in a graph
+            return func(*args, **kwargs)
         # the wrappers the grader put around a torch function ran once already, before the call reached this mode
         while (inner := getattr(func, "__grader_original__", None)) is not None:
             func = inner
-        if torch.compiler.is_compiling():
-            return func(*args, **kwargs)
         outer, self.current = self.current, (func, args, kwargs)
         try:
             return func(*args, **kwargs)
