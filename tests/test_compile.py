@@ -185,3 +185,50 @@ def test_once_dynamo_is_loaded_pytorch_caches_its_own_disabled_functions():
     )
     out = subprocess.run([sys.executable, "-c", code, str(ROOT)], capture_output=True, text=True, timeout=120)
     assert out.stdout.split() == ["True", "True", "0"], out.stderr[-2000:]
+
+
+COMPILED_FORWARDS = """
+import sys, torch
+from grader.worker import tracing
+rec = tracing.Recorder(__file__, "cpu"); rec.install()
+found = {}
+for how in ("torch.compile", "module.compile", "eager", "under autocast"):
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    rec.models.clear(); rec.watch_model(model)
+    if how == "torch.compile": model = torch.compile(model, backend="eager")
+    if how == "module.compile": model.compile(backend="eager")
+    rec.events, rec.active = [], True
+    for _ in range(2):
+        if how == "under autocast":
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                out = model(torch.randn(3, 4))  # line 15
+        else:
+            out = model(torch.randn(3, 4))  # line 17
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = out.float().sum()
+    rec.active = False
+    found[how] = [(e["line"], e["autocast"], e["dtype"]) for e in rec.events if e["ev"] == "forward"]
+print(found)
+"""
+
+
+def test_a_compiled_forward_is_a_forward_event_at_the_learners_line(tmp_path):
+    """A compiled model runs its hooks inside the graph, where they record nothing: the call of what
+    torch.compile returned is the forward, once per call, with the autocast state it was called in."""
+    (tmp_path / "learner.py").write_text(COMPILED_FORWARDS)
+    done = subprocess.run(
+        [sys.executable, str(tmp_path / "learner.py")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    outside = [(17, False, "float32")] * 2
+    assert found == {
+        "torch.compile": outside,
+        "module.compile": outside,
+        "eager": outside,
+        "under autocast": [(15, True, "bfloat16")] * 2,
+    }

@@ -45,6 +45,19 @@ def test_a_training_step_does_not_load_dynamo():
     ]
 
 
+def test_an_op_replayed_on_meta_tensors_does_not_load_dynamo_and_compiling_after_it_still_does():
+    """The census replays an op on meta tensors (grader/worker/op_reads.py); PyTorch's meta kernels for arange
+    and eq are torch._disable_dynamo closures that no scan of a module finds."""
+    out = run("""
+from grader.worker import op_reads
+call = (torch.nn.functional.one_hot, (torch.tensor([0, 3]),), {"num_classes": 4})
+print(op_reads.checks_arguments_only(call), lazy_dynamo.real_loaded())
+compiled = torch.compile(lambda x: x + 1, backend="eager")
+print(compiled(torch.ones(2)).tolist(), op_reads.checks_arguments_only(call), lazy_dynamo.real_loaded())
+""")
+    assert out.split("\n")[:2] == ["True False", "[2.0, 2.0] True True"]
+
+
 def test_compiling_gets_the_real_dynamo_and_the_optimizer_still_steps():
     out = run("""
 compiled = torch.compile(lambda x: x * 2, backend="eager")

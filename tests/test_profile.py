@@ -45,6 +45,9 @@ def step(model, x, y, kind):
         if loss > 0: pass
     if kind == "mask": out[out > 0]
     if kind == "nonzero": (y > 3).nonzero()
+    if kind == "one_hot_sized": F.one_hot(y)
+    if kind == "one_hot_bounded": F.one_hot(y, num_classes=4)
+    if kind == "bincount": torch.bincount(y, minlength=4)
     if kind == "sync": torch.cuda.synchronize()
     if kind == "kept": loss.detach() * 2
     if kind == "evade":
@@ -98,6 +101,9 @@ KINDS = [
     "if",
     "mask",
     "nonzero",
+    "one_hot_sized",
+    "one_hot_bounded",
+    "bincount",
     "sync",
     "kept",
     "evade",
@@ -133,6 +139,7 @@ SPELLINGS = {
     "cpu": "to_host",
     "mask": "data_dependent",
     "nonzero": "data_dependent",
+    "bincount": "op_value",
     "sync": "explicit",
 }
 
@@ -147,6 +154,16 @@ def test_a_copy_to_the_host_counts_on_a_cpu_as_the_sync_it_is_on_a_gpu(census_of
     """On a CPU `.cpu()` returns the tensor itself and dispatches nothing; on a GPU it waits for the device."""
     syncs = [e for e in census_of["cpu"]["events"] if e["ev"] == "sync"]
     assert [(e["kind"], e["op"]) for e in syncs] == [("to_host", "tensor.cpu")]
+
+
+def test_an_op_that_needs_a_value_syncs_and_an_op_that_checks_its_arguments_on_a_cpu_alone_does_not(census_of):
+    """F.one_hot reads the largest class to size its output on every device; given num_classes, only a CPU kernel
+    reads the classes (to check their bounds; a GPU asserts on the device and never waits)."""
+    sized = {(e["kind"], e["line"]) for e in census_of["one_hot_sized"]["events"] if e["ev"] == "sync"}
+    assert sized == {("op_value", LINES["one_hot_sized"])}, census_of["one_hot_sized"]
+    bounded = census_of["one_hot_bounded"]
+    assert not [e for e in bounded["events"] if e["ev"] == "sync"], bounded
+    assert bounded["error"] is None and bounded["tampered"] == []
 
 
 def test_a_step_that_keeps_values_on_the_device_has_no_sync(census_of):

@@ -28,8 +28,9 @@ HOST_SYNCS: dict[str, str | dict[str, str]] = {
         "one": "an op called on this line reads a tensor's value on the host by itself ({op}, {n} time in {steps} steps), with no .item() or float() of yours: it needs the value, typically to know the size of its output, and the host waits for the device to compute it",
         "other": "an op called on this line reads a tensor's value on the host by itself ({op}, {n} times in {steps} steps), with no .item() or float() of yours: it needs the value, typically to know the size of its output, and the host waits for the device to compute it",
     },
-    "host_sync_op_value.fix": "give the op the number it would read, known on the host (F.one_hot(x, num_classes=...), "
-    "torch.bincount(x, minlength=...)), or compute it once before training",
+    "host_sync_op_value.fix": "give the op the number it would read, known on the host (F.one_hot(x, num_classes=...); "
+    "counts into a tensor of known size with index_add_ rather than torch.bincount, which reads its largest value even "
+    "with minlength), or compute it once before training",
     "host_sync_data_dependent.fix": "keep shapes fixed: multiply by the mask or use torch.where instead of indexing "
     "with it",
     "host_sync_explicit": {

@@ -12,7 +12,8 @@ numbers can (grader/checks/profiling.py) and says what it cannot.
 
 The same census runs, in a process of its own that never sees learner code, on
 the step a lesson hands out (its starter): that is the grader's own profile of
-the given step, with the real `torch.profiler` table of one step beside it.
+the given step, with the real `torch.profiler` table of one step beside it
+(grader/worker/profiler_table.py).
 The summaries below are plain functions over the reported events, used by the
 grading process."""
 
@@ -21,11 +22,12 @@ from __future__ import annotations
 import os
 import sys
 from collections import Counter
-from contextlib import contextmanager
 
 import torch
+from torch.overrides import _get_current_function_mode_stack
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
 
+from grader.worker import op_reads
 from grader.worker.precision import ran_in
 from grader.worker.watching import watching
 
@@ -64,8 +66,13 @@ DATA_DEPENDENT = {
     "repeat_interleave",
 }
 
+# Ops that read their input's values to size their output on every device (CUDA's bincount reads the largest value,
+# minlength or not) where a CPU kernel reads them through its data, unseen by the dispatcher: an op's own value read
+READ_BY_KERNEL = {"bincount"}
+
 # How Python reads a tensor's value (an f-string's format calls item()); a value read the dispatcher sees outside
-# them is an op's own (F.one_hot without num_classes reads the largest class to size its output)
+# them is an op's own (F.one_hot without num_classes reads the largest class to size its output), counted where
+# the op needs it on every device (grader/worker/op_reads.py), not where only a CPU kernel checks its arguments
 VALUE_READS = ("item", "__float__", "__int__", "__bool__", "__index__", "__complex__")
 
 COPIES = {"_to_copy", "copy_", "_copy_from", "_copy_from_and_resize"}
@@ -140,8 +147,11 @@ class Census:
         name = func._overloadpacket.__name__
         first = next((a for a in args if isinstance(a, torch.Tensor)), None)
         if name == "_local_scalar_dense":  # read by Python (.item(), float(), `if t:`), or by an op that needs it
-            if self._on_device(first):
+            if self._on_device(first) and (self._reads or not op_reads.checks_arguments_only(self.mode.calls.current)):
                 self.note(("sync", "value" if self._reads else "op_value", f"aten::{name}"))
+        elif name in READ_BY_KERNEL:
+            if self._on_device(first):
+                self.note(("sync", "op_value", f"aten::{name}"))
         elif name in DATA_DEPENDENT or (name == "index" and _bool_index(args)):
             if self._on_device(first):
                 self.note(("sync", "data_dependent", f"aten::{name}"))
@@ -299,6 +309,8 @@ class Census:
             (Census, "_on_device"),
             (Census, "_autocast_state"),
             (CensusMode, "__torch_dispatch__"),
+            (op_reads.OpCalls, "__torch_function__"),
+            (op_reads, "checks_arguments_only"),
         ]
 
     def tampered(self) -> list[str]:
@@ -361,6 +373,7 @@ class CensusMode(TorchDispatchMode):
     def __init__(self, census: Census):
         super().__init__()
         self.census = census
+        self.calls = op_reads.OpCalls()  # which torch call of the step an op's own value read belongs to
         self.lost = False
 
     @classmethod
@@ -370,10 +383,15 @@ class CensusMode(TorchDispatchMode):
 
     def __enter__(self):
         self.census.active = True
+        self.calls.__enter__()
         return super().__enter__()
 
     def __exit__(self, *exc):
         self.census.active = False
+        if _get_current_function_mode_stack()[-1:] == [self.calls]:
+            self.calls.__exit__(*exc)
+        else:
+            self.lost = True  # popped, or another mode left above it
         if self not in _get_current_dispatch_mode_stack():
             self.lost = True  # the learner's code popped it: leave the stack as it is
             return False
@@ -386,65 +404,3 @@ class CensusMode(TorchDispatchMode):
         if census.active and not census._quiet:
             census.observe(func, args, kwargs, out)
         return out
-
-
-TOP_OPS = 12
-
-# Rows shown whatever their time: what a profile shows a sync or a copy by (on a CPU they cost nothing, on a GPU
-# the time they cost is the device's idling, not their own).
-TELLING = (
-    "aten::item",
-    "aten::_local_scalar_dense",
-    "aten::nonzero",
-    "aten::masked_select",
-    "aten::lift_fresh",
-    "cudaStreamSynchronize",
-    "cudaDeviceSynchronize",
-    "cudaEventSynchronize",
-    "Memcpy HtoD",
-    "Memcpy DtoH",
-)
-
-
-@contextmanager
-def torch_profile(device_type: str, into: dict):
-    """torch.profiler around one step; `into["top_ops"]` gets the busiest ops. On CUDA, device time ranks them."""
-    from torch.profiler import ProfilerActivity, profile
-
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device_type == "cuda" else [])
-    with profile(activities=activities, record_shapes=True) as prof:
-        yield
-    into["top_ops"] = top_ops(prof.events(), device_type)
-
-
-def top_ops(events, device_type: str) -> list[dict]:
-    """One row per op and input dtype (an addmm in float beside one in bfloat16 is the point of the lesson), the
-    busiest first, then the rows that tell a sync or a copy, however little time they took."""
-    cuda = device_type == "cuda"
-    rows: dict[tuple, dict] = {}
-    for e in events:
-        if e.name.startswith("ProfilerStep"):
-            continue
-        dtype = next((d for d in (getattr(e, "input_dtypes", None) or []) if d), "")
-        row = rows.setdefault(
-            (e.name, dtype),
-            {
-                "op": e.name,
-                "calls": 0,
-                "self_cpu_us": 0.0,
-                "self_device_us": 0.0 if cuda else None,
-                "dtypes": [dtype] if dtype else [],
-            },
-        )
-        row["calls"] += 1
-        row["self_cpu_us"] += float(e.self_cpu_time_total)
-        if cuda:
-            row["self_device_us"] += float(getattr(e, "self_device_time_total", 0.0))
-    for row in rows.values():
-        row["self_cpu_us"] = round(row["self_cpu_us"], 1)
-        if cuda:
-            row["self_device_us"] = round(row["self_device_us"], 1)
-    ranked = sorted(rows.values(), key=lambda r: -(r["self_device_us"] if cuda else r["self_cpu_us"]))
-    shown = ranked[:TOP_OPS]
-    shown += [r for r in ranked[TOP_OPS:] if r["op"].startswith(TELLING)][:4]
-    return shown

@@ -331,9 +331,9 @@ class Worker:
         lesson's given step): the table a learner reads, shown beside the verdict."""
         if not msg.get("torch_profile"):
             return _null()
-        from grader.worker import census
+        from grader.worker import profiler_table
 
-        return census.torch_profile(self.device_type, into)
+        return profiler_table.torch_profile(self.device_type, into)
 
     def _skippable(self):
         """The FP32 baseline has no scaler to skip the step the grader makes overflow in the other runs: it runs

@@ -13,8 +13,7 @@ import weakref
 
 import torch
 
-from grader.worker import gradients, tracing_scaler
-from grader.worker.memory_formats import input_format, weight_format
+from grader.worker import gradients, tracing_forward, tracing_scaler
 from grader.worker.precision import PrecisionMode
 from grader.worker.watching import watching
 
@@ -33,6 +32,7 @@ class Recorder:
         self._in_backward = False
         self._accumulated: float | None = None  # the gradients' norm after the last backward
         self._autocast_stack: list[tuple[str, bool]] = []
+        self._forwards = 0  # nesting of the models' forwards: an inner one (the model inside its wrapper) is not one
         self._optimizers: dict[int, int] = {}
         self._known_optimizers: list = []  # weak references: the grader's and any the step used
         self._optimizer_names: dict[int, str] = {}  # the entrypoint's name of each of the grader's optimizers
@@ -119,30 +119,7 @@ class Recorder:
 
     def watch_model(self, model: torch.nn.Module):
         self.models.append(model)
-
-        # A compiled forward runs these hooks inside its graph: while dynamo traces them they do nothing (a frame
-        # lookup would break the learner's graph), so a compiled forward leaves no forward event
-        def pre(module, args):
-            if not torch.compiler.is_compiling():
-                self._forward_autocast = self.autocast_on()
-                self._forward_input = input_format(args) if self.active else None
-
-        def post(module, args, output):
-            if torch.compiler.is_compiling():
-                return
-            dtype = str(output.dtype).replace("torch.", "") if isinstance(output, torch.Tensor) else None
-            self.emit(
-                "forward",
-                autocast=self._forward_autocast,
-                dtype=dtype,
-                input_format=self._forward_input,
-                weight_format=weight_format(module) if self.active else None,
-                copy=module is not model,  # a copy.deepcopy of the model carries this hook over
-            )
-            self._forward_input = None  # a forward whose pre-hook did not run (removed) reports no input
-
-        model.register_forward_pre_hook(pre)
-        model.register_forward_hook(post)
+        tracing_forward.watch(self, model)
 
     def watch_optimizer(self, optimizer, name: str | None = None):
         """An optimizer whose parameters a clip may touch, so the clip event can say whose gradients it clipped
@@ -337,7 +314,7 @@ class Recorder:
         @watching(original)
         def compile(model=None, *args, **kwargs):
             rec.emit("compile", target=type(model).__name__ if model is not None else None)
-            return original(model, *args, **kwargs)
+            return tracing_forward.compiled(rec, model, original(model, *args, **kwargs))
 
         torch.compile = compile
 

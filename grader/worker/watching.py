@@ -3,7 +3,8 @@ traces a frame (and while AOTAutograd and inductor compile it), a wrapper is the
 else: dynamo traces PyTorch's own code, exactly as it would without the grader, and the calls the compiler
 makes itself (AOTAutograd's torch.autograd.grad, say) are not recorded as the learner's. The grader's own code
 (frame lookups for the learner's line, bookkeeping) would otherwise break the learner's graph or make dynamo
-recompile on it."""
+recompile on it. A wrapper keeps its original at hand: a torch function the learner called reaches a
+torch-function mode after the wrapper ran, and the mode calls the original, not the wrapper a second time."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ def watching(original):
                 return original(*args, **kwargs)
             return wrapper(*args, **kwargs)
 
+        call.__grader_original__ = original  # a torch-function mode calls the original (grader/worker/op_reads.py)
         return call
 
     return decorate
