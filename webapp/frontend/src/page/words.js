@@ -12,6 +12,7 @@ export function stageLabels() {
     starting: tr("Starting your code"),
     steps: tr("Training and comparing with FP32"),
     trusted: tr("Finishing the FP32 baseline and the reference run"),
+    float16: tr("Running your float16 code on the CPU"),
     timing: tr("Timing against the baseline"),
     timing_given: tr("Timing against the given step"),
     retry: tr("The grading worker stopped; grading again"),
