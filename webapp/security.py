@@ -115,6 +115,11 @@ def _csrf_settings(app) -> None:
     app.config.setdefault("WTF_CSRF_SSL_STRICT", False)
 
 
+# Routes whose bearer token is not an account's: /metrics checks METRICS_TOKEN itself, and a probe's header is the
+# prober's business (both answer without an account).
+NOT_AN_ACCOUNTS_TOKEN = {"metrics.metrics", "health.healthz", "health.readyz"}
+
+
 def bearer_signin():
     """before_request: `Authorization: Bearer <token>` signs the request in as the token's account (webapp/tokens.py)
     and nothing else does: the session cookie is not read or written. An unknown, revoked or expired token is a
@@ -123,7 +128,7 @@ def bearer_signin():
     from webapp import content, i18n, tokens
 
     kind, _, secret = request.headers.get("Authorization", "").partition(" ")
-    if kind.lower() != "bearer":
+    if kind.lower() != "bearer" or request.endpoint in NOT_AN_ACCOUNTS_TOKEN:
         return None
     g.bearer = True
     lang = content.language(request.args.get("lang") or request.accept_languages.best_match(content.LANGUAGES))

@@ -34,7 +34,7 @@ from grader.judge.protocol import StepFailure, _ok, code_of, malformed_is_protoc
 from grader.judge.workers import init_worker, lesson_setup_error, spawn_worker, workload_of
 from grader.lesson.schema import Exercise
 from grader.sandboxes.process import WorkerFailure, WorkerProcess
-from grader.worker import census
+from grader.worker import profiler_table
 
 log = logging.getLogger("grader.judge.trusted_runs")
 FIELDS = (
@@ -278,7 +278,7 @@ def torch_profiled(worker: WorkerProcess, step: int) -> list[dict] | None:
                     "self_device_us": None if r["self_device_us"] is None else float(r["self_device_us"]),
                     "dtypes": [str(d)[:40] for d in r["dtypes"]][:3],
                 }
-                for r in rows[: census.TOP_OPS + 4]
+                for r in rows[: profiler_table.TOP_OPS + 4]
             ]
     except (StepFailure, WorkerFailure) as exc:
         if exc.payload.get("kind") == "cancelled":
