@@ -79,7 +79,7 @@ def test_show_and_start_print_their_next_commands_in_the_chosen_language(tmp_pat
     assert "Buntu? grader hint autocast --lang id" in shown and "Lalu: grader quiz autocast --lang id" in shown
     target = tmp_path / "mine.py"
     wrote = invoke("start", "autocast", target, LANG="it_IT.UTF-8").output
-    assert wrote.strip() == f"scritto {target}; modificalo, poi esegui: grader check autocast {target}"
+    assert wrote.strip() == f"ho creato {target}; modificalo, poi esegui: grader check autocast {target}"
     assert "# TODO: esegui il forward pass e la loss dentro torch.autocast" in target.read_text()  # its comments too
 
 
