@@ -124,7 +124,7 @@ class ProcessHandle:
     """A worker started with subprocess (local, bwrap): pipes, signals to its group."""
 
     def __init__(self, proc: subprocess.Popen):
-        self.proc = proc
+        self.proc, self.pid = proc, proc.pid
         self.stdout_fd = proc.stdout.fileno()
         self.stderr = proc.stderr
 
@@ -138,19 +138,19 @@ class ProcessHandle:
     def signal_worker(self, sig):
         """Signals the Python process that runs the code (faulthandler's dump on SIGUSR1)."""
         try:
-            os.kill(self.proc.pid, sig)
+            os.kill(self.pid, sig)
         except OSError:
             pass
 
     def signal_all(self, sig):
         try:
-            os.killpg(self.proc.pid, sig)
+            os.killpg(self.pid, sig)
         except OSError:
             pass
 
     def cpu_seconds(self) -> float | None:
         """CPU time of the worker's process group (local: not isolated, so the learner could leave it)."""
-        return cpu_seconds_of(host_pids(lambda pid: os.getpgid(pid) == self.proc.pid))
+        return cpu_seconds_of(host_pids(lambda pid: os.getpgid(pid) == self.pid))
 
     def freeze(self):
         self.signal_all(signal.SIGSTOP)

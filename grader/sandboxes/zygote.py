@@ -19,7 +19,7 @@ import threading
 import time
 
 from grader.sandboxes.launcher import GRADER_ROOT, LocalLauncher, make_workdir, worker_env
-from grader.sandboxes.process import ProcessHandle, WorkerProcess, cpu_seconds_of, host_pids
+from grader.sandboxes.process import ProcessHandle, WorkerProcess
 
 
 class Zygote:
@@ -139,15 +139,6 @@ class ForkedHandle(ProcessHandle):
                 os.kill(self.pid, sig)
             except OSError:
                 pass
-
-    def signal_all(self, sig):
-        try:
-            os.killpg(self.pid, sig)
-        except OSError:
-            pass
-
-    def cpu_seconds(self) -> float | None:
-        return cpu_seconds_of(host_pids(lambda pid: os.getpgid(pid) == self.pid))
 
     def kill(self):
         self.thaw()
