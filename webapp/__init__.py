@@ -97,6 +97,11 @@ def create_app(test_config: dict | None = None) -> Flask:
     app.register_blueprint(api.bp)
     for blueprint in (auth.bp, passwords.bp, courses.bp, dashboard.bp, health.bp, metrics.bp):
         app.register_blueprint(blueprint)
+    from webapp import tutor_sources
+    from webapp.tutor import routes as tutor_routes
+
+    # the tutor is handed the lesson's public text and, for its leak guard, the solutions: it loads no lesson itself
+    app.register_blueprint(tutor_routes.make_blueprint(tutor_sources.lesson_text, tutor_sources.solutions))
     app.before_request(lambda: start_collector(app))
     for status in ERROR_PAGES:  # the one handler of every HTML error page (the API words its own as JSON)
         app.register_error_handler(status, error_page)

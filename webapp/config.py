@@ -173,3 +173,29 @@ SMTP_PASSWORD = None
 # The sender; None = amp-dojo@SMTP_HOST.
 SMTP_FROM = None
 SMTP_TIMEOUT = 10
+
+# The tutor (docs/tutor.md): a self-hosted model that learners ask "why?" about a verdict, answering from the
+# grader's findings and never with the solution. TUTOR_BASE_URL is an OpenAI-compatible endpoint's root, with its
+# /v1 (vLLM: http://host:8000/v1, llama-server: http://host:8080/v1, Ollama: http://host:11434/v1); None = no
+# tutor anywhere (no button, and the ask route answers 404): nothing leaves the server unless an admin sets it.
+# TUTOR_API_KEY is always sent as a bearer key (servers started without a key ignore it); TUTOR_MODEL names the
+# model as that server knows it.
+TUTOR_BASE_URL = None
+TUTOR_MODEL = "default"
+TUTOR_API_KEY = "none"
+# Seconds to connect; to wait for each piece of the answer (the first one included); for the whole answer.
+TUTOR_CONNECT_TIMEOUT_S = 5
+TUTOR_READ_TIMEOUT_S = 30
+TUTOR_ANSWER_TIMEOUT_S = 90
+# Longest answer (the model's tokens), prompt (characters sent: the lesson, code, result and conversation are cut
+# to fit) and question (characters).
+TUTOR_MAX_TOKENS = 400
+TUTOR_MAX_PROMPT_CHARS = 24000
+TUTOR_MAX_QUESTION_CHARS = 600
+# Questions per learner in any 24 hours, and per submission; answers the model writes at once (this process).
+TUTOR_QUESTIONS_PER_DAY = 40
+TUTOR_QUESTIONS_PER_SUBMISSION = 6
+TUTOR_CONCURRENCY = 4
+# Keep the text of questions and answers in the database (instructors never see it; only counts are shown).
+# False: only who asked about which lesson and submission, and when (for the quotas and the counts).
+TUTOR_STORE_QUESTIONS = False

@@ -22,7 +22,9 @@ MAX_PER_ACCOUNT = 20
 MAX_DAYS = 3650
 LAST_USED_EVERY_S = 60.0
 # The API endpoints a token opens: submitting, following its own submissions, and saying whose it is.
-SCOPE = frozenset({"api.submit", "api.submission", "api.stream", "api.lesson_submissions", "api.me"})
+SCOPE = frozenset(
+    {"api.submit", "api.submission", "api.stream", "api.lesson_submissions", "api.me", "tutor.ask"}  # grader ask
+)
 UNKNOWN = noop_gettext("This access token is unknown or revoked: make a new one on your account page.")
 EXPIRED = noop_gettext("This access token has expired: make a new one on your account page.")
 OUT_OF_SCOPE = noop_gettext("An access token may only submit code and read your own submissions.")
