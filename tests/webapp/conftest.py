@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tutor_model import model_server, silent_server  # noqa: F401 - the tutor's model servers (tests/tutor_model.py)
 from webapp_testing import base_config, csrf_headers
 
 from webapp import create_app

@@ -21,7 +21,7 @@ def ui_strings() -> set[str]:
         found |= set(re.findall(r'_\("((?:[^"\\]|\\.)*)"', template.read_text()))
     for script in (WEBAPP / "frontend" / "src" / "page").glob("*.js"):  # the page logic, bundled into amp-dojo.js
         found |= set(re.findall(r'\btr\("((?:[^"\\]|\\.)*)"', script.read_text()))
-    python = "\n".join(p.read_text() for p in WEBAPP.glob("*.py"))
+    python = "\n".join(p.read_text() for p in [*WEBAPP.glob("*.py"), *WEBAPP.glob("tutor/*.py")])
     for literals in re.findall(r'gettext\(\s*((?:"(?:[^"\\]|\\.)*"\s*)+)', python):  # "..." "..." is one string
         found.add("".join(re.findall(r'"((?:[^"\\]|\\.)*)"', literals)))
     found |= set(re.findall(r'"(?:not_started|attempted|passed)": "([^"]+)"', python))

@@ -21,6 +21,7 @@ from grader.lesson.code_tokens import code_tokens
 RUN = 6  # tokens in a run: `with torch . autocast ( device_type` is one
 LEAK_RUNS = 6  # secret runs an answer may repeat in all; more is a leak (one line of the solution is about 9)
 LINE_RUNS = 3  # ...or in one line of the answer
+SHARE = 0.25  # ...or this share of them (at least 2): a learner one move from the solution has few secret runs left
 _WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*|\d[\w.]*|\S")
 _LAYOUT = {tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER, tokenize.NL, tokenize.COMMENT}
 
@@ -64,10 +65,12 @@ class Secrets:
         return len(runs(prose_tokens(text)) & self.runs)
 
     def leaks(self, text: str) -> bool:
-        """Whether `text` gives the solution away: too many secret runs in all, or in one line."""
+        """Whether `text` gives the solution away: too many secret runs in all, too large a share of them, or
+        too many in one line."""
         if not self.runs:
             return False
-        if self.found_in(text) > LEAK_RUNS:
+        found = self.found_in(text)
+        if found > LEAK_RUNS or (found >= 2 and found >= SHARE * len(self.runs)):
             return True
         return any(self.found_in(line) >= LINE_RUNS for line in text.splitlines())
 

@@ -43,7 +43,7 @@ def messages(lesson: dict, asked: Asked, max_chars: int = 24000) -> list[dict]:
     """The chat messages: the system prompt, then one user message with the evidence and the question; earlier
     turns in between. `lesson` is public data: title, lesson, task, hints (webapp.tutor_sources.lesson_text)."""
     system = SYSTEM.format(language=LANGUAGE_NAMES.get(asked.lang, "English"))
-    budget = max(2000, max_chars - len(system))
+    budget = max(400, max_chars - len(system))
     turns: list[dict] = []
     for question, answer in asked.history[-3:]:
         turns += [
@@ -51,7 +51,7 @@ def messages(lesson: dict, asked: Asked, max_chars: int = 24000) -> list[dict]:
             {"role": "assistant", "content": _cut(answer, 1200)},
         ]
     budget -= sum(len(t["content"]) for t in turns)
-    evidence = evidence_text(lesson, asked, max(1000, budget))
+    evidence = evidence_text(lesson, asked, max(300, budget))
     return [{"role": "system", "content": system}, *turns, {"role": "user", "content": evidence}]
 
 
