@@ -84,9 +84,20 @@ def lesson(lesson_id):
         "lessons/lesson.html",
         lesson=content.public_lesson(ex, lang),
         page=page,
+        tutor=_tutor(db, ex.id),
         history=history,
         markdown_inline=content.markdown_inline,
     )
+
+
+def _tutor(db, lesson_id: str) -> dict | None:
+    """The tutor's form, where this learner may ask about this lesson (webapp/tutor/policy.py); else None."""
+    from flask_login import current_user
+
+    from webapp.tutor import policy
+
+    allowed, _why = policy.allowed_here(db, current_user, lesson_id)
+    return {"max_chars": int(current_app.config["TUTOR_MAX_QUESTION_CHARS"])} if allowed else None
 
 
 @bp.get("/submissions/<sid>")

@@ -244,6 +244,14 @@ export function createEditor(parent, options = {}) {
     focus() {
       view.focus();
     },
+    // Puts the cursor at the start of line n (1-based; clamped to the document) and shows it: the tutor's
+    // "line 7" links here.
+    goToLine(n) {
+      const doc = view.state.doc;
+      const line = doc.line(Math.min(Math.max(1, Number(n) || 1), doc.lines));
+      view.dispatch({ selection: { anchor: line.from }, scrollIntoView: true });
+      view.focus();
+    },
     // Marks lines in the gutter (and underlines them) with a message shown on hover and in the diagnostics panel
     // (F8 moves to the next one, Ctrl/Cmd+Shift+M opens the panel); [] takes them all away.
     markLines(marks) {

@@ -1,6 +1,6 @@
 // The lesson's code editor: CodeMirror (../editor.js) in #editor-host, or, if it cannot start, the plain
 // textarea the template put there, with Tab indenting and Ctrl/Cmd+Enter to run. Either way the same small
-// interface: getValue, setValue, focus, markLines.
+// interface: getValue, setValue, focus, goToLine, markLines.
 
 import { createEditor } from "../editor.js";
 import { tr } from "./i18n.js";
@@ -41,6 +41,12 @@ export function makeEditor(host, doc, onRun, onChange) {
     getValue: () => fallback.value,
     setValue: (text) => { fallback.value = text; },
     focus: () => fallback.focus(),
+    goToLine: (n) => {
+      const lines = fallback.value.split("\n");
+      const at = lines.slice(0, Math.max(0, Math.min(Number(n) || 1, lines.length) - 1)).join("\n").length;
+      fallback.focus();
+      fallback.setSelectionRange(at ? at + 1 : 0, at ? at + 1 : 0);
+    },
     markLines: () => {}, // a plain text area has no gutter: the results panel still names each line
   };
 }

@@ -13,6 +13,7 @@ import { bindHints } from "./hints.js";
 import { Quiz, bindQuiz } from "./quiz.js";
 import { makeEditor } from "./editor-host.js";
 import { resultMarks } from "./marks.js";
+import { initTutor } from "./tutor.js";
 
 export function initLesson(page, env) {
   const { api, win, doc } = env;
@@ -31,6 +32,12 @@ export function initLesson(page, env) {
   });
   let running = false;
   let editor = null;
+  let tutor = null;
+
+  // The tutor (where the server has one) talks about a graded submission only, and about the latest one.
+  function offerTutor(sid) {
+    if (state.outcome && state.outcome.result) tutor.attach(sid);
+  }
 
   function refreshHistory() {
     api("GET", page.urls.history).then((res) => {
@@ -78,6 +85,7 @@ export function initLesson(page, env) {
     // The last result stays on screen until the server has accepted this run: a refusal must not hide it.
     const code = editor.getValue();
     editor.markLines([]);
+    tutor.hide();
     api("POST", page.urls.submit, { code })
       .then((res) => {
         if (!res.ok) {
@@ -95,6 +103,7 @@ export function initLesson(page, env) {
             finished();
             markGraded(code);
             panel.revealVerdict();
+            offerTutor(res.data.id);
           },
         });
       })
@@ -117,6 +126,7 @@ export function initLesson(page, env) {
         onDone: () => {
           finished();
           if (typeof res.data.code === "string") markGraded(res.data.code);
+          offerTutor(res.data.id);
         },
       });
     });
@@ -124,6 +134,7 @@ export function initLesson(page, env) {
 
   const start = initialDoc(drafts.store.load(), lesson.starter);
   editor = makeEditor(host, start.doc, run, (text) => drafts.changed(text));
+  tutor = initTutor(doc, env, editor);
   if (start.restored) {
     const at = drafts.store.savedAt();
     draftState.textContent = at ? tr("Draft restored: saved {time}", { time: timeAgo(at) }) : tr("Draft restored");
