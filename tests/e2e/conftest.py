@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
+from tutor_model import model_server  # noqa: F401 - the tutor's model server (tests/tutor_model.py)
 
 from .amp_dojo_live import CHROMIUM, REQUIRE_BROWSER, ROOT, LiveApp
 
