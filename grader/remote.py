@@ -23,6 +23,7 @@ from grader.errors import GraderError
 
 CREDENTIALS = "credentials.json"
 TIMEOUT_S = 30.0  # one request
+TUTOR_TIMEOUT_S = 180.0  # silence on the tutor's stream (the server bounds the whole answer itself)
 POLL_S = 1.0
 DONE = ("done", "error")
 
@@ -92,25 +93,51 @@ def in_the_clear(root: str) -> bool:
     return parts.scheme == "http" and parts.hostname not in ("localhost", "127.0.0.1", "::1")
 
 
-def call(login: Login, method: str, path: str, lang: str, body: dict | None = None) -> dict:
-    """One API request with the token; the JSON answer, or a GraderError that carries the server's own words
-    (in `lang`: a revoked or expired token, a rate limit, code too large)."""
+def _request(login: Login, method: str, path: str, lang: str, body: dict | None, accept: str) -> urllib.request.Request:
     data = None if body is None else json.dumps(body).encode("utf-8")
     sep = "&" if "?" in path else "?"
-    request = urllib.request.Request(
+    return urllib.request.Request(
         f"{login.url}{path}{sep}lang={lang}",
         data=data,
         method=method,
         headers={
             "Authorization": f"Bearer {login.token}",
-            "Accept": "application/json",
+            "Accept": accept,
             "Accept-Language": lang,
             **({"Content-Type": "application/json"} if data is not None else {}),
         },
     )
+
+
+def call(login: Login, method: str, path: str, lang: str, body: dict | None = None) -> dict:
+    """One API request with the token; the JSON answer, or a GraderError that carries the server's own words
+    (in `lang`: a revoked or expired token, a rate limit, code too large)."""
+    request = _request(login, method, path, lang, body, "application/json")
     try:
         with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
             return json.loads(response.read().decode("utf-8"))
+    except urllib.error.HTTPError as exc:
+        raise GraderError(f"the server said {exc.code}: {_said(exc)}") from None
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise GraderError(f"could not reach {login.url}: {getattr(exc, 'reason', exc)}") from None
+
+
+def ask(login: Login, sid: str, question: str, lang: str, hints_opened: int = 0):
+    """The tutor's answer about one's own graded submission (`grader ask`), as the server streams it: (event,
+    data) pairs, `delta` pieces of text, `replace` (the leak guard's reply instead), `error`, then `done`. The
+    server bounds the answer's time; TUTOR_TIMEOUT_S only stops a connection that went silent."""
+    path = f"/api/submissions/{urllib.parse.quote(sid, safe='')}/tutor"
+    body = {"question": question, "hints_opened": hints_opened}
+    request = _request(login, "POST", path, lang, body, "text/event-stream")
+    try:
+        with urllib.request.urlopen(request, timeout=TUTOR_TIMEOUT_S) as response:
+            event = "message"
+            for raw in response:
+                line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+                if line.startswith("event:"):
+                    event = line[6:].strip()
+                elif line.startswith("data:"):
+                    yield event, json.loads(line[5:].strip())
     except urllib.error.HTTPError as exc:
         raise GraderError(f"the server said {exc.code}: {_said(exc)}") from None
     except (urllib.error.URLError, OSError, ValueError) as exc:

@@ -78,6 +78,41 @@ def send(exercise_id: str, file: Path, wait_s: float, lang: str, out) -> int:
     return show_remote(answer, file, source, lang, out, time.perf_counter() - began)
 
 
+@click.command()
+@click.argument("exercise_id")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("question")
+@WAIT
+@LANG
+def ask(exercise_id, file, question, wait_s, lang):
+    """Ask the server's tutor QUESTION about FILE's verdict: FILE is submitted and graded there first (your
+    submission, like `grader submit`), then the tutor answers from the grader's findings, never with the solution."""
+    from grader.lesson import hints
+
+    login = remote.saved()
+    load_exercise(exercise_id)
+    source = file.read_text(encoding="utf-8", errors="replace")
+    sent = remote.submit(login, exercise_id, source, lang)
+    click.echo(phrase("remote.submitted", lang, id=sent["id"], url=f"{login.url}/submissions/{sent['id']}"), err=True)
+    remote.verdict(remote.wait_for(login, sent["id"], lang, wait_s))
+    click.echo(phrase("remote.asking", lang), err=True)
+    sys.exit(print_answer(remote.ask(login, sent["id"], question, lang, hints.seen(exercise_id))))
+
+
+def print_answer(events) -> int:
+    """Prints the tutor's answer as it streams; 0, or 1 where the tutor gave none (its message on stderr)."""
+    for event, data in events:
+        if event == "delta":
+            click.echo(data.get("text", ""), nl=False)
+        elif event == "replace":
+            click.echo("\n\n" + data.get("text", ""), nl=False)
+        elif event == "error":
+            click.echo(data.get("message", ""), err=True)
+            return 1
+    click.echo()
+    return 0
+
+
 def show_remote(answer: dict, file: Path, source: str, lang: str, out, wall_s: float) -> int:
     document = remote.verdict(answer)
     report.print_report(out, remote.Received(document), report.Source(str(file), source), lang, wall_s=wall_s)

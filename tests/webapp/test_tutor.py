@@ -6,6 +6,7 @@ words are never asserted, only the protocol. SQLite only: nothing here depends o
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import httpx
@@ -214,3 +215,32 @@ def test_a_course_can_turn_the_tutor_off_and_others_cannot_ask(tmp_path):
     grade_as(app, sid, "fail", [FINDING])
     assert ask(web, sid).status_code == 403
     assert ask(app.test_client(), sid).status_code == 404  # another learner: no such submission
+
+
+def test_grader_ask_reads_the_tutors_stream_with_a_personal_access_token(tmp_path, capsys):
+    """The terminal's path (the model is down here: the stream and its words are what is tested, cheaply)."""
+    import threading
+
+    from webapp_testing import form, signup
+    from werkzeug.serving import make_server
+
+    from grader import remote
+    from grader.cli.remote import print_answer
+
+    app = make(tmp_path, TUTOR_BASE_URL=closed_port_url())
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        ada = app.test_client()
+        signup(ada, "ada")
+        page = form(ada, "/account/tokens", {"name": "terminal"}).get_data(as_text=True)
+        token = re.search(r'data-testid="token-secret">(ampd_[\w-]+)<', page).group(1)
+        login = remote.Login(f"http://127.0.0.1:{server.server_port}", token)
+        sid = remote.submit(login, "autocast", WRONG, "id")["id"]
+        grade_as(app, sid, "fail", [FINDING])
+        assert print_answer(remote.ask(login, sid, "Mengapa baris 10 salah?", "id", hints_opened=1)) == 1
+        assert capsys.readouterr().err.strip() == prompts_text("id", client.DOWN)
+    finally:
+        server.shutdown()
+        thread.join(timeout=30)
