@@ -37,6 +37,7 @@ from webapp.auth import gettext, instructor_required
 from webapp.courses import lesson_title
 from webapp.db import get_db
 from webapp.lessons import PROGRESS_LABELS, current_lang
+from webapp.tutor import policy as tutor_policy
 
 bp = Blueprint("dashboard", __name__, url_prefix="/teach")
 SUBMISSIONS_PER_PAGE = 20
@@ -189,10 +190,13 @@ def edit_course(course_id):
             choices=_lesson_choices(current=classroom.lessons(db, course_id)),
             name=course["name"],
             error=None,
+            tutor_switch=bool(course["tutor_enabled"]) if tutor_policy.enabled(current_app.config) else None,
         )
     try:
         picked = _parse_lessons(request.form)
         classroom.update(db, course_id, request.form.get("name", ""), picked)
+        if tutor_policy.enabled(current_app.config):
+            tutor_policy.switch(db, course_id, request.form.get("tutor") == "on")
     except classroom.CourseError as exc:
         return render_template(
             "dashboard/edit_course.html",
@@ -359,6 +363,9 @@ def course(course_id):
         mistakes=mistakes,
         chart=mistake_chart(mistakes, len(learners)),
         matrix=matrix,
+        tutor_counts=tutor_policy.questions_per_lesson(db, course_id)
+        if tutor_policy.enabled(current_app.config)
+        else None,
         notices=get_flashed_messages(with_categories=True),
     )
 

@@ -193,8 +193,8 @@ def test_without_an_endpoint_there_is_no_tutor(tmp_path):
     assert 'id="tutor"' in with_one.get("/lessons/autocast").get_data(as_text=True)
 
 
-def test_a_course_can_turn_the_tutor_off_and_others_cannot_ask(tmp_path):
-    from webapp_testing import make_instructor, signup
+def test_a_course_can_turn_the_tutor_off_and_its_dashboard_counts_questions(tmp_path):
+    from webapp_testing import form, make_instructor, signin, signup
 
     from webapp import classroom
     from webapp.db import connect
@@ -204,7 +204,6 @@ def test_a_course_can_turn_the_tutor_off_and_others_cannot_ask(tmp_path):
     db = connect(app.config["DATABASE"])
     course_id = classroom.create(db, "Class", [("autocast", None)], teacher.id)
     code = db.execute("SELECT join_code FROM courses WHERE id = ?", (course_id,)).scalar()
-    db.execute("UPDATE courses SET tutor_enabled = ? WHERE id = ?", (False, course_id))
     web = app.test_client()
     signup(web, "ada")
     classroom.join(db, code, db.execute("SELECT id FROM users WHERE username = 'ada'").scalar())
@@ -213,7 +212,17 @@ def test_a_course_can_turn_the_tutor_off_and_others_cannot_ask(tmp_path):
         "id"
     ]
     grade_as(app, sid, "fail", [FINDING])
-    assert ask(web, sid).status_code == 403
+    desk = app.test_client()
+    signin(desk, "teacher")
+    edit = f"/teach/courses/{course_id}/edit"
+    lessons = {"name": "Class", "lesson-autocast": "on", "position-autocast": "1"}
+    assert 'data-testid="tutor-switch"' in desk.get(edit).get_data(as_text=True)
+    assert form(desk, edit, lessons).status_code == 303  # unchecked: off
+    assert ask(web, sid).status_code == 403 and 'id="tutor"' not in web.get("/lessons/autocast").get_data(as_text=True)
+    assert form(desk, edit, {**lessons, "tutor": "on"}).status_code == 303
+    assert ask(web, sid).status_code == 200  # the model is down: an error event, but a question asked
+    page = desk.get(f"/teach/courses/{course_id}").get_data(as_text=True)
+    assert '<td class="num" data-label="Questions to the tutor" data-testid="tutor-questions">1</td>' in page
     assert ask(app.test_client(), sid).status_code == 404  # another learner: no such submission
 
 

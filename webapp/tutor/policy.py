@@ -97,6 +97,12 @@ def keep_answer(database: str, question_id: int, answer: str) -> None:
         db.close()
 
 
+def switch(db, course_id: int, on: bool) -> None:
+    """The course's own switch (its instructors', on the course's edit page)."""
+    with transaction(db):
+        db.execute("UPDATE courses SET tutor_enabled = ? WHERE id = ?", (bool(on), course_id))
+
+
 def questions_per_lesson(db, course_id: int) -> dict[str, int]:
     """For the dashboard: how many questions the course's learners asked about each of its lessons (never what)."""
     rows = db.execute(
