@@ -1,4 +1,4 @@
-"""`%%grade LESSON` and `%grade_show LESSON`.
+"""`%%grade LESSON`, `%grade_show LESSON` and `%tutor QUESTION`.
 
 The cell under `%%grade` is never run by the kernel: its text goes to
 grader.runner.run() exactly as a file does for `grader check`, in a sandbox
@@ -13,7 +13,7 @@ import os
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
-from IPython.display import HTML, Markdown, display
+from IPython.display import HTML, Markdown, Pretty, display
 
 from amp_dojo.html import CELL_OFFSET, grading_html, progress_html
 from grader import remote, runner
@@ -28,6 +28,7 @@ from grader.wording.phrases import phrase, stage_in_words
 
 WAIT_S = 600  # at most this long for the server's verdict
 last_result = None  # the GradingResult of the latest %%grade in this kernel (amp_dojo.last_result)
+last_submission = None  # (lesson, submission id) of the latest %%grade --submit: what %tutor asks about
 
 
 class Graded:
@@ -72,6 +73,8 @@ def submitted(login, lesson: str, cell: str, lang: str) -> Graded:
         document = remote.verdict(remote.wait_for(login, sent["id"], lang, WAIT_S))
     except GraderError as exc:
         raise UsageError(exc.message) from None
+    global last_submission
+    last_submission = (lesson, sent["id"])
     note = phrase("remote.verdict", lang, url=f"{login.url}/submissions/{sent['id']}")
     return Graded(remote.Received(document), cell, lang, note)
 
@@ -160,3 +163,27 @@ class GradeMagics(Magics):
         )
         display(Markdown(text))
         self.shell.set_next_input(f"%%grade {ex.id}\n{ex.starter_in(lang).rstrip()}\n", replace=False)
+
+    @magic_arguments()
+    @argument("question", nargs="+", help="what to ask about the verdict")
+    @argument("--lang", default="en", choices=LANGUAGES)
+    @line_magic
+    def tutor(self, line):
+        """Ask the server's tutor about the verdict of the latest `%%grade --submit` cell (docs/tutor.md); the
+        answer streams in below, from the grader's findings, never with the solution."""
+        args = _options(line, self.tutor)
+        if last_submission is None:
+            raise UsageError(phrase("notebook.tutor_first", args.lang))
+        lesson, sid = last_submission
+        from grader.lesson import hints
+
+        shown = display(Pretty(""), display_id=True)
+        text = ""
+        try:
+            for event, data in remote.ask(remote.saved(), sid, " ".join(args.question), args.lang, hints.seen(lesson)):
+                if event in ("delta", "replace", "error"):
+                    piece = data.get("text") if event != "error" else data.get("message")
+                    text = text + piece if event == "delta" else piece or ""
+                    shown.update(Pretty(text))
+        except GraderError as exc:
+            raise UsageError(exc.message) from None

@@ -188,6 +188,7 @@ EN: dict[str, str | dict[str, str]] = {
     "remote.logged_out": "Logged out: the token stays valid until you revoke it on your account page.",
     "remote.not_logged_in": "Not logged in.",
     "remote.submitted": "Submitted as {id}: {url}",
+    "notebook.tutor_first": "Run a cell with `%%grade LESSON --submit` first: the tutor answers about the server's verdict.",
     "remote.asking": "Graded. The tutor's answer (it explains the findings; it never writes the solution):",
     "remote.verdict": "The server's verdict (what counts on your web page and courses): {url}",
     "watch.watching": "watching {file}: save it to grade again (Ctrl+C stops)",

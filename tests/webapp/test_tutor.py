@@ -226,8 +226,9 @@ def test_a_course_can_turn_the_tutor_off_and_its_dashboard_counts_questions(tmp_
     assert ask(app.test_client(), sid).status_code == 404  # another learner: no such submission
 
 
-def test_grader_ask_reads_the_tutors_stream_with_a_personal_access_token(tmp_path, capsys):
-    """The terminal's path (the model is down here: the stream and its words are what is tested, cheaply)."""
+def test_grader_ask_and_the_tutor_magic_read_the_stream_with_a_personal_access_token(tmp_path, capsys, monkeypatch):
+    """The terminal's and the notebook's path (the model is down here: the stream and its words are what is
+    tested, cheaply). %tutor asks about the latest `%%grade --submit` cell, and says so when there is none."""
     import threading
 
     from webapp_testing import form, signup
@@ -250,6 +251,24 @@ def test_grader_ask_reads_the_tutors_stream_with_a_personal_access_token(tmp_pat
         grade_as(app, sid, "fail", [FINDING])
         assert print_answer(remote.ask(login, sid, "Mengapa baris 10 salah?", "id", hints_opened=1)) == 1
         assert capsys.readouterr().err.strip() == prompts_text("id", client.DOWN)
+        ask_in_a_notebook(monkeypatch, login, sid, capsys)
     finally:
         server.shutdown()
         thread.join(timeout=30)
+
+
+def ask_in_a_notebook(monkeypatch, login, sid, capsys):
+    from IPython.core.error import UsageError
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from amp_dojo import magics
+
+    shell = InteractiveShell.instance()
+    shell.extension_manager.load_extension("amp_dojo")
+    monkeypatch.setattr(magics, "last_submission", None)
+    with pytest.raises(UsageError, match="--submit"):
+        shell.run_line_magic("tutor", "--lang it perché?")
+    monkeypatch.setattr(magics, "last_submission", ("autocast", sid))
+    monkeypatch.setattr(magics.remote, "saved", lambda: login)
+    shell.run_line_magic("tutor", "--lang it perché la riga 10?")
+    assert prompts_text("it", client.DOWN) in capsys.readouterr().out
