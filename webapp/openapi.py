@@ -146,6 +146,33 @@ def document() -> dict:
                     },
                 }
             },
+            "/api/submissions/{sid}/tutor": {
+                "post": {
+                    "summary": "ask the tutor (docs/tutor.md) about one's own graded submission; the answer as "
+                    "server-sent events: delta {text}, replace {text} (the leak guard's reply instead), error "
+                    "{message}, done {left}. 404 where the server has no tutor",
+                    "parameters": [SID, LANG, CSRF],
+                    "requestBody": {
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "required": ["question"],
+                                    "properties": {
+                                        "question": {"type": "string"},
+                                        "hints_opened": {"type": "integer"},
+                                        "history": {"type": "array", "items": {"type": "object"}},
+                                    },
+                                }
+                            }
+                        }
+                    },
+                    "responses": {
+                        "200": {"description": "text/event-stream", "content": {"text/event-stream": {}}},
+                        **{status: ERROR for status in ("400", "403", "404", "409", "429", "503")},
+                    },
+                }
+            },
             "/api/quiz/{lesson_id}/{index}": {
                 "post": {
                     "summary": "answer a quiz question; a first wrong answer may be retried before it is explained",
