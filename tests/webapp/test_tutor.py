@@ -175,6 +175,11 @@ def test_ask_words_a_model_that_is_down_as_an_event_never_a_500(tmp_path):
     response = ask(web, sid, lang="id")
     assert response.status_code == 200
     assert events(response) == [("error", {"message": prompts_text("id", client.DOWN)}), ("done", {"left": 5})]
+    with app.app_context():
+        from webapp.db import get_db
+
+        kept = get_db().execute("SELECT lesson, submission_id, question, answer FROM tutor_questions").fetchall()
+    assert [tuple(row) for row in kept] == [("autocast", sid, None, None)]  # counted; its text kept only if asked to
 
 
 def prompts_text(lang, text):

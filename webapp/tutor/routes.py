@@ -15,7 +15,7 @@ from flask import Blueprint, Response, current_app, g, jsonify, request
 from flask_login import current_user
 
 from grader.lesson.base import LANGUAGES
-from webapp import i18n
+from webapp import i18n, store
 from webapp.db import get_db
 from webapp.i18n import noop_gettext
 from webapp.security import learner_id, readable_submission
@@ -136,7 +136,7 @@ def _asked(body: dict, question: str, row, lang: str) -> prompts.Asked:
     return prompts.Asked(
         question=question,
         code=row["code"],
-        result=json.loads(row["result"]),
+        result=store.result_of(row, lang),  # the findings worded in the page's language
         lang=lang,
         hints_opened=opened,
         history=history,
