@@ -169,8 +169,8 @@ def test_ask_streams_an_answer_in_the_pages_language(tmp_path, model_server):
     assert again.status_code == 429 and "1 domanda su questo risultato" in again.get_json()["error"]
 
 
-def test_ask_words_a_model_that_is_down_as_an_event_never_a_500(tmp_path):
-    app = make(tmp_path, TUTOR_BASE_URL=closed_port_url())
+def test_ask_words_a_model_that_is_down_as_an_event_never_a_500_and_counts_the_day(tmp_path):
+    app = make(tmp_path, TUTOR_BASE_URL=closed_port_url(), TUTOR_QUESTIONS_PER_DAY=1)
     web, sid = graded(app)
     response = ask(web, sid, lang="id")
     assert response.status_code == 200
@@ -180,6 +180,8 @@ def test_ask_words_a_model_that_is_down_as_an_event_never_a_500(tmp_path):
 
         kept = get_db().execute("SELECT lesson, submission_id, question, answer FROM tutor_questions").fetchall()
     assert [tuple(row) for row in kept] == [("autocast", sid, None, None)]  # counted; its text kept only if asked to
+    again = ask(web, sid, lang="id")
+    assert again.status_code == 429 and "1 pertanyaan kepada tutor dalam 24 jam" in again.get_json()["error"]
 
 
 def prompts_text(lang, text):
