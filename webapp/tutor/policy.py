@@ -41,6 +41,8 @@ def tutor_allowed(user, course, lesson: str) -> tuple[bool, str]:
 def allowed_here(db, user, lesson: str) -> tuple[bool, str]:
     """tutor_allowed for every course of the user's that holds the lesson (every one must allow it), or outside
     any course for a learner in none (an anonymous one included)."""
+    if not enabled(current_app.config):
+        return False, OFF
     courses = []
     if user is not None and getattr(user, "is_authenticated", False):
         courses = db.execute(
