@@ -140,7 +140,7 @@ def validate_file(
 def lesson_error_line(lesson, exc: ExerciseError) -> int | None:
     """A lesson check's error names its line inside the check's python; a setup error, its workload.setup."""
     if isinstance(exc, LessonCodeFailed):  # its reference, baseline or starter raised: at that line of it
-        return lesson.locator.block_line((exc.field,), exc.line)
+        return lesson.locator.block_line(exc.field if isinstance(exc.field, tuple) else (exc.field,), exc.line)
     message = exc.message
     for i, spec in enumerate(lesson.exercise.checks):
         if hasattr(spec, "python") and f"lesson check {spec.id!r}" in message:
@@ -154,7 +154,9 @@ def _graded(report: Report, lesson, device, launcher, progress, with_mutants) ->
         progress(f"{exercise.id}: grading the reference solution")
     report.reference = runner.run(exercise, exercise.reference, device=device, launcher=launcher)
     ref = report.reference
-    if ref.error:
+    if fault := lesson_fault(lesson, "the reference solution", ref):
+        report.problems.append(fault)
+    elif ref.error:
         line = lesson.locator.block_line(("reference",), ref.error.line)
         report.problems.append(f"{path}:{line}: reference: the reference solution errored: {ref.error.message}")
     for c in ref.checks:
@@ -170,6 +172,8 @@ def _graded(report: Report, lesson, device, launcher, progress, with_mutants) ->
     if ref.error is None and (problem := learning_problem(where, ref.plots.get("loss", {}).get("baseline", []))):
         report.problems.append(problem)
     report.starter = runner.run(exercise, exercise.starter, device=device, launcher=launcher)
+    if fault := lesson_fault(lesson, "the starter", report.starter):
+        report.problems.append(fault)
     if report.starter.status == PASS:
         report.problems.append(
             f"{path}:{at(('starter',))}: starter: the starter code passes every check; it must leave work to do"
@@ -179,6 +183,9 @@ def _graded(report: Report, lesson, device, launcher, progress, with_mutants) ->
         if progress:
             progress(f"{exercise.id}: example {example.name}")
         got = runner.run(exercise, example.code, device=device, launcher=launcher)
+        if fault := lesson_fault(lesson, f"the example {example.name!r}", got):
+            report.problems.append(fault)
+            continue
         report.examples[example.name] = example_mismatches(example.expect, got)
         report.problems += [
             f"{path}:{at(('examples', i))}: examples[{i}] {example.name}: {m}" for m in report.examples[example.name]
@@ -189,8 +196,21 @@ def _graded(report: Report, lesson, device, launcher, progress, with_mutants) ->
         names = [m.name for m in exercise.mutants.lesson]
         for m, said in zip(survivors(report.mutants), survivor_problems(report.mutants)):
             loc = ("mutants", "lesson", names.index(m.name)) if m.kind == "lesson" and m.name in names else ("checks",)
+            if m.lesson_fault:  # the lesson's code failed under it: said at workload.setup's line, not the mutant's
+                loc = ("workload", "setup")
             report.problems.append(f"{path}:{at(loc)}: {said}")
     return report
+
+
+def lesson_fault(lesson, what: str, result: GradingResult) -> str | None:
+    """A grading stopped by the lesson's own code (grader/worker/errors.lesson_failure: its workload.setup raised
+    while the graded code ran): the lesson's problem, at that line of the file, whatever code was graded."""
+    if result.error is None or result.error.kind != "lesson":
+        return None
+    params = (result.error.parts[0].get("params") or {}) if result.error.parts else {}
+    line = lesson.locator.block_line(("workload", "setup"), params.get("setup_line"))
+    detail = params.get("detail") or result.error.message
+    return f"{lesson.path}:{line}: workload.setup: the lesson's own code raised while {what} was graded: {detail}"
 
 
 def survivors(results: list[mutants.MutantResult]) -> list[mutants.MutantResult]:
@@ -201,6 +221,11 @@ def survivors(results: list[mutants.MutantResult]) -> list[mutants.MutantResult]
 def survivor_problems(results: list[mutants.MutantResult]) -> list[str]:
     out = []
     for m in survivors(results):
+        if m.lesson_fault:
+            out.append(
+                f"workload.setup: the lesson's own code raised while the mutant {m.name!r} ran: {m.lesson_fault}"
+            )
+            continue
         if m.missed:  # a lesson mutant stopped, but not by what the lesson says guards it
             out.append(
                 f"mutants.lesson: the mutant {m.name!r} ({m.description}) fails, but not as its caught_by says: "

@@ -198,6 +198,7 @@ ERROR_KINDS = {
     "crash",
     "protocol",
     "setup",
+    "lesson",
 }
 
 

@@ -1,0 +1,152 @@
+"""Whose error it is: an exception that arose in the lesson's own code (its workload.setup, run in the learner's
+process) is the lesson's, worded for the learner as "the grader could not grade this" and for the instructor at
+the line of workload.setup, never at the learner's line that called it."""
+
+import textwrap
+
+import pytest
+import yaml
+
+from grader import runner
+from grader.authoring import validate
+from grader.judge.evaluate import submission_error
+from grader.lesson.loader import read_lesson
+from grader.lesson.schema import Exercise
+from grader.worker.errors import describe_exception
+from grader.worker.workload import SETUP_FILENAME
+
+LESSON_CODE = """\
+import torch
+
+
+def load(blob):
+    return torch.load(blob)
+
+
+def call_back(fn):
+    return fn()
+"""
+
+
+def _raised(learner_code: str, path: str):
+    lesson_ns = {}
+    exec(compile(LESSON_CODE, SETUP_FILENAME, "exec"), lesson_ns)
+    learner_ns = {**lesson_ns}
+    exec(compile(learner_code, path, "exec"), learner_ns)
+    try:
+        learner_ns["step"]()
+    except Exception as exc:  # noqa: BLE001
+        return exc
+    raise AssertionError("the step did not raise")
+
+
+def test_an_exception_raised_inside_the_lessons_code_is_the_lessons_not_at_the_learners_line(tmp_path):
+    path = str(tmp_path / "submission.py")
+    exc = _raised("import io\n\n\ndef step():\n    return load(io.BytesIO(b'not a checkpoint'))\n", path)
+    payload = describe_exception(exc, path).payload
+    assert payload["kind"] == "lesson" and payload["line"] is None and payload["source_line"] is None
+    assert payload["lesson_line"] == 5  # torch.load's line in the lesson's code, through torch's own frames
+    said = submission_error(payload)
+    assert said.kind == "lesson" and said.line is None
+    assert said.message.startswith("the grader could not grade this: the lesson's own code failed (line 5")
+    assert "not a mistake in your code" in said.message
+
+
+def test_a_learner_function_the_lesson_calls_back_is_the_learners_error_at_its_line(tmp_path):
+    path = str(tmp_path / "submission.py")
+    exc = _raised("def mine():\n    return 1 / 0\n\n\ndef step():\n    return call_back(mine)\n", path)
+    payload = describe_exception(exc, path).payload
+    assert payload["kind"] == "exception" and payload["line"] == 2
+
+
+SETUP = """\
+import torch
+from torch import nn
+
+
+class Checked(nn.Linear):
+    def forward(self, x):
+        if torch.is_autocast_enabled("cpu"):  # under the learner's autocast only: the FP32 baseline runs
+            raise RuntimeError("the lesson's own forward failed")
+        return super().forward(x)
+
+
+def build(seed):
+    model = nn.Sequential(Checked(8, 4))
+    return {"model": model, "optimizer": torch.optim.SGD(model.parameters(), lr=0.1)}
+
+
+def batch(step, seed):
+    gen = torch.Generator().manual_seed(seed * 1000 + step)
+    return {"inputs": torch.randn(16, 8, generator=gen), "targets": torch.randint(0, 4, (16,), generator=gen)}
+"""
+
+STEP = """\
+import torch.nn.functional as F
+
+
+def train_step(model, optimizer, inputs, targets, device_type, amp_dtype):
+    with torch.autocast(device_type=device_type, dtype=amp_dtype):
+        loss = F.cross_entropy(model(inputs), targets)
+    loss.backward()
+    optimizer.step()
+    return loss
+"""
+
+
+def lesson_doc() -> dict:
+    return {
+        "id": "blamed_lesson",
+        "title": "A lesson whose own code fails",
+        "summary": "Its forward raises from the second step on.",
+        "lesson": "Nothing to learn.",
+        "task": "Write train_step.",
+        "entrypoint": {
+            "name": "train_step",
+            "params": ["model", "optimizer", "inputs", "targets", "device_type", "amp_dtype"],
+        },
+        "starter": "import torch\n\n\ndef train_step(model, optimizer, inputs, targets, device_type, amp_dtype):\n"
+        "    pass\n",
+        "reference": "import torch\n" + STEP,
+        "baseline": "import torch\n"
+        + STEP.replace(
+            "with torch.autocast(device_type=device_type, dtype=amp_dtype):\n        loss", "if True:\n        loss"
+        ),
+        "hints": ["none"],
+        "quiz": [{"question": "?", "choices": ["a", "b"], "answer": 0, "explanation": "a"}],
+        "workload": {"seed": 1, "steps": 3, "setup": SETUP, "amp": {"cpu_dtype": "bfloat16", "scaler": False}},
+        "checks": [{"id": "call_order", "scaler": False}],
+    }
+
+
+class BlockStrings(yaml.SafeDumper):
+    """Code as an author writes it: a multi-line string as a literal block, its lines the file's lines."""
+
+
+BlockStrings.add_representer(
+    str, lambda d, s: d.represent_scalar("tag:yaml.org,2002:str", s, style="|" if "\n" in s else None)
+)
+
+
+@pytest.fixture(scope="module")
+def lesson_error_result(launcher):
+    exercise = Exercise.model_validate(yaml.safe_load(yaml.safe_dump(lesson_doc())))
+    return runner.run(exercise, "import torch\n" + STEP, device="cpu", launcher=launcher)
+
+
+def test_a_grading_stopped_by_the_lessons_code_tells_the_learner_the_grader_could_not_grade_it(lesson_error_result):
+    error = lesson_error_result.error
+    assert lesson_error_result.status == "error" and error.kind == "lesson"
+    assert error.line is None and error.source_line is None  # the learner's `model(inputs)` is not blamed
+    assert error.message.startswith("the grader could not grade this: the lesson's own code failed (line 8 of")
+    assert "the lesson's own forward failed" in error.message
+
+
+def test_validate_reports_the_lessons_error_at_its_line_of_workload_setup(lesson_error_result, tmp_path):
+    path = tmp_path / "blamed_lesson.yaml"
+    path.write_text(yaml.dump(lesson_doc(), Dumper=BlockStrings, sort_keys=False))
+    lesson = read_lesson(path)
+    said = validate.lesson_fault(lesson, "the reference solution", lesson_error_result)
+    setup_at = lesson.locator.block_line(("workload", "setup"), 8)
+    assert said.startswith(f"{path}:{setup_at}: workload.setup: the lesson's own code raised while the reference")
+    assert textwrap.dedent(SETUP).splitlines()[7].strip() in path.read_text().splitlines()[setup_at - 1]
