@@ -9,7 +9,19 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
-from grader.checks import call_order, coverage, fsdp_calls, lesson, memory, overflow, parity, profiling, ranks, speedup
+from grader.checks import (
+    call_order,
+    coverage,
+    fsdp_calls,
+    lesson,
+    memory,
+    overflow,
+    parity,
+    profiling,
+    ranks,
+    skipped_steps,
+    speedup,
+)
 from grader.checks.advice import advised
 from grader.checks.events import backwards
 from grader.errors import GraderError
@@ -277,7 +289,9 @@ def evaluate(
                     ),
                 )
             )
-    return [advised(exercise.check(result.id), result) for result in out]
+    forced = {o["step"] for o in sub.overflows}
+    skipped = skipped_steps.every_step_skipped(sub.scales, exercise.workload.amp.init_scale, forced, all_traces(sub))
+    return [advised(exercise.check(result.id), result) for result in skipped_steps.reworded(out, skipped)]
 
 
 def model_ran_compiled(data: RunData) -> bool:

@@ -8,6 +8,7 @@ submission file), so diagnostics can point at the line to change."""
 
 from __future__ import annotations
 
+import math
 import sys
 import weakref
 
@@ -268,6 +269,9 @@ class Recorder:
         a clip or a step compares with what reaches it (grader/worker/gradients.py); `after`, what the backward
         added to gradients already unscaled (grader/worker/tracing_scaler.py)."""
         self._accumulated = gradients.total_norm(self.models) if self.active else None
+        if self._accumulated is not None and not math.isfinite(self._accumulated):
+            if not any(e["ev"] == "gradients_nonfinite" for e in self.events):  # where the inf/NaN first appeared
+                self.emit("gradients_nonfinite", value=str(self._accumulated))
         if after is not None:
             after()
 
