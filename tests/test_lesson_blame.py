@@ -1,4 +1,4 @@
-"""Whose error it is: an exception that arose in the lesson's own code (its workload.setup, run in the learner's
+"""Whose error it is, and what a failed run still tells: an exception that arose in the lesson's own code (its workload.setup, run in the learner's
 process) is the lesson's, worded for the learner as "the grader could not grade this" and for the instructor at
 the line of workload.setup, never at the learner's line that called it."""
 
@@ -94,7 +94,7 @@ def train_step(model, optimizer, inputs, targets, device_type, amp_dtype):
 """
 
 
-def lesson_doc() -> dict:
+def lesson_doc(setup: str = SETUP, checks: tuple = ()) -> dict:
     return {
         "id": "blamed_lesson",
         "title": "A lesson whose own code fails",
@@ -114,8 +114,8 @@ def lesson_doc() -> dict:
         ),
         "hints": ["none"],
         "quiz": [{"question": "?", "choices": ["a", "b"], "answer": 0, "explanation": "a"}],
-        "workload": {"seed": 1, "steps": 3, "setup": SETUP, "amp": {"cpu_dtype": "bfloat16", "scaler": False}},
-        "checks": [{"id": "call_order", "scaler": False}],
+        "workload": {"seed": 1, "steps": 3, "setup": setup, "amp": {"cpu_dtype": "bfloat16", "scaler": False}},
+        "checks": [{"id": "call_order", "scaler": False}, *checks],
     }
 
 
@@ -150,3 +150,55 @@ def test_validate_reports_the_lessons_error_at_its_line_of_workload_setup(lesson
     setup_at = lesson.locator.block_line(("workload", "setup"), 8)
     assert said.startswith(f"{path}:{setup_at}: workload.setup: the lesson's own code raised while the reference")
     assert textwrap.dedent(SETUP).splitlines()[7].strip() in path.read_text().splitlines()[setup_at - 1]
+
+
+# -- evidence after a crash ------------------------------------------------------------------------------
+
+RECORDING_SETUP = SETUP.replace(
+    '        if torch.is_autocast_enabled("cpu"):  # under the learner\'s autocast only: the FP32 baseline runs\n'
+    '            raise RuntimeError("the lesson\'s own forward failed")\n',
+    '        record("rows", x.shape[0])\n',
+)
+RECORDS_CHECK = """
+def check(ev):
+    rows = ev.recorded("rows")
+    if [r["step"] for r in rows] != [0, 1, 2] or len(ev.losses) != 2 or len(ev.baseline_losses) != 3:
+        return finding("records_lost", f"records {rows}, losses {ev.losses}", "keep them")
+    if "def train_step" not in ev.source:
+        return finding("source_lost", "no source", "keep it")
+"""
+PARAMS_CHECK = """
+def check(ev):
+    if ev.update("0.weight").abs().sum() == 0:
+        return finding("never_trained", "the weights never trained", "train them")
+"""
+CRASHES_ON_THE_THIRD_STEP = (
+    "import torch\n"
+    + STEP.replace(
+        "    loss.backward()\n",
+        "    loss.backward()\n    if len(seen) == 2:\n        raise ValueError('mine')\n    seen.append(1)\n",
+    )
+    + "\n\nseen = []\n"
+)
+
+
+@pytest.fixture(scope="module")
+def crashed(launcher):
+    checks = (
+        {"id": "records_kept", "title": "the lesson's records", "python": RECORDS_CHECK},
+        {"id": "weights_read", "title": "the weights trained", "python": PARAMS_CHECK},
+    )
+    doc = lesson_doc(RECORDING_SETUP, checks)
+    exercise = Exercise.model_validate(yaml.safe_load(yaml.safe_dump(doc)))
+    return runner.run(exercise, CRASHES_ON_THE_THIRD_STEP, device="cpu", launcher=launcher)
+
+
+def test_a_lesson_check_that_passes_on_the_evidence_a_crash_left_stays_passing(crashed):
+    """The records of the finished steps and of the failing one (made before it raised), the finished steps'
+    losses, the baseline's and the source reach the check: it passes, and is not shown as not run."""
+    assert crashed.status == "error" and crashed.error.kind == "exception" and crashed.error.step == 2
+    assert crashed.check("records_kept").status == "pass", crashed.check("records_kept")
+
+
+def test_a_lesson_check_that_needs_the_weights_of_a_crashed_run_is_not_run(crashed):
+    assert crashed.check("weights_read").status == "error"

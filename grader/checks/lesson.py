@@ -161,3 +161,16 @@ def check(spec, evidence: LessonEvidence) -> CheckResult:
         findings=findings,
         weight=spec.weight,
     )
+
+
+def partial_check(spec, evidence: LessonEvidence) -> CheckResult | None:
+    """A lesson check over what a failed run left (grader/judge/evaluate.crash_evidence): the calls made before
+    the code failed, and what the lesson recorded. Its findings often name the cause (no create_graph, then a second backward through
+    a freed graph); where it passes on that evidence it passes. A check that reads more than there is (the
+    parameters) is not run, nor one with no calls and no records to read."""
+    if not evidence.traces and not evidence.records:
+        return None
+    try:
+        return check(spec, evidence)
+    except Exception:  # noqa: BLE001 - it looked at losses or parameters, which a failed run does not have
+        return None
