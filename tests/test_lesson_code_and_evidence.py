@@ -9,7 +9,9 @@ import yaml
 
 from grader import runner
 from grader.authoring import validate
+from grader.checks.lesson import LessonEvidence, check
 from grader.judge.evaluate import submission_error
+from grader.lesson.check_specs import LessonCheck
 from grader.lesson.loader import read_lesson
 from grader.lesson.schema import Exercise
 from grader.worker.errors import describe_exception
@@ -202,3 +204,46 @@ def test_a_lesson_check_that_passes_on_the_evidence_a_crash_left_stays_passing(c
 
 def test_a_lesson_check_that_needs_the_weights_of_a_crashed_run_is_not_run(crashed):
     assert crashed.check("weights_read").status == "error"
+
+
+# -- the learner's source, for a lesson check's finding ---------------------------------------------------
+
+LEARNER = """\
+import torch
+
+
+def resume(model, optimizer, scaler, path):
+    state = torch.load(path)
+    optimizer.load_state_dict(state["optimizer"])
+    model.to("cuda")
+    scaler.load_state_dict(state["scaler"])  # load_state_dict
+
+
+class Trainer:
+    def resume(self):
+        pass
+"""
+
+
+def test_a_lesson_check_points_its_finding_at_the_learners_function_or_call_line():
+    ev = LessonEvidence([], [], [], {}, {}, {}, "cpu", "bfloat16", source=LEARNER)
+    assert ev.function_line("resume") == 4 and ev.function_line("save") is None
+    assert ev.call_lines("load_state_dict") == [6, 8] and ev.call_lines("to") == [7]
+    assert ev.lines_matching(r"^\s*model\.to\(") == [7]
+    spec = LessonCheck(id="order", title="t", python=ORDER_CHECK)
+    found = check(spec, ev)
+    assert found.status == "fail" and found.findings[0].line == 6
+
+
+ORDER_CHECK = """
+def check(ev):
+    loads, moves = ev.call_lines("load_state_dict"), ev.call_lines("to")
+    if loads and moves and loads[0] < moves[0]:
+        return finding("loaded_before_move", "the optimizer state is loaded before the model moves", "move first",
+                       line=loads[0])
+"""
+
+
+def test_a_submission_that_does_not_parse_has_no_lines_to_point_at():
+    ev = LessonEvidence([], [], [], {}, {}, {}, "cpu", "bfloat16", source="def broken(:\n")
+    assert ev.function_line("broken") is None and ev.call_lines("broken") == []
