@@ -21,7 +21,9 @@ def missed(mutant: LessonMutant, result: GradingResult) -> list[str]:
         got = result.check(check_id)
         if got is None or got.status != FAIL:
             out.append(f"check {check_id} {got.status if got else 'missing'}")
-    out += [f"no {f} finding" for f in mutant.caught_by.findings if f not in found]
+    lacking = [f for f in mutant.caught_by.findings if f not in found]
+    if lacking:  # what was found instead tells a near miss (another id, the same mistake) from a real one
+        out += [f"no {f} finding (found: {', '.join(sorted(found)) or 'none'})" for f in lacking]
     return out
 
 
