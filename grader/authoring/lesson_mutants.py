@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from grader import runner
 from grader.authoring.mutants import MutantResult, lesson_fault
-from grader.lesson.base import localize
+from grader.lesson.base import localize, skipped_here
 from grader.lesson.mutant_spec import LessonMutant, edited
 from grader.lesson.schema import Exercise
 from grader.results import FAIL, PASS, GradingResult
@@ -49,7 +49,11 @@ def judge(mutant: LessonMutant, result: GradingResult) -> MutantResult:
 
 def run_all(exercise: Exercise, *, device: str = "auto", launcher=None, progress=None) -> list[MutantResult]:
     out = []
-    for mutant in exercise.mutants.lesson:
+    kind = "cuda" if runner.resolve_device(device).startswith("cuda") else "cpu"
+    for i, mutant in enumerate(exercise.mutants.lesson):
+        if reason := skipped_here(mutant.devices, kind, f"mutants.lesson[{i}]"):
+            out.append(MutantResult(mutant.name, localize(mutant.why), False, "skipped", skipped=reason, kind="lesson"))
+            continue
         if progress:
             progress(f"{exercise.id}: lesson mutant {mutant.name}")
         code = edited(exercise.reference, mutant)

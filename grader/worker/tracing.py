@@ -70,9 +70,10 @@ class Recorder:
         from torch.optim.optimizer import register_optimizer_step_pre_hook
 
         register_optimizer_step_pre_hook(self._on_optimizer_step)
-        from grader.worker import tracing_distributed, tracing_schedulers
+        from grader.worker import tracing_distributed, tracing_moves, tracing_schedulers
 
         replaced = tracing_scaler.install(self) + tracing_distributed.install(self) + tracing_schedulers.install(self)
+        replaced += tracing_moves.install(self)  # .to(device) and load_state_dict, in order
         if "accelerate" in self.libraries:
             from grader.worker import tracing_accelerate
 
