@@ -1,12 +1,13 @@
 """A lesson names finding ids in what it expects (`expect.findings`, `expect.absent`) and in what must catch its
 mutants (`caught_by.findings`): `grader validate` refuses an id no check can give, at its line, before grading."""
 
+import yaml
 from conftest import ROOT
 
 from grader.authoring import finding_ids
 from grader.authoring.lesson_mutants import missed
 from grader.authoring.validate import validate_file
-from grader.lesson.loader import exercise_files, read_lesson
+from grader.lesson.loader import exercise_files
 from grader.lesson.mutant_spec import LessonMutant
 from grader.results import CheckResult, Finding, GradingResult
 
@@ -14,8 +15,9 @@ CHANNELS_LAST = ROOT / "exercises" / "channels_last.yaml"
 
 
 def test_every_shipped_lesson_names_only_finding_ids_its_checks_can_give():
-    problems = [str(p) for path in exercise_files() for p in finding_ids.review(read_lesson(path))]
-    assert problems == []
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    named = {path.name: finding_ids.unknown(yaml.load(path.read_text(), loader)) for path in exercise_files()}
+    assert len(named) > 10 and {name: ids for name, ids in named.items() if ids} == {}
 
 
 def test_a_misspelt_finding_id_is_a_problem_at_its_line_and_field_with_the_id_it_resembles(tmp_path):

@@ -1,6 +1,8 @@
-"""Whose error it is, and what a failed run still tells: an exception that arose in the lesson's own code (its workload.setup, run in the learner's
-process) is the lesson's, worded for the learner as "the grader could not grade this" and for the instructor at
-the line of workload.setup, never at the learner's line that called it."""
+"""Whose error it is, and what a failed run still tells. An exception that arose in the lesson's own code (its
+workload.setup, run in the learner's process) is the lesson's: the learner reads "the grader could not grade
+this" with their calling line as context, never as the error's line, and the instructor reads the line of
+workload.setup. A crash keeps its evidence for the lesson's checks; and those checks can point a finding at the
+learner's source."""
 
 import textwrap
 
@@ -50,8 +52,8 @@ def test_an_exception_raised_inside_the_lessons_code_is_the_lessons_not_at_the_l
     assert payload["lesson_line"] == 5  # torch.load's line in the lesson's code, through torch's own frames
     said = submission_error(payload)
     assert said.kind == "lesson" and said.line is None
-    assert said.message.startswith("the grader could not grade this: the lesson's own code failed (line 5")
-    assert "not a mistake in your code" in said.message
+    assert said.message.startswith("the grader could not grade this: the lesson's own code failed at line 5 of")
+    assert "when line 5 of your code called it. Tell your instructor" in said.message  # context, not blame
 
 
 def test_a_learner_function_the_lesson_calls_back_is_the_learners_error_at_its_line(tmp_path):
@@ -140,7 +142,8 @@ def test_a_grading_stopped_by_the_lessons_code_tells_the_learner_the_grader_coul
     error = lesson_error_result.error
     assert lesson_error_result.status == "error" and error.kind == "lesson"
     assert error.line is None and error.source_line is None  # the learner's `model(inputs)` is not blamed
-    assert error.message.startswith("the grader could not grade this: the lesson's own code failed (line 8 of")
+    assert error.message.startswith("the grader could not grade this: the lesson's own code failed at line 8 of")
+    assert "when line 7 of your code called it" in error.message
     assert "the lesson's own forward failed" in error.message
 
 

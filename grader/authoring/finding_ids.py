@@ -21,9 +21,7 @@ def review(lesson: LessonFile) -> list[Problem]:
     """A problem, at its line, for each id no check of this lesson can give."""
     known = BUILT_IN | _lesson_ids(lesson.data.get("checks"))
     out = []
-    for loc, name in _named(lesson.data):
-        if name in known:
-            continue
+    for loc, name in unknown(lesson.data):  # `known` again, for the id each one resembles
         close = difflib.get_close_matches(name, sorted(known), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         message = (
@@ -32,6 +30,12 @@ def review(lesson: LessonFile) -> list[Problem]:
         )
         out.append(Problem(lesson.path, lesson.locator.line(loc), yaml_path(loc), message))
     return out
+
+
+def unknown(data) -> list[tuple[tuple, str]]:
+    """(YAML path, id) of each finding id the lesson's data name that no check of it can give."""
+    known = BUILT_IN | _lesson_ids(data.get("checks") if isinstance(data, dict) else None)
+    return [(loc, name) for loc, name in _named(data) if name not in known]
 
 
 def _named(data) -> list[tuple[tuple, str]]:

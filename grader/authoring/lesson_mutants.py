@@ -6,7 +6,7 @@ so a 100% on the generic mutants cannot hide a lesson point that no check guards
 from __future__ import annotations
 
 from grader import runner
-from grader.authoring.mutants import MutantResult, lesson_fault
+from grader.authoring.mutants import MutantResult
 from grader.lesson.base import localize, skipped_here
 from grader.lesson.mutant_spec import LessonMutant, edited
 from grader.lesson.schema import Exercise
@@ -33,17 +33,15 @@ def judge(mutant: LessonMutant, result: GradingResult) -> MutantResult:
     failed = [c.id for c in result.checks if c.status == FAIL]
     error = result.error.message if result.error else None
     lacking = missed(mutant, result) if result.status != PASS else []
-    fault = lesson_fault(result)
     return MutantResult(
         mutant.name,
         localize(mutant.why),
-        result.status != PASS and not lacking and fault is None,
+        result.status != PASS and not lacking,
         result.status,
         failed,
         error=error,
         kind="lesson",
         missed=lacking,
-        lesson_fault=fault,
     )
 
 

@@ -341,7 +341,6 @@ class MutantResult:
     error: str | None = None
     kind: str = "generic"  # or "lesson": one of the lesson's own (grader/authoring/lesson_mutants.py)
     missed: list[str] = field(default_factory=list)  # what the lesson says must catch it and did not
-    lesson_fault: str | None = None  # the lesson's own code raised under it (error kind "lesson"): not killed
 
 
 def applicable(exercise: Exercise, device_kind: str | None = None) -> list[Mutant]:
@@ -365,14 +364,7 @@ def judge(mutant: Mutant, result: GradingResult) -> MutantResult:
     unscale_ raise) is stopped by the grader as surely as one that fails a check."""
     failed = [c.id for c in result.checks if c.status == FAIL]
     error = result.error.message if result.error else None
-    fault = lesson_fault(result)
-    killed = result.status != PASS and fault is None
-    return MutantResult(mutant.name, mutant.description, killed, result.status, failed, error=error, lesson_fault=fault)
-
-
-def lesson_fault(result: GradingResult) -> str | None:
-    """What the lesson's own code said where it raised under the mutant: such a grading stopped no mistake."""
-    return result.error.message if result.error is not None and result.error.kind == "lesson" else None
+    return MutantResult(mutant.name, mutant.description, result.status != PASS, result.status, failed, error=error)
 
 
 def run_all(exercise: Exercise, *, device: str = "auto", launcher=None, progress=None) -> list[MutantResult]:

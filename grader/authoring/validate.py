@@ -174,8 +174,6 @@ def _graded(report: Report, lesson, device, launcher, progress, with_mutants) ->
     if ref.error is None and (problem := learning_problem(where, ref.plots.get("loss", {}).get("baseline", []))):
         report.problems.append(problem)
     report.starter = runner.run(exercise, exercise.starter, device=device, launcher=launcher)
-    if fault := lesson_fault(lesson, "the starter", report.starter):
-        report.problems.append(fault)
     if report.starter.status == PASS:
         report.problems.append(
             f"{path}:{at(('starter',))}: starter: the starter code passes every check; it must leave work to do"
@@ -188,8 +186,6 @@ def _graded(report: Report, lesson, device, launcher, progress, with_mutants) ->
         names = [m.name for m in exercise.mutants.lesson]
         for m, said in zip(survivors(report.mutants), survivor_problems(report.mutants)):
             loc = ("mutants", "lesson", names.index(m.name)) if m.kind == "lesson" and m.name in names else ("checks",)
-            if m.lesson_fault:  # the lesson's code failed under it: said at workload.setup's line, not the mutant's
-                loc = ("workload", "setup")
             report.problems.append(f"{path}:{at(loc)}: {said}")
     return report
 
@@ -235,11 +231,6 @@ def survivors(results: list[mutants.MutantResult]) -> list[mutants.MutantResult]
 def survivor_problems(results: list[mutants.MutantResult]) -> list[str]:
     out = []
     for m in survivors(results):
-        if m.lesson_fault:
-            out.append(
-                f"workload.setup: the lesson's own code raised while the mutant {m.name!r} ran: {m.lesson_fault}"
-            )
-            continue
         if m.missed:  # a lesson mutant stopped, but not by what the lesson says guards it
             out.append(
                 f"mutants.lesson: the mutant {m.name!r} ({m.description}) fails, but not as its caught_by says: "

@@ -77,17 +77,20 @@ def describe_exception(exc: BaseException, path: str, kind: str = "exception") -
         tb = "Traceback (most recent call last):\n" + "".join(traceback.format_tb(exc.__traceback__)) + text
     message = f"{type(exc).__name__}: {text}".strip()
     if (lesson := lesson_frame(exc, path)) is not None:  # no learner line: the learner did not write it
-        return lesson_failure(lesson.lineno, message, tb[-4000:])
+        return lesson_failure(lesson.lineno, message, tb[-4000:], frame.lineno if frame else None)
     where = (frame.lineno, frame.line) if frame else (None, None)
     if isinstance(exc, (MemoryError, torch.OutOfMemoryError)) or "can't allocate memory" in str(exc):
         return StepError.worded("oom", "error.oom", *where, tb[-4000:], detail=message[:200])
     return StepError(kind, message, *where, tb[-4000:])
 
 
-def lesson_failure(line: int | None, message: str, tb: str = "") -> StepError:
-    """The lesson's own code raised while the learner's ran: the grader could not grade it. The learner reads
-    that it is not their mistake; the instructor (grader validate) reads the line of workload.setup."""
-    error = StepError.worded("lesson", "error.lesson_code", None, None, tb, setup_line=line, detail=message[:300])
+def lesson_failure(line: int | None, message: str, tb: str = "", called_from: int | None = None) -> StepError:
+    """The lesson's own code raised while the learner's ran: the grader could not grade it, and the instructor
+    (grader validate) reads the line of workload.setup. The learner's line that called it is named in the
+    message, never as the error's line: the lesson's code may have failed on a value that line passed it, which
+    the grader cannot tell from a mistake of the lesson's own."""
+    key, where = ("error.lesson_code", {"called_from": called_from}) if called_from else ("error.lesson_code_alone", {})
+    error = StepError.worded("lesson", key, None, None, tb, setup_line=line, detail=message[:300], **where)
     error.payload["lesson_line"] = line
     return error
 
