@@ -4,11 +4,14 @@ loaded before the model moved) is still visible on a CPU, in the order of the tr
 state_loaded events."""
 
 import yaml
+from conftest import ROOT
 from test_lesson_code_and_evidence import RECORDING_SETUP, lesson_doc
 
 from grader.authoring import lesson_mutants
 from grader.authoring.validate import Report, grade_examples
+from grader.checks.lesson import LessonEvidence, check
 from grader.cli.admin import mutant_line
+from grader.lesson.check_specs import LessonCheck
 from grader.lesson.loader import read_lesson
 from grader.lesson.schema import Exercise
 from grader.worker.tracing import Recorder
@@ -92,3 +95,22 @@ def test_the_trace_orders_a_models_moves_and_the_state_it_loads(tmp_path):
     optimizer_loaded = rec.events[0]
     assert optimizer_loaded["lesson"] is True and optimizer_loaded["params_device"] == "cpu"
     assert rec.tampered() == []
+
+
+def test_the_authoring_guides_device_order_check_finds_the_state_loaded_before_the_move(tmp_path):
+    """The example of docs/authoring.md, run over the events a resume function leaves (as prepare's)."""
+    text = (ROOT / "docs" / "authoring.md").read_text()
+    source = text.split("A device-order mistake that only CUDA makes fail", 1)[1].split("```python\n", 1)[1]
+    spec = LessonCheck(id="device_order", title="t", python=source.split("```", 1)[0])
+    events = [
+        {"ev": "state_loaded", "line": 2, "owner": "Optimizer", "lesson": True, "params_device": "cpu"},
+        {"ev": "model_moved", "line": 4, "to": "cpu", "via": "to"},
+    ]
+
+    def judged(order):
+        ev = LessonEvidence([], [], [], {}, {}, {}, "cpu", "bfloat16", prepare_events=order)
+        return check(spec, ev)
+
+    wrong = judged(events)
+    assert wrong.status == "fail" and wrong.findings[0].line == 2
+    assert judged(events[::-1]).status == "pass"
