@@ -12,6 +12,7 @@ import yaml
 from grader import runner
 from grader.authoring import validate
 from grader.checks.lesson import LessonEvidence, check
+from grader.errors import LessonCodeFailed
 from grader.judge.evaluate import submission_error
 from grader.lesson.check_specs import LessonCheck
 from grader.lesson.loader import read_lesson
@@ -250,3 +251,11 @@ def check(ev):
 def test_a_submission_that_does_not_parse_has_no_lines_to_point_at():
     ev = LessonEvidence([], [], [], {}, {}, {}, "cpu", "bfloat16", source="def broken(:\n")
     assert ev.function_line("broken") is None and ev.call_lines("broken") == []
+
+
+def test_a_trusted_run_stopped_by_the_lessons_code_is_the_lessons_error_at_its_setup_line(launcher):
+    always = SETUP.replace('        if torch.is_autocast_enabled("cpu"):', "        if True:")
+    exercise = Exercise.model_validate(yaml.safe_load(yaml.safe_dump(lesson_doc(always))))
+    with pytest.raises(LessonCodeFailed) as raised:
+        runner.run(exercise, "import torch\n" + STEP, device="cpu", launcher=launcher)
+    assert raised.value.field == ("workload", "setup") and raised.value.line == 8  # not the FP32 baseline's line
