@@ -25,6 +25,6 @@ class LessonCodeFailed(ExerciseError):
     """The lesson's own code (its reference, FP32 baseline or given step) raised in a trusted run: the lesson's
     fault, which `grader validate` reports at that code's line in the lesson file."""
 
-    def __init__(self, message: str, field: str, line: int | None = None):
+    def __init__(self, message: str, field: str | tuple, line: int | None = None):
         super().__init__(message)
         self.field, self.line = field, line

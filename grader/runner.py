@@ -27,7 +27,7 @@ from grader.judge.drive import (
     partial_trace,
     window,
 )
-from grader.judge.evaluate import Evidence, error_checks, evaluate, judged, submission_error
+from grader.judge.evaluate import Evidence, crash_evidence, error_checks, evaluate, judged, submission_error
 from grader.judge.plots import plots
 from grader.judge.protocol import StepFailure
 from grader.judge.syntax import syntax_verdict
@@ -107,6 +107,7 @@ def run(
     profiled = any(c.id in profiling.CHECK_IDS for c in exercise.checks)
     wl = workload_of(exercise, device)
     sub_data, traces, base_worker, sub_worker, timing, futures = RunData(), [], None, None, None, {}
+    failed_records: list[dict] = []  # what the lesson recorded in a step that failed (error path)
     cut = False  # the submission's run ended at the overflowed step (runner.cut_at_overflow)
     given_worker, given_timing = None, None
     spawned: list[WorkerProcess] = []
@@ -213,6 +214,7 @@ def run(
         # Even an "internal" error is only what the worker says, and learner code shares its process: it
         # is reported in the result, never raised as a fault of the platform.
         traces = all_traces(sub_data) + exc.payload.get("rank_traces", []) + partial_trace(exc.payload)
+        failed_records = exc.payload.get("records") or []
         result.error = submission_error(exc.payload, source, traces)
     finally:
         pool.shutdown(wait=True)  # a trusted run still going finishes (and is cached) before its worker closes
@@ -239,7 +241,17 @@ def run(
             result.plots["profile"] = profiling.plot(sub_data.census, given.census, given.top_ops, kind)
     if result.error is not None:
         result.checks = judged(
-            lambda: error_checks(exercise, kind, result, traces, static_findings, speed), result, exercise
+            lambda: error_checks(
+                exercise,
+                kind,
+                result,
+                traces,
+                static_findings,
+                speed,
+                crash_evidence(kind, result.amp_dtype, sub_data, base, source, failed_records),
+            ),
+            result,
+            exercise,
         )
     ran = sub_data.lines_run
     if result.error is None and float16_pass.wanted(exercise, device, source, ran):

@@ -29,3 +29,12 @@ def test_every_finding_id_of_the_catalog_is_in_the_authoring_table_and_no_other(
 
 def test_each_row_of_the_finding_table_names_a_built_in_check():
     assert {check for check, _ in table_rows()} <= set(BUILT_IN_CHECKS)
+
+
+def test_every_generic_mutant_is_in_the_authoring_table():
+    from grader.authoring.mutants import MUTANTS
+
+    text = (ROOT / "docs" / "authoring.md").read_text()
+    section = text.split("## Mutants: proving the checks have power\n", 1)[1].split("\n#", 1)[0]
+    listed = {line.split("|")[1].strip().strip("`") for line in section.splitlines() if line.startswith("| `")}
+    assert {m.name for m in MUTANTS} == listed

@@ -3,6 +3,8 @@ forced overflows an author chooses (with the FP32 baseline's scheduler put back 
 code records for the lesson's checks, and tensors a lesson keeps for bookkeeping. Each is graded here through a
 small lesson written in the test, as an author would write it."""
 
+import json
+import math
 import textwrap
 
 import pytest
@@ -12,7 +14,7 @@ import yaml
 from grader import runner
 from grader.judge import protocol
 from grader.lesson.schema import Exercise
-from grader.worker import evidence, workload
+from grader.worker import evidence, wire, workload
 from grader.worker.tracing import Recorder
 
 SETUP = """
@@ -324,8 +326,17 @@ def test_records_are_bounded_per_step_and_ignored_outside_steps():
         evidence.record("model", torch.nn.Linear(1, 1))
     records = evidence.end()
     assert len(records) == evidence.MAX_PER_STEP
-    assert records[0] == {"step": 3, "name": "n", "value": [0, 2.5, "x" * evidence.MAX_STRING, "inf"]}
+    assert records[0] == {"step": 3, "name": "n", "value": [0, 2.5, "x" * evidence.MAX_STRING, float("inf")]}
     assert evidence.end() == []
+
+
+def test_an_inf_or_nan_record_reaches_the_lessons_check_as_a_number():
+    """Not the string "inf": the worker's channel is Python's JSON, whose Infinity and NaN read back as floats."""
+    evidence.begin(0)
+    evidence.record("scale", [float("inf"), float("-inf"), float("nan")])
+    sent = json.dumps({"ok": True, "records": evidence.end()})
+    value = protocol._records(wire.parse_reply(sent)["records"], 0)[0]["value"]
+    assert value[:2] == [math.inf, -math.inf] and math.isnan(value[2])
 
 
 def test_the_judge_refuses_records_beyond_the_bounds_and_files_them_under_the_step_it_asked_for():

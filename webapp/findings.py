@@ -13,7 +13,7 @@ from webapp.i18n import gettext, noop_gettext
 
 ERROR_CHECK = "error"  # the check id of a row that is the result's error, not a check's finding
 ERROR_PREFIX = "error:"  # its finding id: "error:" and the error's kind (docs/results.md, the error object)
-NOT_MISTAKES = ("cancelled", "internal")  # the learner stopped it, or the grader failed: not the code's mistake
+NOT_MISTAKES = ("cancelled", "internal", "lesson")  # stopped by the learner, the grader or the lesson: no mistake
 ERROR_LABELS = {
     "syntax": noop_gettext("Syntax error"),
     "import": noop_gettext("Error while importing the file"),

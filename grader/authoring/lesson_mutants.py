@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from grader import runner
 from grader.authoring.mutants import MutantResult
-from grader.lesson.base import localize
+from grader.lesson.base import localize, skipped_here
 from grader.lesson.mutant_spec import LessonMutant, edited
 from grader.lesson.schema import Exercise
 from grader.results import FAIL, PASS, GradingResult
@@ -21,7 +21,9 @@ def missed(mutant: LessonMutant, result: GradingResult) -> list[str]:
         got = result.check(check_id)
         if got is None or got.status != FAIL:
             out.append(f"check {check_id} {got.status if got else 'missing'}")
-    out += [f"no {f} finding" for f in mutant.caught_by.findings if f not in found]
+    lacking = [f for f in mutant.caught_by.findings if f not in found]
+    if lacking:  # what was found instead tells a near miss (another id, the same mistake) from a real one
+        out += [f"no {f} finding (found: {', '.join(sorted(found)) or 'none'})" for f in lacking]
     return out
 
 
@@ -45,7 +47,11 @@ def judge(mutant: LessonMutant, result: GradingResult) -> MutantResult:
 
 def run_all(exercise: Exercise, *, device: str = "auto", launcher=None, progress=None) -> list[MutantResult]:
     out = []
-    for mutant in exercise.mutants.lesson:
+    kind = "cuda" if runner.resolve_device(device).startswith("cuda") else "cpu"
+    for i, mutant in enumerate(exercise.mutants.lesson):
+        if reason := skipped_here(mutant.devices, kind, f"mutants.lesson[{i}]"):
+            out.append(MutantResult(mutant.name, localize(mutant.why), False, "skipped", skipped=reason, kind="lesson"))
+            continue
         if progress:
             progress(f"{exercise.id}: lesson mutant {mutant.name}")
         code = edited(exercise.reference, mutant)

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 from pydantic import TypeAdapter, ValidationError
 
-from grader.authoring import mutants
+from grader.authoring import finding_ids, mutants
 from grader.authoring.seeding import global_generators_drawn
 from grader.checks import lesson as lesson_checks
 from grader.errors import ExerciseError
@@ -27,7 +27,7 @@ CHECK = TypeAdapter(CheckSpec)
 
 def review(lesson: LessonFile) -> tuple[list[Problem], list[Problem]]:
     """(problems, warnings) of a lesson that parsed as YAML."""
-    problems = _todos(lesson) + _code(lesson) + _setups(lesson) + _lesson_checks(lesson)
+    problems = _todos(lesson) + _code(lesson) + _setups(lesson) + _lesson_checks(lesson) + finding_ids.review(lesson)
     warnings = _tolerances(lesson) + _mutant_names(lesson) + _unseeded_batches(lesson)
     return problems, warnings
 

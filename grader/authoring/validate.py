@@ -13,6 +13,7 @@ from pathlib import Path
 from grader import runner
 from grader.authoring import lesson_mutants, mutants, static_review
 from grader.errors import ExerciseError, LessonCodeFailed
+from grader.lesson.base import skipped_here
 from grader.lesson.loader import exercise_files, read_lesson
 from grader.lesson.positions import yaml_path
 from grader.results import NOT_APPLICABLE, PASS, GradingResult
@@ -28,6 +29,7 @@ class Report:
     starter: GradingResult | None = None
     mutants: list[mutants.MutantResult] = field(default_factory=list)
     examples: dict[str, list[str]] = field(default_factory=dict)  # example name -> how its verdict differed
+    skipped_examples: dict[str, str] = field(default_factory=dict)  # example name -> why not graded here
 
     @property
     def mutation_score(self) -> float | None:
@@ -140,7 +142,7 @@ def validate_file(
 def lesson_error_line(lesson, exc: ExerciseError) -> int | None:
     """A lesson check's error names its line inside the check's python; a setup error, its workload.setup."""
     if isinstance(exc, LessonCodeFailed):  # its reference, baseline or starter raised: at that line of it
-        return lesson.locator.block_line((exc.field,), exc.line)
+        return lesson.locator.block_line(exc.field if isinstance(exc.field, tuple) else (exc.field,), exc.line)
     message = exc.message
     for i, spec in enumerate(lesson.exercise.checks):
         if hasattr(spec, "python") and f"lesson check {spec.id!r}" in message:
@@ -154,7 +156,9 @@ def _graded(report: Report, lesson, device, launcher, progress, with_mutants) ->
         progress(f"{exercise.id}: grading the reference solution")
     report.reference = runner.run(exercise, exercise.reference, device=device, launcher=launcher)
     ref = report.reference
-    if ref.error:
+    if fault := lesson_fault(lesson, "the reference solution", ref):
+        report.problems.append(fault)
+    elif ref.error:
         line = lesson.locator.block_line(("reference",), ref.error.line)
         report.problems.append(f"{path}:{line}: reference: the reference solution errored: {ref.error.message}")
     for c in ref.checks:
@@ -175,14 +179,7 @@ def _graded(report: Report, lesson, device, launcher, progress, with_mutants) ->
             f"{path}:{at(('starter',))}: starter: the starter code passes every check; it must leave work to do"
         )
     sound = not report.problems  # mutants only say something about a lesson whose reference passes
-    for i, example in enumerate(exercise.examples):
-        if progress:
-            progress(f"{exercise.id}: example {example.name}")
-        got = runner.run(exercise, example.code, device=device, launcher=launcher)
-        report.examples[example.name] = example_mismatches(example.expect, got)
-        report.problems += [
-            f"{path}:{at(('examples', i))}: examples[{i}] {example.name}: {m}" for m in report.examples[example.name]
-        ]
+    grade_examples(report, lesson, device, launcher, progress)
     if with_mutants and sound:
         report.mutants = mutants.run_all(exercise, device=device, launcher=launcher, progress=progress)
         report.mutants += lesson_mutants.run_all(exercise, device=device, launcher=launcher, progress=progress)
@@ -191,6 +188,39 @@ def _graded(report: Report, lesson, device, launcher, progress, with_mutants) ->
             loc = ("mutants", "lesson", names.index(m.name)) if m.kind == "lesson" and m.name in names else ("checks",)
             report.problems.append(f"{path}:{at(loc)}: {said}")
     return report
+
+
+def grade_examples(report: Report, lesson, device, launcher, progress=None) -> None:
+    """Each example graded here, its verdict against its `expect`; one for other devices only is skipped,
+    with the reason `grader validate` prints."""
+    exercise, at = lesson.exercise, lesson.locator.line
+    kind = "cuda" if runner.resolve_device(device).startswith("cuda") else "cpu"
+    for i, example in enumerate(exercise.examples):
+        if reason := skipped_here(example.devices, kind, f"examples[{i}]"):
+            report.skipped_examples[example.name] = reason
+            continue
+        if progress:
+            progress(f"{exercise.id}: example {example.name}")
+        got = runner.run(exercise, example.code, device=device, launcher=launcher)
+        if fault := lesson_fault(lesson, f"the example {example.name!r}", got):
+            report.problems.append(fault)
+            continue
+        report.examples[example.name] = example_mismatches(example.expect, got)
+        report.problems += [
+            f"{lesson.path}:{at(('examples', i))}: examples[{i}] {example.name}: {m}"
+            for m in report.examples[example.name]
+        ]
+
+
+def lesson_fault(lesson, what: str, result: GradingResult) -> str | None:
+    """A grading stopped by the lesson's own code (grader/worker/errors.lesson_failure: its workload.setup raised
+    while the graded code ran): the lesson's problem, at that line of the file, whatever code was graded."""
+    if result.error is None or result.error.kind != "lesson":
+        return None
+    params = (result.error.parts[0].get("params") or {}) if result.error.parts else {}
+    line = lesson.locator.block_line(("workload", "setup"), params.get("setup_line"))
+    detail = params.get("detail") or result.error.message
+    return f"{lesson.path}:{line}: workload.setup: the lesson's own code raised while {what} was graded: {detail}"
 
 
 def survivors(results: list[mutants.MutantResult]) -> list[mutants.MutantResult]:

@@ -6,7 +6,9 @@ trusting anything the submission says about itself."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -67,12 +69,42 @@ class LessonEvidence:
         records = {"submission": self.records, "baseline": self.baseline_records, "reference": self.reference_records}
         return [{k: v for k, v in r.items() if k != "name"} for r in records[run] if r.get("name") == name]
 
+    def function_line(self, name: str) -> int | None:
+        """The line of `def name(` in the submission (a method's too; the first where several), to point a
+        finding at the learner's function when no event names a line."""
+        found = [n.lineno for n in _tree(self.source) if isinstance(n, FUNCTIONS) and n.name == name]
+        return min(found) if found else None
+
+    def call_lines(self, name: str) -> list[int]:
+        """The lines where the submission writes a call to `name`: `name(...)` or `anything.name(...)`
+        (`scaler.load_state_dict(...)` for "load_state_dict"), in order: where a call is written, ran or not."""
+        calls = [n for n in _tree(self.source) if isinstance(n, ast.Call)]
+        named = [c.lineno for c in calls if getattr(c.func, "id", getattr(c.func, "attr", None)) == name]
+        return sorted(set(named))
+
+    def lines_matching(self, pattern: str) -> list[int]:
+        """The submission's lines (numbered from 1) whose text matches the regular expression, in order."""
+        regex = re.compile(pattern)
+        return [i for i, text in enumerate(self.source.splitlines(), 1) if regex.search(text)]
+
     def update(self, name: str) -> torch.Tensor:
         """What training changed in one parameter: p - p0."""
         return self.params[name] - self.start[name]
 
     def baseline_update(self, name: str) -> torch.Tensor:
         return self.baseline_params[name] - self.start[name]
+
+
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+@lru_cache(maxsize=8)
+def _tree(source: str) -> tuple[ast.AST, ...]:
+    """Every node of the submission's syntax tree (empty where it does not parse: the grading said so)."""
+    try:
+        return tuple(ast.walk(ast.parse(source)))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ()
 
 
 class MissingEvidence(KeyError):
@@ -161,3 +193,16 @@ def check(spec, evidence: LessonEvidence) -> CheckResult:
         findings=findings,
         weight=spec.weight,
     )
+
+
+def partial_check(spec, evidence: LessonEvidence) -> CheckResult | None:
+    """A lesson check over what a failed run left (grader/judge/evaluate.crash_evidence): the calls made before
+    the code failed, and what the lesson recorded. Its findings often name the cause (no create_graph, then a second backward through
+    a freed graph); where it passes on that evidence it passes. A check that reads more than there is (the
+    parameters) is not run, nor one with no calls and no records to read."""
+    if not evidence.traces and not evidence.records:
+        return None
+    try:
+        return check(spec, evidence)
+    except Exception:  # noqa: BLE001 - it looked at losses or parameters, which a failed run does not have
+        return None

@@ -58,6 +58,8 @@ def validate(paths, schema_only, no_mutants, device, sandbox, limits):
                 click.echo(
                     f"{report.exercise_id}: examples: {right} of {len(report.examples)} judged as the lesson says"
                 )
+            for name, reason in report.skipped_examples.items():
+                click.echo(f"  skipped  example {name:<14} {reason}")
         for kind in report.mutation_scores:
             counted = [m for m in report.mutants if m.skipped is None and m.kind == kind]
             click.echo(

@@ -9,7 +9,19 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
-from grader.checks import call_order, coverage, fsdp_calls, lesson, memory, overflow, parity, profiling, ranks, speedup
+from grader.checks import (
+    call_order,
+    coverage,
+    fsdp_calls,
+    lesson,
+    memory,
+    overflow,
+    parity,
+    profiling,
+    ranks,
+    skipped_steps,
+    speedup,
+)
 from grader.checks.advice import advised
 from grader.checks.events import backwards
 from grader.errors import GraderError
@@ -277,7 +289,9 @@ def evaluate(
                     ),
                 )
             )
-    return [advised(exercise.check(result.id), result) for result in out]
+    forced = {o["step"] for o in sub.overflows}
+    skipped = skipped_steps.every_step_skipped(sub.scales, exercise.workload.amp.init_scale, forced, all_traces(sub))
+    return [advised(exercise.check(result.id), result) for result in skipped_steps.reworded(out, skipped)]
 
 
 def model_ran_compiled(data: RunData) -> bool:
@@ -360,8 +374,41 @@ def speedup_check(spec, exercise, speed, amp_dtype, timing, earlier: list[CheckR
     return speedup.check(spec, speed, timing, cov)
 
 
-def error_checks(exercise, kind, result, traces, static_findings, speed: str | None = None) -> list[CheckResult]:
-    """When the code failed, still say what the trace shows (e.g. unscale_ twice), and mark the rest not run."""
+def crash_evidence(kind, amp_dtype, sub: RunData, base: RunData | None, source: str, failed: list[dict]):
+    """What a failed run leaves the lesson's checks: the finished steps' losses, scales, records and compile
+    counts, what the failing step recorded before it failed (`failed`), the FP32 baseline's, the source. No
+    parameters: none are read back from a failed run (a check that needs them is not run)."""
+    return lesson.LessonEvidence(
+        [],
+        sub.losses,
+        base.losses if base else [],
+        {},
+        {},
+        {},
+        kind,
+        amp_dtype,
+        sub.scales,
+        sub.overflows[0]["step"] if sub.overflows else None,
+        compiled=sub.compiled,
+        overflow_steps=[o["step"] for o in sub.overflows],
+        records=[*sub.records, *failed],
+        baseline_records=base.records if base else [],
+        prepare_events=prepare_events(sub),
+        source=source,
+    )
+
+
+def error_checks(
+    exercise,
+    kind,
+    result,
+    traces,
+    static_findings,
+    speed: str | None = None,
+    known: lesson.LessonEvidence | None = None,
+) -> list[CheckResult]:
+    """When the code failed, still say what the trace shows (e.g. unscale_ twice) and what the lesson's checks
+    find in the evidence the run left (`known`, crash_evidence), and mark the rest not run."""
     out = []
     for spec in exercise.checks:
         if (na := inapplicable(spec, kind, speed or kind, result.amp_dtype)) is not None:
@@ -374,20 +421,9 @@ def error_checks(exercise, kind, result, traces, static_findings, speed: str | N
                 out.append(advised(spec, found))
                 continue
         steps = [t for t in traces if t.get("phase") != "prepare"]
-        if hasattr(spec, "python") and (found := partial_lesson_check(spec, kind, result.amp_dtype, steps)):
+        known = known or lesson.LessonEvidence([], [], [], {}, {}, {}, kind, result.amp_dtype)
+        if hasattr(spec, "python") and (found := lesson.partial_check(spec, dataclasses.replace(known, traces=steps))):
             out.append(found)
             continue
         out.append(CheckResult(spec.id, ERROR, say("check.not_run", kind=result.error.kind), weight=spec.weight))
     return out
-
-
-def partial_lesson_check(spec, kind: str, amp_dtype: str, traces: list[dict]) -> CheckResult | None:
-    """A lesson check over the calls made before the code failed: its findings often name the cause (no
-    create_graph, then a second backward through a freed graph). A check that needs more evidence is not run."""
-    if not traces:
-        return None
-    try:
-        found = lesson.check(spec, lesson.LessonEvidence(traces, [], [], {}, {}, {}, kind, amp_dtype))
-    except Exception:  # noqa: BLE001 - it looked at losses or parameters, which a failed run does not have
-        return None
-    return found if found.status == "fail" else None

@@ -34,7 +34,7 @@ import binascii
 import io
 import math
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 import torch
 
@@ -145,6 +145,9 @@ def bounded_error(e: dict, code: str, max_events: int) -> dict:
     events = e.get("events")
     if isinstance(events, list) and all(isinstance(x, dict) and isinstance(x.get("ev"), str) for x in events):
         out["events"] = [bounded_event(x, code) for x in events[:max_events]]
+    if out["step"] is not None and e.get("records"):  # the failing step's, as a finished step's (malformed: none)
+        with suppress(TypeError, KeyError, ValueError):
+            out["records"] = _records(e["records"], out["step"])
     return out
 
 
@@ -198,6 +201,7 @@ ERROR_KINDS = {
     "crash",
     "protocol",
     "setup",
+    "lesson",
 }
 
 

@@ -248,6 +248,9 @@ def trusted_run(
             "given": "given step (the lesson's starter)",
         }[role]
         message = f"the {what} of {exercise.id!r} failed on {device}: {exc.payload['message']}"
+        if exc.payload.get("kind") == "lesson":  # its workload.setup raised under the trusted code: at that line
+            params = (exc.payload.get("said") or {}).get("params") or {}
+            raise LessonCodeFailed(message, ("workload", "setup"), params.get("setup_line")) from None
         if exc.payload.get("kind") == "exception":  # its own code raised: the lesson's fault, at its line
             field = {"given": "starter"}.get(role, role)
             raise LessonCodeFailed(message, field, exc.payload.get("line")) from None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 LANGUAGES = ("en", "it", "id")
 DEVICE_KINDS = ("cpu", "cuda")
@@ -34,3 +34,25 @@ def require_english(value):
 
 
 IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+# -- per-device expectations: an example or a lesson mutant graded on some device kinds only --------------------
+# (a mistake only CUDA shows: optimizer state loaded before the model moved to the GPU; a CPU kernel's own way
+# with fully masked rows). Elsewhere `grader validate` skips it and prints this reason.
+DeviceKinds = list[Literal["cpu", "cuda"]] | None
+
+
+def devices_field():
+    return Field(
+        None,
+        min_length=1,
+        description="the device kinds it is graded on (cpu, cuda); on another, `grader validate` skips it and "
+        "says why (default: every device)",
+    )
+
+
+def skipped_here(devices: DeviceKinds, kind: str, where: str) -> str | None:
+    """Why an example or lesson mutant graded only on `devices` is skipped on `kind`; None where it is graded."""
+    if devices is None or kind in devices:
+        return None
+    return f"graded on {' and '.join(devices)} only ({where}.devices), not on {kind}"

@@ -15,7 +15,7 @@ import textwrap
 
 from pydantic import Field, field_validator, model_validator
 
-from grader.lesson.base import Strict, Text, require_english
+from grader.lesson.base import DeviceKinds, Strict, Text, devices_field, require_english
 
 
 def _compiles(value: str) -> str:
@@ -61,6 +61,7 @@ class LessonMutant(Strict):
     replace: RegexEdit | None = None
     statement: StatementEdit | None = None
     caught_by: CaughtBy = Field(CaughtBy(), description="what must catch it (default: any failure)")
+    devices: DeviceKinds = devices_field()
 
     _en_why = field_validator("why")(require_english)
 

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from grader.lesson.base import IDENTIFIER, Strict, Text, require_english
+from grader.lesson.base import IDENTIFIER, DeviceKinds, Strict, Text, devices_field, require_english
 from grader.lesson.check_specs import PROFILE_CHECKS, CheckSpec
 from grader.lesson.code_tokens import first_code_difference
 from grader.lesson.mutant_spec import MutantSettings, edit_problems
@@ -129,6 +129,7 @@ class Example(Strict):
     why: Text | None = Field(None, description="the mistake it shows, or why this variant is right")
     code: str
     expect: ExampleExpectation
+    devices: DeviceKinds = devices_field()
 
 
 class Exercise(Strict):

@@ -51,6 +51,11 @@ EN: dict[str, str | dict[str, str]] = {
     "error.exit_import": "the code called sys.exit() while being imported",
     "error.exit_step": "the code called sys.exit() during the training step",
     "error.exit_prepare": "the code called sys.exit() in {name}, which the grader calls once before the training steps",
+    "error.lesson_code": "the grader could not grade this: the lesson's own code failed at line {setup_line} of "
+    "its workload.setup ({detail}) when line {called_from} of your code called it. Tell your instructor, and "
+    "check what that line passes to it",
+    "error.lesson_code_alone": "the grader could not grade this: the lesson's own code failed at line "
+    "{setup_line} of its workload.setup ({detail}). This is not a mistake in your code: tell your instructor",
     "error.tampering": "the code replaced functions the grader uses to watch the training ({names}): that is not "
     "allowed",
     "error.timeout": "the code did not finish within {seconds:.0f} s: look for an endless loop or a wait that never "

@@ -252,6 +252,14 @@ CHECKS: dict[str, str | dict[str, str]] = {
     "overflow_step_raised.fix": "let the scaler deal with non-finite gradients: do not raise or assert on them "
     "(clip_grad_norm_'s error_if_nonfinite=True, a check of torch.isfinite), and "
     "always go on to scaler.step(optimizer) and scaler.update()",
+    "all_steps_skipped": "the GradScaler skipped every step: the gradients held inf or NaN in all {n} of your "
+    "steps (the scale fell from {before:g} to {after:g}), so no weight trained; they first showed "
+    "after the backward at line {at}",
+    "all_steps_skipped.no_line": "the GradScaler skipped every step: the gradients held inf or NaN in all {n} of "
+    "your steps (the scale fell from {before:g} to {after:g}), so no weight trained",
+    "all_steps_skipped.fix": "find what makes a value inf or NaN before that backward (a log or sqrt of zero or "
+    "of a negative number, a division by zero, a softmax over a row masked entirely with -inf) and keep it "
+    "finite: the scaler can skip such steps, not mend them",
     "not_recovered": "after the overflowed step {step}, none of the {later} later steps changed any weight: the "
     "inf stayed in the gradients, so the scaler skipped every step after it",
     "not_recovered.fix": "clear every optimizer's gradients before each backward (optimizer.zero_grad("

@@ -266,7 +266,7 @@ class Worker:
                         loss = self.fn(*args)
             except BaseException as exc:  # noqa: BLE001
                 err = call_failure(exc, self.path)
-                err.payload["step"] = step
+                err.payload.update(step=step, records=evidence.end())  # what the lesson recorded before it failed
                 if rec and rec.active:
                     err.payload["events"] = rec.events
                 raise err from None

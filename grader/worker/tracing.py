@@ -8,6 +8,7 @@ submission file), so diagnostics can point at the line to change."""
 
 from __future__ import annotations
 
+import math
 import sys
 import weakref
 
@@ -69,9 +70,10 @@ class Recorder:
         from torch.optim.optimizer import register_optimizer_step_pre_hook
 
         register_optimizer_step_pre_hook(self._on_optimizer_step)
-        from grader.worker import tracing_distributed, tracing_schedulers
+        from grader.worker import tracing_distributed, tracing_moves, tracing_schedulers
 
         replaced = tracing_scaler.install(self) + tracing_distributed.install(self) + tracing_schedulers.install(self)
+        replaced += tracing_moves.install(self)  # .to(device) and load_state_dict, in order
         if "accelerate" in self.libraries:
             from grader.worker import tracing_accelerate
 
@@ -268,6 +270,9 @@ class Recorder:
         a clip or a step compares with what reaches it (grader/worker/gradients.py); `after`, what the backward
         added to gradients already unscaled (grader/worker/tracing_scaler.py)."""
         self._accumulated = gradients.total_norm(self.models) if self.active else None
+        if self._accumulated is not None and not math.isfinite(self._accumulated):
+            if not any(e["ev"] == "gradients_nonfinite" for e in self.events):  # where the inf/NaN first appeared
+                self.emit("gradients_nonfinite", value=str(self._accumulated))
         if after is not None:
             after()
 

@@ -59,6 +59,7 @@ export function errorKindLabels() {
     tampering: tr("Your code replaced the grader's instruments"),
     protocol: tr("Your code disturbed the grader's channel"),
     internal: tr("The grader could not prepare the run"),
+    lesson: tr("The lesson's own code failed: the grader could not grade this"),
     platform: tr("Grading problem"),
   };
 }
