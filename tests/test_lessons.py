@@ -77,6 +77,7 @@ def test_lessons_are_ordered_as_taught():
         "fp8_training",
         "fsdp2_mixed_precision",
         "resume_training",
+        "attention_fp16",
     ]
 
 

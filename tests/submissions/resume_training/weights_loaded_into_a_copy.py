@@ -1,5 +1,6 @@
-# expect-status: fail
-# expect-check: parity=fail
+# expect-status: error
+# expect-check: call_order=fail
+# expect-finding: model_copy_trained
 import os
 
 import torch
