@@ -52,9 +52,7 @@ def test_phases_the_grader_cannot_run_are_refused_with_the_reason(phases, said):
 
 def test_phases_are_refused_with_ranks():
     with pytest.raises(ValidationError, match="ranks > 1"):
-        Workload(
-            **MLP, ranks=2, phases=[{"name": "a", "steps": 2, "save": SAVE}, {"name": "b", "resume": RESUME}]
-        )
+        Workload(**MLP, ranks=2, phases=[{"name": "a", "steps": 2, "save": SAVE}, {"name": "b", "resume": RESUME}])
 
 
 @pytest.mark.parametrize("path", ["../x", "/etc/passwd", "a/../../x", "", "a\x00b", "..\\x"])
