@@ -232,7 +232,7 @@ def run(
         result.output += "".join(phase_outputs)
         for w in (sub_worker, base_worker, *spawned):
             if w is not None:
-                result.output += w.output() if w is sub_worker else ""
+                result.output += w.output() if w is sub_worker and not getattr(w, "output_kept", False) else ""
                 w.close()
     if result.error is not None and result.error.kind == "cancelled":
         return _finish(result, exercise, started, progress)

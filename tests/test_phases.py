@@ -62,3 +62,39 @@ def test_a_checkpoint_file_whose_path_leaves_its_folder_is_refused(path):
 
 def test_a_checkpoint_file_in_a_subfolder_is_kept():
     assert _safe("run/latest/state.pt")
+
+
+RAISES_ON_RESUME = """import os
+
+import torch
+import torch.nn.functional as F
+
+
+def train_step(model, optimizer, scaler, inputs, targets, device_type, amp_dtype):
+    optimizer.zero_grad(set_to_none=True)
+    with torch.autocast(device_type=device_type, dtype=amp_dtype):
+        loss = F.cross_entropy(model(inputs), targets)
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    return loss
+
+
+def save_checkpoint(model, optimizer, scaler, checkpoint_dir):
+    print("saved in the first phase")
+
+
+def resume_training(model, optimizer, scaler, checkpoint_dir, device):
+    state = torch.load(os.path.join(checkpoint_dir, "missing.pt"))
+    return model, optimizer, scaler
+"""
+
+
+def test_a_resume_that_raises_is_the_learners_error_at_its_line_and_earlier_output_is_kept_once(grade):
+    result = grade("resume_training", RAISES_ON_RESUME)
+    assert result.status == "error" and result.error.kind == "exception", result.to_dict()
+    assert (
+        result.error.line
+        == RAISES_ON_RESUME.splitlines().index('    state = torch.load(os.path.join(checkpoint_dir, "missing.pt"))') + 1
+    )
+    assert result.output.count("saved in the first phase") == 1

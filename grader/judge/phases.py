@@ -83,6 +83,7 @@ def _resumed(launcher, old: WorkerProcess, worker: WorkerProcess, phase, files, 
     """Closes the last phase's worker and runs the learner's resume function in the next one. The whole
     grading's budget goes on: the new worker's deadline is the old one's, the time spent loading it aside."""
     kept.append(old.output())
+    old.output_kept = True  # the caller, which still holds it where a later phase fails, adds it no second time
     old.close()
     started = time.monotonic()
     worker.cancel = old.cancel
