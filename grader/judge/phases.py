@@ -20,6 +20,7 @@ from grader.lesson.phase_spec import bounds
 from grader.lesson.schema import Exercise
 from grader.sandboxes.process import WorkerProcess
 
+MAX_FILES = 64  # what a checkpoint folder may hold (grader/worker/phases.py sends at most as many)
 Drive = Callable[[WorkerProcess, int, int], None]  # drive(worker, end, first): the steps first..end-1
 
 
@@ -65,7 +66,9 @@ def _saved(worker: WorkerProcess, phase, data: RunData) -> dict[str, str]:
     data.lines_run = merge_lines(data.lines_run, reply.get("lines_run"))
     with malformed_is_protocol():
         files = reply["files"]
-        if not isinstance(files, dict) or not all(_safe(k) and isinstance(v, str) for k, v in files.items()):
+        if not isinstance(files, dict) or len(files) > MAX_FILES:
+            raise ValueError("files")
+        if not all(_safe(k) and isinstance(v, str) for k, v in files.items()):
             raise ValueError("files")
         for v in files.values():
             base64.b64decode(v, validate=True)
