@@ -28,6 +28,7 @@ from grader.judge.drive import (
     window,
 )
 from grader.judge.evaluate import Evidence, crash_evidence, error_checks, evaluate, judged, submission_error
+from grader.judge.phases import drive_phases
 from grader.judge.plots import plots
 from grader.judge.protocol import StepFailure
 from grader.judge.syntax import syntax_verdict
@@ -111,6 +112,7 @@ def run(
     cut = False  # the submission's run ended at the overflowed step (runner.cut_at_overflow)
     given_worker, given_timing = None, None
     spawned: list[WorkerProcess] = []
+    phase_outputs: list[str] = []  # what the workers of a lesson's earlier phases printed
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trusted-runs")
     hold = exclusive.Hold(device)
     # Other gradings may use the device meanwhile, except where this one measures what they would disturb:
@@ -162,18 +164,28 @@ def run(
         init_worker(launcher, sub_worker)
         sub_data.prepare_traces = sub_worker.prepare_traces
         progress("steps", total=wl.steps)
-        drive(
+        sub_worker = drive_phases(  # a lesson in phases: a fresh worker per phase, resumed from a checkpoint
+            launcher,
+            exercise,
+            device,
             sub_worker,
-            wl.steps,
-            trace=True,
-            measure_memory=exercise.check("memory") is not None,
-            data=sub_data,
-            progress=lambda step: progress(
-                "step", n=step + 1, total=wl.steps, limit_s=step_limit(sub_worker, sub_worker.limits)
+            sub_data,
+            lambda worker, end, first: drive(
+                worker,
+                end,
+                first=first,
+                trace=True,
+                measure_memory=exercise.check("memory") is not None,
+                data=sub_data,
+                progress=lambda step: progress(
+                    "step", n=step + 1, total=wl.steps, limit_s=step_limit(worker, worker.limits)
+                ),
+                census=profiled,
+                overflow=ForcedOverflow.of(exercise, device),
+                survive_overflow=True,
             ),
-            census=profiled,
-            overflow=ForcedOverflow.of(exercise, device),
-            survive_overflow=True,
+            lambda: spawn_worker(launcher, exercise, source, "submission.py", device, trace=True),
+            phase_outputs,
         )
         cut = cut_at_overflow(sub_data)
         if not cut:
@@ -219,9 +231,10 @@ def run(
     finally:
         pool.shutdown(wait=True)  # a trusted run still going finishes (and is cached) before its worker closes
         hold.release()
+        result.output += "".join(phase_outputs)
         for w in (sub_worker, base_worker, *spawned):
             if w is not None:
-                result.output += w.output() if w is sub_worker else ""
+                result.output += w.output() if w is sub_worker and not getattr(w, "output_kept", False) else ""
                 w.close()
     if result.error is not None and result.error.kind == "cancelled":
         return _finish(result, exercise, started, progress)

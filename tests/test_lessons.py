@@ -76,6 +76,8 @@ def test_lessons_are_ordered_as_taught():
         "lr_scheduler_skips",
         "fp8_training",
         "fsdp2_mixed_precision",
+        "resume_training",
+        "attention_fp16",
     ]
 
 

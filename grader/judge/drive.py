@@ -165,20 +165,22 @@ def drive(
     overflow: ForcedOverflow | None = None,
     survive_overflow: bool = False,
     grad_norms: bool = False,
+    first: int = 0,
 ):
     """Runs the compared steps one request at a time, collecting evidence. Where the code runs as several ranks,
     each rank's evidence is kept (data.ranks) and the whole run's is made of theirs here: the step's loss is the
     mean of the ranks' losses (each over its share of the batch), the trace holds every rank's calls, and the
     scale and parameters are rank 0's (the ranks check compares the others with it). The step of `overflow` is
     traced too, with the weights loaded before and after it; with `survive_overflow`, an exception raised on
-    that step ends the run there as evidence (data.overflow["error"]) instead of as the run's error."""
+    that step ends the run there as evidence (data.overflow["error"]) instead of as the run's error. `first`: the
+    step to start at, in a lesson's later phase (grader/judge/phases.py), whose first step is traced too."""
     n = getattr(worker, "ranks", 1)
     if n > 1 and not data.ranks:
         data.ranks = [RunData() for _ in range(n)]
-    for step in range(steps):
+    for step in range(first, steps):
         progress(step)
         forced = overflow is not None and step in overflow.steps
-        traced = trace and (step < TRACED_STEPS or forced)
+        traced = trace and (step < TRACED_STEPS or forced or step == first)
         msg = {
             "cmd": "steps",
             "start": step,

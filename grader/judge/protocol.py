@@ -12,6 +12,10 @@ Commands, one JSON object per line (judge -> worker):
                                         "compiled"?: [{step, frames, graphs, graph_breaks, model_runs, compile_ms}],
                                         "records"?: [{step, name, value}] (grader/worker/evidence.py)}
     {"cmd": "save"}                  -> {"ok": true, "params": base64 of torch.save({name: float tensor})}
+    {"cmd": "save_phase", "function": {name, params}, "phase": name}
+                                     -> {"ok": true, "files": {relative path: base64}, "lines_run": [...]}
+    {"cmd": "resume_phase", "function": {name, params, returns}, "files": {relative path: base64}}
+                                     -> {"ok": true, "lines_run": [...]}   (workload.phases: grader/judge/phases.py)
     {"cmd": "exit"}
 A failure is {"ok": false, "error": {"kind": one of ERROR_KINDS, "message": str, "said"?: {"key", "params"},
 "line"?, "source_line"?, "traceback"?, "step"?, "phase"?, "events"?, "rank"?}}. With ranks the supervisor answers

@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 from pydantic import Discriminator, Field, Tag, model_validator
 
 from grader.lesson.base import Strict
+from grader.lesson.phase_spec import Phase, phases_problem
 
 
 class MlpSpec(Strict):
@@ -195,6 +196,12 @@ class Workload(Strict):
         "lesson keeps for its own checks, not weights: parity, overflow, coverage and ranks leave them out; lesson "
         "checks still see them. Each must match a tensor, and none a parameter an optimizer trains",
     )
+    phases: list[Phase] = Field(
+        default_factory=list,
+        description="the steps split into runs of separate processes: the learner's save function writes a "
+        "checkpoint after each phase but the last, and their resume function reads it in the next phase's fresh "
+        "process; compared with an uninterrupted FP32 run",
+    )
     cuda: WorkloadOverride | None = Field(None, description="what changes when grading on CUDA")
     cpu_amx: WorkloadOverride | None = Field(
         None,
@@ -213,6 +220,13 @@ class Workload(Strict):
         if self.setup is None and len(shorthand) < 3:
             missing = [k for k in ("model", "optimizer", "data") if getattr(self, k) is None]
             raise ValueError(f"the workload needs {', '.join(missing)} (or setup code that builds them)")
+        return self
+
+    @model_validator(mode="after")
+    def _phases_fit(self):
+        steps = {kind: self.for_device(kind).steps for kind in ("cpu", "cpu_amx", "cuda")}
+        if (problem := phases_problem(self.phases, steps, self.ranks)) is not None:
+            raise ValueError(problem)
         return self
 
     def is_bookkeeping(self, name: str) -> bool:

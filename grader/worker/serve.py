@@ -22,7 +22,9 @@ import signal
 import sys
 import traceback
 import warnings
+from contextlib import nullcontext as _null
 
+from grader.worker import phases
 from grader.worker.channel import Channel
 from grader.worker.errors import StepError, call_failure, describe_exception
 from grader.worker.lines_run import LinesRun
@@ -53,6 +55,7 @@ class Worker:
         self.census = None  # grader/worker/census.py: syncs, copies and matmul dtypes of profiled steps
         self.fn = None
         self.prepared: dict = {}
+        self.checkpoint_dir = None  # a lesson in phases: the folder of the checkpoint resume reads (phases.py)
         # Taken before the learner's module loads, so patching torch.cuda.synchronize cannot end a timed
         # request before the GPU has finished.
         self._synchronize = torch.cuda.synchronize
@@ -102,10 +105,10 @@ class Worker:
                 raise StepError(
                     "internal", f"the grader could not prepare the worker: {exc!r}", tb=traceback.format_exc()
                 ) from None
-        module = self._load()
+        self.module = self._load()
         ep = self.spec["exercise"]["entrypoint"]
-        self.fn = self._entrypoint(module, ep)
-        prepare = self._entrypoint(module, ep["prepare"]) if ep.get("prepare") else None
+        self.fn = self._entrypoint(self.module, ep)
+        prepare = self._entrypoint(self.module, ep["prepare"]) if ep.get("prepare") else None
         amp = self.spec["exercise"]["workload"]["amp"]
         self.scaler = (
             torch.amp.GradScaler(
@@ -144,6 +147,7 @@ class Worker:
             "device": self.device,
             "rank": self.rank,
             "world_size": self.world_size,
+            **({phases.CHECKPOINT_DIR: self.checkpoint_dir} if self.checkpoint_dir else {}),
         }
 
     def _prepare(self, fn, spec: dict) -> dict | None:
@@ -164,7 +168,7 @@ class Worker:
             if rec:
                 rec.active = False
         names = spec["returns"]
-        values = [out] if len(names) == 1 else out
+        values = [out] if len(names) == 1 else (out if names else [])
         if len(names) > 1 and (not isinstance(out, (tuple, list)) or len(out) != len(names)):
             line = getattr(getattr(fn, "__code__", None), "co_firstlineno", None)
             raise StepError.worded(
@@ -176,7 +180,7 @@ class Worker:
                 names=", ".join(names),
                 got=type(out).__name__,
             )
-        self.prepared = dict(zip(names, values))
+        self.prepared = {**self.prepared, **dict(zip(names, values))}  # resume after prepare replaces by name
         if rec and (changed := rec.tampered()):
             raise StepError.worded("tampering", "error.tampering", names=", ".join(changed[:4]))
         return {"step": None, "phase": "prepare", "events": rec.events, "device": str(self.device)} if rec else None
@@ -225,7 +229,7 @@ class Worker:
             evidence.begin(step)  # what the lesson's setup code records from here to the step's end
             try:
                 args = self.problem.arguments(
-                    self.spec["exercise"]["entrypoint"]["params"], step, **self.grader_arguments(), **self.prepared
+                    self.spec["exercise"]["entrypoint"]["params"], step, **{**self.grader_arguments(), **self.prepared}
                 )
             except workload.SetupError as exc:
                 raise StepError("setup", exc.message, exc.line, step=step) from None
@@ -290,7 +294,7 @@ class Worker:
                     err.payload["events"] = rec.events
                 raise
             if self.scaler is not None:
-                scales.append(float(self.scaler.get_scale()))
+                scales.append(phases.current_scale(self))
             if msg.get("grad_norms"):  # grader tune, of a trusted run
                 reply.setdefault("grad_norms", []).append(gradients.gradient_norms(self.problem.models))
             if rec and (changed := rec.tampered() + (self.census.tampered() if self.census else [])):
@@ -360,6 +364,8 @@ class Worker:
             raise StepError.worded("nonfinite", "error.nonfinite", value=str(value), step=step)
         return value
 
+    save_phase, resume_phase = phases.save_phase, phases.resume_phase  # workload.phases (grader/worker/phases.py)
+
     def save(self, msg: dict) -> dict:
         import torch
 
@@ -370,14 +376,6 @@ class Worker:
         if layouts:  # one rank's pieces of sharded parameters: the grading process puts them together
             reply["shards"] = layouts
         return reply
-
-
-class _null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def preload():
