@@ -97,6 +97,10 @@ def create_app(test_config: dict | None = None) -> Flask:
     app.register_blueprint(api.bp)
     for blueprint in (auth.bp, passwords.bp, courses.bp, dashboard.bp, health.bp, metrics.bp):
         app.register_blueprint(blueprint)
+    from webapp import late_work, roster, similarity_pages  # an instructor's term: late work, roster, similarity
+
+    for blueprint in (late_work.bp, roster.bp, similarity_pages.bp):
+        app.register_blueprint(blueprint)
     app.before_request(lambda: start_collector(app))
     for status in ERROR_PAGES:  # the one handler of every HTML error page (the API words its own as JSON)
         app.register_error_handler(status, error_page)

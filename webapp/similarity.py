@@ -1,0 +1,122 @@
+"""How alike learners' submissions of one lesson are, as evidence for a person to read, never a verdict.
+
+Each submission becomes a list of normalised tokens (Python's tokenizer: comments and blank lines dropped, every
+name that is not a keyword or a builtin written as one placeholder, every string and number as another, so that
+renaming variables or rewording strings changes nothing). Its fingerprints are the winnowed hashes of its k-token
+runs (Schleimer, Wilkerson and Aiken's winnowing, as MOSS does); the fingerprints of the lesson's starter code
+are taken out first, so that what everyone was given counts for nobody. Two submissions' similarity is the share
+of all their fingerprints that they have in common (Jaccard: two copies are 1, a solution and a longer one that
+contains it less); the page also shows how much of each one the other holds, as MOSS does, so that a copy padded
+with extra code still reads as one.
+
+Pairs are found through an index from fingerprint to submissions, so a class of 200 costs what their shared
+fingerprints cost, not 19,900 set comparisons; a fingerprint that most of the class has (an idiom of the
+lesson, not a copy) is dropped, as MOSS drops common passages."""
+
+from __future__ import annotations
+
+import builtins
+import io
+import keyword
+import tokenize
+from collections import Counter
+from dataclasses import dataclass
+from hashlib import blake2b
+from itertools import combinations
+
+K = 12  # tokens per run: shorter runs match idioms everyone writes, longer ones miss copies with small edits
+WINDOW = 6  # winnowing window: any shared run of K + WINDOW - 1 tokens is sure to share a fingerprint
+MAX_CODE = 64 * 1024
+_SKIP = (tokenize.COMMENT, tokenize.NL, tokenize.ENCODING, tokenize.ENDMARKER)
+_KEEP_NAMES = set(keyword.kwlist) | set(dir(builtins))
+
+
+def tokens(code: str) -> list[tuple[str, int]]:
+    """(normalised token, its line) of the code; what does not tokenize ends the list where it stops."""
+    out: list[tuple[str, int]] = []
+    try:
+        for t in tokenize.generate_tokens(io.StringIO(code[:MAX_CODE]).readline):
+            if t.type in _SKIP:
+                continue
+            if t.type == tokenize.NAME:
+                text = t.string if t.string in _KEEP_NAMES else "V"
+            elif t.type == tokenize.STRING or t.type == tokenize.NUMBER:
+                text = "S" if t.type == tokenize.STRING else "0"
+            elif t.type in (tokenize.INDENT, tokenize.DEDENT, tokenize.NEWLINE):
+                text = tokenize.tok_name[t.type][0]
+            else:
+                text = t.string
+            out.append((text, t.start[0]))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        pass  # a learner's broken code is compared as far as it reads
+    return out
+
+
+def _hash(run: tuple[str, ...]) -> int:
+    return int.from_bytes(blake2b("\x1f".join(run).encode(), digest_size=8).digest(), "big")
+
+
+def _runs(toks: list[tuple[str, int]]) -> list[int]:
+    return [_hash(tuple(t for t, _ in toks[i : i + K])) for i in range(len(toks) - K + 1)]
+
+
+def given(starter: str) -> set[int]:
+    """Every run of the starter code (not only its winnowed ones): none of it may count as shared."""
+    return set(_runs(tokens(starter))) if starter else set()
+
+
+def fingerprints(code: str) -> dict[int, list[tuple[int, int]]]:
+    """Winnowed fingerprint -> the (first line, last line) spans of code it stands for."""
+    toks = tokens(code)
+    hashes = _runs(toks)
+    chosen: dict[int, list[tuple[int, int]]] = {}
+    last = -1
+    for start in range(max(0, len(hashes) - WINDOW + 1) or (1 if hashes else 0)):
+        window = hashes[start : start + WINDOW]
+        low = min(window)
+        at = start + max(i for i, h in enumerate(window) if h == low)  # the rightmost minimum, as the paper says
+        if at != last:
+            chosen.setdefault(hashes[at], []).append((toks[at][1], toks[at + K - 1][1]))
+            last = at
+    return chosen
+
+
+@dataclass(frozen=True)
+class Pair:
+    a: str  # submission ids
+    b: str
+    score: float  # shared fingerprints / all fingerprints of the two, 0..1
+    shared: int
+    of_a: float  # the share of a's fingerprints that b has too
+    of_b: float
+
+
+def rank(codes: dict[str, str], starter: str = "", limit: int = 50) -> list[Pair]:
+    """The `limit` most similar pairs among `codes` (submission id -> code), most similar first."""
+    starter_runs = given(starter)
+    prints = {sid: set(fingerprints(code)) - starter_runs for sid, code in codes.items()}
+    holders: dict[int, list[str]] = {}
+    for sid, own in prints.items():
+        for h in own:
+            holders.setdefault(h, []).append(sid)
+    shared: Counter = Counter()
+    for owners in holders.values():
+        if len(owners) > 1:
+            shared.update(combinations(sorted(owners), 2))
+    pairs = [
+        Pair(a, b, n / (len(prints[a]) + len(prints[b]) - n), n, n / len(prints[a]), n / len(prints[b]))
+        for (a, b), n in shared.items()
+    ]
+    pairs.sort(key=lambda p: (-p.score, -p.shared, p.a, p.b))
+    return pairs[:limit]
+
+
+def overlapping_lines(code: str, other: str, starter: str = "") -> set[int]:
+    """The lines of `code` whose fingerprints `other` has too (the starter's excluded): what to highlight."""
+    theirs = set(fingerprints(other)) - given(starter)
+    lines: set[int] = set()
+    for h, spans in fingerprints(code).items():
+        if h in theirs:
+            for first, last in spans:
+                lines.update(range(first, last + 1))
+    return lines
