@@ -80,7 +80,7 @@ def update(db, course_id: int, name: str, lessons: list[tuple[str, float | None]
 def delete(db, course_id: int) -> None:
     """The course, its lessons, instructors and enrollments; the learners' accounts and submissions stay."""
     with transaction(db):
-        for table in ("extensions", "enrollments", "course_instructors", "course_lessons"):
+        for table in ("similarity_reports", "extensions", "enrollments", "course_instructors", "course_lessons"):
             db.execute(f"DELETE FROM {table} WHERE course_id = ?", (course_id,))
         db.execute("DELETE FROM courses WHERE id = ?", (course_id,))
 

@@ -120,3 +120,16 @@ def overlapping_lines(code: str, other: str, starter: str = "") -> set[int]:
             for first, last in spans:
                 lines.update(range(first, last + 1))
     return lines
+
+
+def run_report(payload: dict) -> dict:
+    """The queue task's work ({"codes": {sid: code}, "starter": ...} in; the ranked pairs and the time out): all
+    it needs travels in the payload, so a grading worker that has only the queue computes it."""
+    import time
+
+    start = time.perf_counter()
+    pairs = rank(payload["codes"], payload.get("starter", ""), int(payload.get("limit", 50)))
+    return {
+        "pairs": [[p.a, p.b, round(p.score, 4), p.shared, round(p.of_a, 4), round(p.of_b, 4)] for p in pairs],
+        "seconds": round(time.perf_counter() - start, 3),
+    }

@@ -1,6 +1,7 @@
-"""Extensions and a course's late policy: an instructor gives one learner a new deadline for one lesson (with a
+"""Extensions, a course's late policy, and similarity reports. Extensions and the policy: an instructor gives one learner a new deadline for one lesson (with a
 note saying why), and a course says how late work counts (webapp/late_policy.py): accepted and marked, a penalty
-per started day down to a floor, or nothing after a hard cutoff.
+per started day down to a floor, or nothing after a hard cutoff. A similarity report ranks the pairs of a course
+lesson's best submissions by how alike they are, for the instructor to read.
 
 Revision ID: 0014
 Revises: 0010
@@ -30,9 +31,24 @@ def upgrade():
         sa.Column("granted_at", sa.Float, nullable=False),
         sa.PrimaryKeyConstraint("course_id", "user_id", "lesson"),
     )
+    # A course lesson's similarity report (webapp/similarity.py), computed by a queue task; `pairs` is its JSON.
+    op.create_table(
+        "similarity_reports",
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("course_id", sa.Integer, sa.ForeignKey("courses.id"), nullable=False),
+        sa.Column("lesson", sa.Text, nullable=False),
+        sa.Column("requested_at", sa.Float, nullable=False),
+        sa.Column("finished_at", sa.Float),
+        sa.Column("submissions", sa.Integer, nullable=False),
+        sa.Column("seconds", sa.Float),
+        sa.Column("pairs", sa.Text),
+    )
+    op.create_index("similarity_reports_lesson", "similarity_reports", ["course_id", "lesson", "id"])
 
 
 def downgrade():
+    op.drop_index("similarity_reports_lesson", "similarity_reports")
+    op.drop_table("similarity_reports")
     op.drop_table("extensions")
     for column in ("late_floor", "late_per_day", "late_policy"):
         op.drop_column("courses", column)
