@@ -24,6 +24,7 @@ def the_class(live_app, tag: str) -> int:
     """A course of LESSON taught by teacher-<tag>, three learners with a scored submission each: its id."""
     sys.path.insert(0, str(ROOT / "tests" / "webapp"))
     from class_solutions import renamed, solutions
+
     from webapp import accounts, classroom
     from webapp.db import connect
 
