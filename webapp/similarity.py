@@ -111,7 +111,7 @@ def overlapping_lines(code: str, other: str, starter: str = "") -> set[int]:
         if h in theirs:
             for first, last in spans:
                 lines.update(range(first, last + 1))
-    return lines
+    return {n for n in lines if n <= len(code.splitlines())}  # a final DEDENT sits on the line after the last
 
 
 def run_report(payload: dict) -> dict:
