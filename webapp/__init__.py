@@ -102,6 +102,10 @@ def create_app(test_config: dict | None = None) -> Flask:
 
     # the tutor is handed the lesson's public text and, for its leak guard, the solutions: it loads no lesson itself
     app.register_blueprint(tutor_routes.make_blueprint(tutor_sources.lesson_text, tutor_sources.solutions))
+    from webapp import late_work, roster, similarity_pages  # an instructor's term: late work, roster, similarity
+
+    for blueprint in (late_work.bp, roster.bp, similarity_pages.bp):
+        app.register_blueprint(blueprint)
     app.before_request(lambda: start_collector(app))
     for status in ERROR_PAGES:  # the one handler of every HTML error page (the API words its own as JSON)
         app.register_error_handler(status, error_page)

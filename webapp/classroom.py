@@ -80,7 +80,7 @@ def update(db, course_id: int, name: str, lessons: list[tuple[str, float | None]
 def delete(db, course_id: int) -> None:
     """The course, its lessons, instructors and enrollments; the learners' accounts and submissions stay."""
     with transaction(db):
-        for table in ("enrollments", "course_instructors", "course_lessons"):
+        for table in ("similarity_reports", "extensions", "enrollments", "course_instructors", "course_lessons"):
             db.execute(f"DELETE FROM {table} WHERE course_id = ?", (course_id,))
         db.execute("DELETE FROM courses WHERE id = ?", (course_id,))
 
@@ -127,6 +127,14 @@ def join(db, code: str, user_id: int):
         (course["id"], user_id, time.time()),
     )
     return course
+
+
+def enroll(db, course_id: int, user_id: int) -> None:
+    """An instructor puts a learner in the course (a roster import); already in it: nothing changes."""
+    db.execute(
+        "INSERT INTO enrollments (course_id, user_id, joined_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+        (course_id, user_id, time.time()),
+    )
 
 
 def taught_by(db, user_id: int) -> list:
@@ -237,14 +245,23 @@ class LessonStats:
 
 
 def lesson_stats(
-    lesson_ids: list[str], learner_ids: list[str], table: dict, deadlines: dict | None = None
+    lesson_ids: list[str],
+    learner_ids: list[str],
+    table: dict,
+    deadlines: dict | None = None,
+    own_deadlines: dict | None = None,
 ) -> list[LessonStats]:
+    """Per lesson; a pass is late against the lesson's deadline (`deadlines`: lesson -> deadline), or against each
+    learner's own (`own_deadlines`: learner -> deadlines in `lesson_ids`' order, an extension's where granted)."""
     stats = []
-    for lesson in lesson_ids:
-        deadline = (deadlines or {}).get(lesson)
+    for i, lesson in enumerate(lesson_ids):
         s = LessonStats(lesson)
         attempts, times = [], []
         for learner in learner_ids:
+            if own_deadlines is not None and learner in own_deadlines:
+                deadline = own_deadlines[learner][i]
+            else:
+                deadline = (deadlines or {}).get(lesson)
             p = table.get((learner, lesson))
             state = p.state if p else "not_started"
             setattr(s, state, getattr(s, state) + 1)
@@ -265,22 +282,24 @@ _COURSE_FINDINGS = (
 
 
 def mistakes(db, course_id: int, limit: int = 15) -> list[dict]:
-    """The findings of the course's learners on its lessons, ranked by how many learners made them (then by how
-    many submissions), each with its most recent occurrence as an example."""
+    """The findings of the course's learners on its lessons, per lesson (a mistake is made in a lesson: the same
+    id in two lessons is two rows), ranked by how many learners made them (then by how many submissions), each
+    with its most recent occurrence as an example."""
     # Per learner first, then per finding: no count(DISTINCT), which both databases only do by sorting.
     ranked = db.execute(
-        "SELECT finding_id, count(*) AS learners, sum(n) AS submissions, max(latest) AS latest FROM ("
-        "SELECT f.finding_id, f.learner, sum(CASE WHEN f.repeat = 0 THEN 1 ELSE 0 END) AS n, "
-        f"max(f.created_at) AS latest {_COURSE_FINDINGS} GROUP BY f.learner, f.finding_id) AS per_learner "
-        "GROUP BY finding_id ORDER BY learners DESC, submissions DESC, finding_id LIMIT ?",
+        "SELECT lesson, finding_id, count(*) AS learners, sum(n) AS submissions, max(latest) AS latest FROM ("
+        "SELECT f.lesson, f.finding_id, f.learner, sum(CASE WHEN f.repeat = 0 THEN 1 ELSE 0 END) AS n, "
+        f"max(f.created_at) AS latest {_COURSE_FINDINGS} GROUP BY f.learner, f.lesson, f.finding_id) AS per_learner "
+        "GROUP BY lesson, finding_id ORDER BY learners DESC, submissions DESC, finding_id, lesson LIMIT ?",
         (course_id, limit),
     ).fetchall()
     out = []
     for r in ranked:
         example = db.execute(
             "SELECT f.submission_id, f.lesson, f.line, f.message, f.text, f.check_id, u.id AS user_id, u.username "
-            f"{_COURSE_FINDINGS} AND f.finding_id = ? AND f.created_at = ? ORDER BY f.submission_id LIMIT 1",
-            (course_id, r["finding_id"], r["latest"]),
+            f"{_COURSE_FINDINGS} AND f.lesson = ? AND f.finding_id = ? AND f.created_at = ? "
+            "ORDER BY f.submission_id LIMIT 1",
+            (course_id, r["lesson"], r["finding_id"], r["latest"]),
         ).fetchone()
         out.append({**dict(r), **dict(example), "submissions": int(r["submissions"])})
     return out

@@ -9,7 +9,7 @@ import time
 from flask import Blueprint, abort, current_app, redirect, render_template, request, url_for
 from flask_login import current_user
 
-from webapp import accounts, classroom, content
+from webapp import accounts, classroom, content, deadlines, late_policy
 from webapp.auth import gettext, signin_required
 from webapp.db import get_db
 from webapp.lessons import current_lang
@@ -25,21 +25,28 @@ def lesson_title(lesson_id: str, lang: str) -> str:
     return localize(ex.title, lang) if ex else lesson_id
 
 
-def course_rows(db, course_id: int, learner: str) -> list[dict]:
-    """The course's lessons with this learner's progress on each."""
+def course_rows(db, course_id: int, learner: str, user_id: int | None = None, counted: bool = False) -> list[dict]:
+    """The course's lessons with this learner's progress on each, against their own deadline (an extension's,
+    where the instructor granted one), with the score that counts under the late policy (`counted`)."""
     lang, now = current_lang(), time.time()
     table = classroom.progress(db, course_id, learner)
+    lessons = classroom.lessons(db, course_id)
+    granted = deadlines.extensions(db, course_id, user_id) if user_id is not None else {}
+    policy = deadlines.policy(db, course_id)
+    graded = deadlines.graded(db, course_id, learner) if counted else {}
     rows = []
-    for item in classroom.lessons(db, course_id):
+    for item, deadline in zip(lessons, deadlines.deadline_of(lessons, granted, user_id)):
         p = table.get((learner, item["lesson"])) or classroom.Progress()
         rows.append(
             {
                 "lesson": item["lesson"],
                 "title": lesson_title(item["lesson"], lang),
                 "progress": p,
-                "deadline": item["deadline"],
-                "overdue": item["deadline"] is not None and p.passed_at is None and now > item["deadline"],
-                "late": p.late(item["deadline"]),
+                "deadline": deadline,
+                "extended": (user_id, item["lesson"]) in granted,
+                "counted": late_policy.best_counted(graded.get((learner, item["lesson"]), []), deadline, policy),
+                "overdue": deadline is not None and p.passed_at is None and now > deadline,
+                "late": p.late(deadline),
                 "url": url_for("lessons.lesson", lesson_id=item["lesson"]),
             }
         )
@@ -105,4 +112,10 @@ def show(course_id):
         return redirect(url_for("dashboard.course", course_id=course_id))
     if not classroom.enrolled(db, course_id, current_user.id):
         abort(404)
-    return render_template("courses/show.html", course=course, rows=course_rows(db, course_id, current_user.learner))
+    key, values = deadlines.policy(db, course_id).words()
+    return render_template(
+        "courses/show.html",
+        course=course,
+        rows=course_rows(db, course_id, current_user.learner, current_user.id, counted=True),
+        policy_words=gettext(key, **values),
+    )

@@ -32,7 +32,8 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
 
-from webapp import accounts, bounds, classroom, code_views, content, findings, i18n, passwords
+from webapp import accounts, bounds, classroom, code_views, content, deadlines, findings, i18n, late_policy, passwords
+from webapp import gradebook as grades
 from webapp.auth import gettext, instructor_required
 from webapp.courses import lesson_title
 from webapp.db import get_db
@@ -43,16 +44,31 @@ bp = Blueprint("dashboard", __name__, url_prefix="/teach")
 SUBMISSIONS_PER_PAGE = 20
 
 
+NBSP = "\u00a0"
+
+
 @bp.app_template_filter("when")
 def when(ts: float | None) -> str:
     """A moment in UTC, the same for everyone in the class whatever their time zone, as the page's language writes
-    dates ("Dec 4, 2026, 1:27:41 PM UTC", "4 dic 2026, 13:27:41 UTC")."""
-    return i18n.format_moment(ts, current_lang())
+    dates ("Dec 4, 2026, 1:27:41 PM UTC", "4 dic 2026, 13:27:41 UTC"), its spaces unbreakable: a narrow column
+    wraps before or after a date, never inside it."""
+    return i18n.format_moment(ts, current_lang()).replace(" ", NBSP)
 
 
 @bp.app_template_filter("day")
 def day(ts: float | None) -> str:
+    """A deadline's day as the page's language writes it ("Jan 31, 2030", "31 gen 2030"), unbreakable too."""
+    return "" if ts is None else i18n.format_day(ts, current_lang()).replace(" ", NBSP)
+
+
+def iso_day(ts: float | None) -> str:
+    """A day as a date field's value (YYYY-MM-DD): forms only, never shown as text."""
     return "" if ts is None else datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%d")
+
+
+def end_of_day(text: str) -> float:
+    """A YYYY-MM-DD day's end in UTC, as every deadline is (ValueError for anything else)."""
+    return datetime.strptime(text, "%Y-%m-%d").replace(hour=23, minute=59, second=59, tzinfo=timezone.utc).timestamp()
 
 
 @bp.app_template_filter("duration")
@@ -102,7 +118,7 @@ def _lesson_choices(form=None, current=None) -> list[dict]:
         for item in current:
             form[f"lesson-{item['lesson']}"] = "on"
             form[f"position-{item['lesson']}"] = item["position"]
-            form[f"deadline-{item['lesson']}"] = day(item["deadline"])
+            form[f"deadline-{item['lesson']}"] = iso_day(item["deadline"])
     choices = []
     for n, ex in enumerate(content.exercises().values(), 1):
         picked = form is None or form.get(f"lesson-{ex.id}") == "on"
@@ -133,12 +149,8 @@ def _parse_lessons(form) -> list[tuple[str, float | None]]:
             raise classroom.CourseError(gettext("A position is a whole number.")) from None
         deadline = None
         if form.get(f"deadline-{ex_id}"):
-            try:  # the end of that day, in UTC
-                deadline = (
-                    datetime.strptime(form[f"deadline-{ex_id}"], "%Y-%m-%d")
-                    .replace(hour=23, minute=59, second=59, tzinfo=timezone.utc)
-                    .timestamp()
-                )
+            try:
+                deadline = end_of_day(form[f"deadline-{ex_id}"])
             except ValueError:
                 raise classroom.CourseError(gettext("A deadline is a date (YYYY-MM-DD).")) from None
         picked.append((position, n, ex_id, deadline))
@@ -269,7 +281,14 @@ def mistake_chart(mistakes: list, total_learners: int) -> dict:
     for m in mistakes:
         share = m["learners"] / total_learners if total_learners else 0
         bars.append(
-            {"label": m["label"], "learners": m["learners"], "share": share, "percent": max(1, round(100 * share))}
+            {
+                "label": m["label"],
+                "finding_id": m["finding_id"],
+                "lesson": m.get("lesson_title", ""),
+                "learners": m["learners"],
+                "share": share,
+                "percent": max(1, round(100 * share)),
+            }
         )
     return {"bars": bars}
 
@@ -316,7 +335,8 @@ def _mistakes(db, course_id: int, lang: str) -> list[dict]:
         {
             **m,
             "message": findings.message(m, lang),
-            "label": findings.label(m["finding_id"], lang),
+            "label": findings.label(m["finding_id"], lang, findings.message(m, lang)),
+            "lesson_title": lesson_title(m["lesson"], lang),
             "is_error": findings.is_error(m["finding_id"]),
             "example_url": url_for(
                 "dashboard.example", course_id=course_id, sid=m["submission_id"], line=m["line"] or None
@@ -335,10 +355,9 @@ def course(course_id):
     lesson_ids = [item["lesson"] for item in lessons]
     learners = classroom.learners(db, course_id)
     table = classroom.progress(db, course_id)
-    deadlines = [item["deadline"] for item in lessons]
-    stats = classroom.lesson_stats(
-        lesson_ids, [u["learner"] for u in learners], table, dict(zip(lesson_ids, deadlines))
-    )
+    granted = deadlines.extensions(db, course_id)
+    own = {u["learner"]: deadlines.deadline_of(lessons, granted, u["id"]) for u in learners}
+    stats = classroom.lesson_stats(lesson_ids, [u["learner"] for u in learners], table, own_deadlines=own)
     mistakes = _mistakes(db, course_id, lang)
     titles = {lesson: lesson_title(lesson, lang) for lesson in lesson_ids}
     labels = cell_labels()
@@ -348,11 +367,12 @@ def course(course_id):
             u["username"],
             f"/teach/courses/{course_id}/learners/{u['id']}",
             progress_cells(
-                [table.get((u["learner"], lesson)) for lesson in lesson_ids], labels, deadlines, cell_titles
+                [table.get((u["learner"], lesson)) for lesson in lesson_ids], labels, own[u["learner"]], cell_titles
             ),
         )
         for u in learners
     ]
+    policy = deadlines.policy(db, course_id)
     return render_template(
         "dashboard/course.html",
         course=course,
@@ -366,6 +386,9 @@ def course(course_id):
         tutor_counts=tutor_policy.questions_per_lesson(db, course_id)
         if tutor_policy.enabled(current_app.config)
         else None,
+        extended=len(granted),
+        policy=policy,
+        policy_words=policy_words(policy),
         notices=get_flashed_messages(with_categories=True),
     )
 
@@ -380,18 +403,7 @@ def learner(course_id, user_id):
     lang = current_lang()
     lessons = classroom.lessons(db, course_id)
     table = classroom.progress(db, course_id, person["learner"])
-    rows = []
-    for item in lessons:
-        p = table.get((person["learner"], item["lesson"])) or classroom.Progress()
-        rows.append(
-            {
-                "lesson": item["lesson"],
-                "title": lesson_title(item["lesson"], lang),
-                "deadline": item["deadline"],
-                "progress": p,
-                "late": p.late(item["deadline"]),
-            }
-        )
+    rows = own_rows(db, course_id, person, lessons, table, lang)
     pages = _pages(classroom.count_submissions(db, course_id, person["learner"]))
     submissions = classroom.submissions_of(
         db, course_id, person["learner"], SUBMISSIONS_PER_PAGE, (pages["page"] - 1) * SUBMISSIONS_PER_PAGE
@@ -421,10 +433,43 @@ def learner(course_id, user_id):
         course=course,
         person=person,
         rows=rows,
+        policy_words=policy_words(deadlines.policy(db, course_id)),
         submissions=shown,
         pages=pages,
         notices=get_flashed_messages(with_categories=True),
     )
+
+
+def own_rows(db, course_id: int, person, lessons: list, table: dict, lang: str) -> list[dict]:
+    """A learner's row per lesson: progress, their own deadline (an extension's, with its note, where granted),
+    late or not against it, and the best score as it counts under the course's late policy."""
+    granted = deadlines.extensions(db, course_id, person["id"])
+    policy = deadlines.policy(db, course_id)
+    graded = deadlines.graded(db, course_id, person["learner"])
+    rows = []
+    for item, deadline in zip(lessons, deadlines.deadline_of(lessons, granted, person["id"])):
+        p = table.get((person["learner"], item["lesson"])) or classroom.Progress()
+        rows.append(
+            {
+                "lesson": item["lesson"],
+                "title": lesson_title(item["lesson"], lang),
+                "deadline": deadline,
+                "course_deadline": item["deadline"],
+                "extension": granted.get((person["id"], item["lesson"])),
+                "iso_deadline": iso_day(deadline),
+                "progress": p,
+                "late": p.late(deadline),
+                "counted": late_policy.best_counted(
+                    graded.get((person["learner"], item["lesson"]), []), deadline, policy
+                ),
+            }
+        )
+    return rows
+
+
+def policy_words(policy: late_policy.LatePolicy) -> str:
+    key, values = policy.words()
+    return gettext(key, **values)
 
 
 @bp.get("/courses/<int:course_id>/submissions/<sid>")
@@ -504,64 +549,29 @@ def _pages(total: int) -> dict:
     }
 
 
-# A gradebook's separator and decimal mark: English spreadsheets read "a,0.5", Italian and Indonesian ones (whose
-# decimal mark is the comma) "a;0,5". The instructor picks one on the dashboard; the page's language is the default.
-GRADEBOOK_STYLES = {"comma": (",", "."), "semicolon": (";", ",")}
-
-
-def gradebook_style(asked: str | None, lang: str) -> str:
-    if asked in GRADEBOOK_STYLES:
-        return asked
-    return "comma" if lang == "en" else "semicolon"
-
-
 @bp.get("/courses/<int:course_id>/gradebook.csv")
 @instructor_required
 def gradebook(course_id):
+    """The gradebook (webapp/gradebook.py): ?style= comma or semicolon (the page's language picks by default),
+    ?headers=localized for a header in the page's language, ?bom=1 for Excel."""
     db, course = _taught_course(course_id)
-    course_lessons = classroom.lessons(db, course_id)
-    lesson_ids = [item["lesson"] for item in course_lessons]
-    deadlines = [item["deadline"] for item in course_lessons]
-    table = classroom.progress(db, course_id)
-    style = gradebook_style(request.args.get("style"), current_lang())
+    lessons = classroom.lessons(db, course_id)
+    style = grades.style_for(request.args.get("style"), current_lang())
+    localized = request.args.get("headers") == "localized"
     out = io.StringIO()
-    writer = csv.writer(out, delimiter=GRADEBOOK_STYLES[style][0])
-    header = [gettext("username")]
-    for lesson in lesson_ids:
-        header += [
-            gettext("{lesson} best score", lesson=lesson),
-            gettext("{lesson} passed at", lesson=lesson),
-            gettext("{lesson} deadline", lesson=lesson),
-            gettext("{lesson} late", lesson=lesson),
-        ]
-    writer.writerow(header)
-    yes, no = gettext("yes"), gettext("no")
-    for person in classroom.learners(db, course_id):
-        row = [_cell(person["username"])]
-        for lesson, deadline in zip(lesson_ids, deadlines):
-            p = table.get((person["learner"], lesson))
-            best = p.best_score if p else None
-            passed = p is not None and p.passed_at is not None
-            row += [
-                "" if best is None else f"{best:.4f}".replace(".", GRADEBOOK_STYLES[style][1]),
-                _iso(p.passed_at) if passed else "",
-                _iso(deadline),
-                (yes if p.late(deadline) else no) if passed else "",
-            ]
-        writer.writerow(row)
+    if request.args.get("bom") == "1":
+        out.write(grades.BOM)
+    writer = csv.writer(out, delimiter=grades.STYLES[style][0])
+    writer.writerow(grades.header([item["lesson"] for item in lessons], gettext if localized else None))
+    yes_no = (gettext("yes"), gettext("no")) if localized else ("yes", "no")
+    learners = classroom.learners(db, course_id)
+    writer.writerows(grades.rows(db, course_id, lessons, learners, classroom.progress(db, course_id), style, yes_no))
     filename = f"gradebook-course-{course_id}.csv"
     return Response(
-        out.getvalue(), mimetype="text/csv", headers={"Content-Disposition": f'attachment; filename="{filename}"'}
+        out.getvalue(),
+        mimetype="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
     )
-
-
-def _iso(ts: float | None) -> str:
-    return "" if ts is None else datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="seconds")
-
-
-def _cell(text: str) -> str:
-    """A spreadsheet must not read a cell as a formula (usernames cannot start so; this is the second wall)."""
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
 # ---------- site settings ----------

@@ -52,10 +52,19 @@ def is_error(finding_id: str) -> bool:
     return finding_id.startswith(ERROR_PREFIX)
 
 
-def label(finding_id: str, lang: str) -> str:
-    """What the dashboard calls a mistake: a finding's id as it is, an error by its kind in words."""
+def label(finding_id: str, lang: str, message: str | None = None) -> str:
+    """What the dashboard calls a mistake, in `lang`: an error by its kind in words; a finding by its short
+    wording in the grader's catalog (grader/wording/: `<id>.static`, else `<id>` where it needs no values),
+    else by `message` (the finding's own, already in `lang`). Its id is only ever a secondary detail."""
     if not is_error(finding_id):
-        return finding_id
+        from grader.wording.catalog import EN, render
+
+        for key in (f"{finding_id}.static", finding_id):
+            if key in EN:
+                text = render(key, {}, lang)
+                if text != key:
+                    return text
+        return message or finding_id
     kind = finding_id[len(ERROR_PREFIX) :]
     if kind in ERROR_LABELS:
         return gettext(ERROR_LABELS[kind], lang)

@@ -38,6 +38,15 @@ def format_moment(ts: float | None, lang: str) -> str:
     return "–" if ts is None else moment(ts, lang)
 
 
+def format_day(ts: float, lang: str) -> str:
+    """A day in UTC (a deadline's) as the page's language writes dates: "Jan 31, 2030", "31 gen 2030"."""
+    from datetime import datetime, timezone
+
+    from babel.dates import format_date
+
+    return format_date(datetime.fromtimestamp(ts, timezone.utc).date(), "medium", locale=lang)
+
+
 def format_number(value: float | None, lang: str, spec: str = "") -> str:
     return "–" if value is None else number(value, lang, spec)
 

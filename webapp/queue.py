@@ -30,7 +30,7 @@ from huey.storage import SqliteStorage
 
 from webapp.files import private_file
 
-KINDS = ("claim", "hb", "events", "result", "cancel", "task")
+KINDS = ("claim", "hb", "events", "result", "cancel", "task", "similarity")
 HUEY_NAME = "amp-dojo"
 
 
@@ -86,6 +86,15 @@ class GradingQueue:
 
         grade.__module__ = __name__
         self.task = self.huey.task(name="grade")(grade)
+
+        def similarity(payload: dict) -> None:
+            from webapp.similarity import run_report
+
+            self.put("similarity", payload["job"], 0, run_report(payload))
+
+        similarity.__module__ = __name__
+        # below every grading (learners wait for theirs; a report waits for a free worker), where Huey orders
+        self.similarity = self.huey.task(name="similarity", priority=-10)(similarity)
 
     def enqueue(self, payload: dict) -> None:
         """Puts the attempt's task at the back of the queue and notes where it lies (the `task` key)."""

@@ -62,7 +62,7 @@ def test_a_learner_joins_with_the_code_and_sees_the_lessons_in_order_with_progre
     page = ada.get(course["url"].replace("/teach", "")).get_data(as_text=True)
     rows = re.findall(r'<tr data-lesson-id="(\w+)" data-progress="(\w+)">', page)
     assert rows == [("grad_scaler", "attempted"), ("autocast", "not_started")]
-    assert "2030-01-31" in page
+    assert "Jan\u00a031,\u00a02030" in page  # the deadline as the page's language writes dates
     wrong = form(app.test_client(), "/courses/join", {"code": "NOPE1234"})
     assert wrong.status_code in (302, 404)
 
@@ -80,7 +80,7 @@ def test_the_dashboard_counts_each_lesson_and_ranks_the_mistakes_by_learners(app
     assert (stats["passed"], stats["attempted"], stats["not-started"]) == ("1", "1", "1")
     autocast = table_cells(html, "lesson-stats", "data-lesson-id", "autocast")
     assert (autocast["passed"], autocast["attempted"], autocast["not-started"]) == ("0", "1", "2")
-    ranked = re.findall(r'<tr data-finding-id="(\w+)" data-testid="mistake-row">', html)
+    ranked = re.findall(r'<tr data-finding-id="(\w+)" data-testid="mistake-row"', html)
     # two learners each for clip_without_unscale and update_missing (3 submissions beat 2), one for the third
     assert ranked == ["update_missing", "clip_without_unscale", "backward_inside_autocast"]
     assert 'data-testid="mistake-chart"' in html and html.count('class="bar"') == 3
@@ -131,16 +131,9 @@ def test_the_gradebook_has_one_row_per_learner_with_best_score_and_pass_time(app
     assert [r["username"] for r in rows] == ["ada", "bob", "cyd"]
     assert rows[0]["grad_scaler best score"] == "1.0000" and rows[0]["grad_scaler passed at"].endswith("+00:00")
     assert rows[1]["autocast best score"] == "0.5000" and rows[1]["autocast passed at"] == ""
-    assert rows[2]["grad_scaler best score"] == "" and list(rows[0]) == [
-        "username",
-        "grad_scaler best score",
-        "grad_scaler passed at",
-        "grad_scaler deadline",
-        "grad_scaler late",
-        "autocast best score",
-        "autocast passed at",
-        "autocast deadline",
-        "autocast late",
+    columns = ("best score", "counted score", "passed at", "deadline", "extended", "late")
+    assert rows[2]["grad_scaler best score"] == "" and list(rows[0]) == ["username"] + [
+        f"{lesson} {column}" for lesson in ("grad_scaler", "autocast") for column in columns
     ]
 
 

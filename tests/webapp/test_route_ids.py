@@ -23,6 +23,13 @@ ROUTES = [
     ("GET", "/teach/courses/{id}/submissions/<sid>"),
     ("POST", "/api/quiz/autocast/{id}"),
     ("POST", "/account/tokens/{id}/revoke"),
+    ("POST", "/teach/courses/{id}/late-policy"),
+    ("POST", "/teach/courses/{id}/learners/1/extensions"),
+    ("POST", "/teach/courses/1/learners/{id}/extensions"),
+    ("GET", "/teach/courses/{id}/roster"),
+    ("GET", "/teach/courses/{id}/similarity"),
+    ("POST", "/teach/courses/{id}/similarity/<lesson>"),
+    ("GET", "/teach/courses/{id}/similarity/<lesson>/<a>/<b>"),
 ]
 
 
