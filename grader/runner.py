@@ -31,7 +31,13 @@ from grader.judge.evaluate import Evidence, error_checks, evaluate, judged, subm
 from grader.judge.plots import plots
 from grader.judge.protocol import StepFailure
 from grader.judge.syntax import syntax_verdict
-from grader.judge.timing import TimingPlan, budget_paused, budget_when_known, step_limit, time_interleaved
+from grader.judge.timing import (
+    TimingPlan,
+    announce_steps,
+    budget_paused,
+    budget_when_known,
+    time_interleaved,
+)
 from grader.judge.trusted_runs import (
     DirectoryStore,
     KeyValueStore,
@@ -161,19 +167,19 @@ def run(
         init_worker(launcher, sub_worker)
         sub_data.prepare_traces = sub_worker.prepare_traces
         progress("steps", total=wl.steps)
+        step_started = announce_steps(sub_worker, wl.steps, progress)
         drive(
             sub_worker,
             wl.steps,
             trace=True,
             measure_memory=exercise.check("memory") is not None,
             data=sub_data,
-            progress=lambda step: progress(
-                "step", n=step + 1, total=wl.steps, limit_s=step_limit(sub_worker, sub_worker.limits)
-            ),
+            progress=step_started,
             census=profiled,
             overflow=ForcedOverflow.of(exercise, device),
             survive_overflow=True,
         )
+        sub_worker.on_budget = None
         cut = cut_at_overflow(sub_data)
         if not cut:
             collect_params(sub_worker, sub_data)

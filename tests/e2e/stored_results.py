@@ -54,8 +54,18 @@ def failing_result(lesson: str) -> dict:
         }
         for spec in exercise.checks
     ]
-    return {"exercise": lesson, "device": "cpu", "amp_dtype": "bfloat16", "status": "fail", "score": 0.0,
-            "checks": checks, "error": None, "notes": [], "plots": {}, "output": ""}
+    return {
+        "exercise": lesson,
+        "device": "cpu",
+        "amp_dtype": "bfloat16",
+        "status": "fail",
+        "score": 0.0,
+        "checks": checks,
+        "error": None,
+        "notes": [],
+        "plots": {},
+        "output": "",
+    }
 
 
 def show_stored(page, result: dict, lang: str, events: tuple = ()) -> None:
@@ -63,25 +73,78 @@ def show_stored(page, result: dict, lang: str, events: tuple = ()) -> None:
     `events` (progress, check) and ended with `result` (a stored, unworded result document)."""
     worded = localized(result, lang)
     detail = {
-        "id": SID, "status": "done", "result_status": result["status"], "score": result.get("score"),
-        "error": None, "cancelled": False, "position": 0, "code": None,
+        "id": SID,
+        "status": "done",
+        "result_status": result["status"],
+        "score": result.get("score"),
+        "error": None,
+        "cancelled": False,
+        "position": 0,
+        "code": None,
         "events": [{"id": i + 1, "type": t, "data": d} for i, (t, d) in enumerate(events)],
         "result": worded,
     }
-    urls = {"self": f"/api/submissions/{SID}", "stream": f"/api/submissions/{SID}/stream",
-            "cancel": f"/api/submissions/{SID}/cancel", "page": f"/submissions/{SID}"}
+    urls = {
+        "self": f"/api/submissions/{SID}",
+        "stream": f"/api/submissions/{SID}/stream",
+        "cancel": f"/api/submissions/{SID}/cancel",
+        "page": f"/submissions/{SID}",
+    }
 
     def submitted(route):
         if route.request.method != "POST":  # the history's GET
             return route.continue_()
-        route.fulfill(status=202, content_type="application/json",
-                      body=json.dumps({"id": SID, "status": "queued", "position": 1, "urls": urls}))
+        route.fulfill(
+            status=202,
+            content_type="application/json",
+            body=json.dumps({"id": SID, "status": "queued", "position": 1, "urls": urls}),
+        )
 
     page.route(re.compile(r".*/api/lessons/[^/]+/submissions$"), submitted)
     page.route(f"**/api/submissions/{SID}/stream*", lambda route: route.fulfill(status=429, body="busy"))
-    page.route(f"**/api/submissions/{SID}?*", lambda route: route.fulfill(
-        status=200, content_type="application/json", body=json.dumps(detail)))
+    page.route(
+        f"**/api/submissions/{SID}?*",
+        lambda route: route.fulfill(status=200, content_type="application/json", body=json.dumps(detail)),
+    )
     page.get_by_test_id("run-button").click()
     expect(page.get_by_test_id("result-status")).to_have_attribute(
         "data-status", result["status"], timeout=GRADING_TIMEOUT_MS
     )
+
+
+def timeout_result(lesson: str, line: int = 11) -> dict:
+    """The code ran too long at `line`: the error says so, and every check is 'not run' (what it left unrun)."""
+    exercise = load_exercise(lesson)
+    checks = [
+        {
+            "id": spec.id,
+            "status": "error",
+            "message": "",
+            "parts": [said("check.not_run", kind="timeout")],
+            "measured": {},
+            "threshold": None,
+            "findings": [],
+            "weight": 1.0,
+        }
+        for spec in exercise.checks
+    ]
+    error = {
+        "kind": "timeout",
+        "message": "",
+        "parts": [said("error.timeout_at", seconds=32, line=line)],
+        "line": line,
+        "source_line": None,
+        "step": 2,
+    }
+    return {
+        "exercise": lesson,
+        "device": "cpu",
+        "amp_dtype": "bfloat16",
+        "status": "error",
+        "score": 0.0,
+        "checks": checks,
+        "error": error,
+        "notes": [],
+        "plots": {},
+        "output": "",
+    }

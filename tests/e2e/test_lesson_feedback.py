@@ -148,6 +148,12 @@ def test_a_syntax_error_reads_as_code_that_never_ran_with_a_caret_under_the_colu
         .map((e) => e.getBoundingClientRect().right)""")
     )
     assert caret_right <= box_right, (caret_right, box_right)
+    # ... and its number stays in sight at the box's left edge.
+    number_left, box_left = page.evaluate(
+        """() => [document.querySelector('.error-lineno'), document.querySelector('.error-line')]
+        .map((e) => e.getBoundingClientRect().left)"""
+    )
+    assert number_left >= box_left, (number_left, box_left)
     page.wait_for_timeout(600)
     assert in_view(page, error)
     expect(gutter_marks(page)).to_have_count(1)

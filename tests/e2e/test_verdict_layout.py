@@ -20,8 +20,8 @@ if not Path(CHROMIUM).exists() and not REQUIRE_BROWSER:
 
 from playwright.sync_api import expect
 
-from .conftest import DESKTOP, PHONE
-from .stored_results import failing_result, show_stored
+from .conftest import DESKTOP
+from .stored_results import failing_result, show_stored, timeout_result
 
 LANGS = ["it", "id"]
 LESSONS = sorted(p.stem for p in (ROOT / "exercises").glob("*.yaml"))
@@ -68,3 +68,29 @@ def test_checks_table_fits_its_card_in_every_lesson(viewport_page, lang):
         show_stored(page, failing_result(lesson), lang)
         problems[lesson] = checks_table_problems(page)
     assert not {k: v for k, v in problems.items() if v}, problems
+
+
+def in_view(page, selector: str) -> bool:
+    """The element's top edge is on the screen, below any sticky header."""
+    return page.evaluate(
+        """(selector) => {
+        const box = document.querySelector(selector).getBoundingClientRect();
+        const header = document.querySelector(".site-header");
+        const sticky = header && ["sticky", "fixed"].includes(getComputedStyle(header).position);
+        const top = sticky ? header.getBoundingClientRect().bottom : 0;
+        return box.top >= top - 1 && box.top < window.innerHeight - 20;
+    }""",
+        selector,
+    )
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_timeout_brings_its_explanation_into_view_not_the_checks_it_left_unrun(viewport_page, lang):
+    page = viewport_page(DESKTOP)
+    open_lesson(page, "autocast", lang)
+    show_stored(page, timeout_result("autocast", line=11), lang)
+    error = page.locator(".result-error")
+    expect(error).to_be_focused()
+    expect(error).to_contain_text("11")
+    page.wait_for_timeout(600)  # the smooth scroll
+    assert in_view(page, ".result-error")

@@ -94,12 +94,16 @@ export class ResultsPanel {
     if (count) setText(count, state.steps.length ? "(" + state.steps.length + ")" : "");
   }
 
-  // After a run's verdict: the first failing check (or the error, or the verdict itself) comes into view and
-  // takes the focus, so neither the eye nor a screen reader has to look for the mistake.
+  // After a run's verdict: what explains it comes into view and takes the focus, so neither the eye nor a screen
+  // reader has to look for the mistake: a check that names a mistake, else whichever comes first of a failed
+  // check and the error (a timeout's "ran too long ... line 11"), never the checks the error left unrun.
   revealVerdict() {
     if (this.body.hidden) return;
-    const target = this.body.querySelector('.check-row[data-status="fail"], .check-row[data-status="error"]')
-      || (this.body.querySelector(".result-error:not([hidden])"))
+    const named = [...this.body.querySelectorAll(".check-row")]
+      .find((row) => row.querySelector(".finding-error") && row.dataset.status !== "pass");
+    const target = named
+      || this.body.querySelector('.check-row[data-status="fail"], .result-error:not([hidden])')
+      || this.body.querySelector('.check-row[data-status="error"]')
       || this.body.querySelector('[data-testid="result-status"]');
     if (!target.hasAttribute("tabindex")) target.setAttribute("tabindex", "-1");
     // A sticky header (its height varies: the nav wraps on narrow screens) must not cover what is brought up.
@@ -145,7 +149,10 @@ export class ResultsPanel {
     box.appendChild(el("p", { className: "error-message", text: error.message || "" }));
     if (error.source_line) {
       const [line, caret] = errorLineText(error).split("\n");
-      const pre = el("pre", { className: "error-line", text: line });
+      // The line's number stays at the box's left edge when a long line is scrolled to its caret (app.css).
+      const number = error.line ? error.line + " | " : "";
+      const pre = el("pre", { className: "error-line" },
+        number ? el("span", { className: "error-lineno", text: number }) : null, line.slice(number.length));
       if (caret) pre.append("\n", el("span", { className: "error-caret", text: caret }));
       box.appendChild(pre);
     }
