@@ -39,9 +39,11 @@ from grader.wording.phrases import phrase
 def list_(lang):
     """List the exercises (a broken lesson file is named, with its problems, and skipped)."""
     problems = []
-    for ex in load_all(problems=problems).values():
-        click.echo(f"{ex.id:<20} {localize(ex.title, lang)}")
-        click.echo(f"{'':<20} {localize(ex.summary, lang)}")
+    lessons = load_all(problems=problems).values()
+    width = max((len(ex.id) for ex in lessons), default=0) + 1  # the longest id (fsdp2_mixed_precision) too
+    for ex in lessons:
+        click.echo(f"{ex.id:<{width}} {localize(ex.title, lang)}")
+        click.echo(f"{'':<{width}} {localize(ex.summary, lang)}")
     for problem in problems:
         click.echo(f"skipped: {problem}", err=True)
 
