@@ -13,6 +13,7 @@ import click
 
 from grader.cli.options import (
     DEVICE,
+    EXISTING_FILE,
     LANG,
     LIMIT,
     SANDBOX,
@@ -107,14 +108,14 @@ def start(exercise_id, path, force, lang):
     ex = load_exercise(exercise_id)
     path = path or Path(f"{ex.id}.py")
     if path.exists() and not force:
-        raise GraderError(f"{path} exists; use --force to overwrite it")
+        raise GraderError.worded("cli.exists", path=str(path))
     path.write_text(ex.starter_in(lang), encoding="utf-8")
     click.echo(phrase("start.wrote", lang, path=path, command=again(f"grader check {ex.id} {path}", lang)))
 
 
 @click.command()
 @click.argument("exercise_id")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("file", type=EXISTING_FILE)
 @click.option("--json", "as_json", is_flag=True, help="print the result document (same as --format native)")
 @click.option(
     "--format",
