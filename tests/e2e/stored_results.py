@@ -148,3 +148,38 @@ def timeout_result(lesson: str, line: int = 11) -> dict:
         "plots": {},
         "output": "",
     }
+
+
+def finding_result(lesson: str, line: int) -> dict:
+    """The first check failed with one finding at `line` whose message and fix both hold `code`."""
+    spec = load_exercise(lesson).checks[0]
+    named = {
+        "id": "accumulate_missing",
+        "message": "",
+        "fix": "",
+        "line": line,
+        "severity": "error",
+        "text": {"message": said("accumulate_missing", n=4), "fix": said("accumulate_missing.fix")},
+    }
+    check = {
+        "id": spec.id,
+        "status": "fail",
+        "message": "",
+        "parts": [said("accumulate_missing", n=4)],
+        "measured": {},
+        "threshold": None,
+        "findings": [named],
+        "weight": 1.0,
+    }
+    return {
+        "exercise": lesson,
+        "device": "cpu",
+        "amp_dtype": "bfloat16",
+        "status": "fail",
+        "score": 0.0,
+        "checks": [check],
+        "error": None,
+        "notes": [],
+        "plots": {},
+        "output": "",
+    }

@@ -21,7 +21,7 @@ if not Path(CHROMIUM).exists() and not REQUIRE_BROWSER:
 from playwright.sync_api import expect
 
 from .conftest import DESKTOP
-from .stored_results import failing_result, show_stored, timeout_result
+from .stored_results import failing_result, finding_result, show_stored, timeout_result
 
 LANGS = ["it", "id"]
 LESSONS = sorted(p.stem for p in (ROOT / "exercises").glob("*.yaml"))
@@ -94,3 +94,26 @@ def test_a_timeout_brings_its_explanation_into_view_not_the_checks_it_left_unrun
     expect(error).to_contain_text("11")
     page.wait_for_timeout(600)  # the smooth scroll
     assert in_view(page, ".result-error")
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_editors_tooltip_sits_beside_its_line_with_code_and_the_fix_apart(viewport_page, lang):
+    page = viewport_page(DESKTOP)
+    open_lesson(page, "autocast", lang)
+    show_stored(page, finding_result("autocast", line=8), lang)
+    marker = page.locator('[data-testid="editor"] .cm-gutter-lint .cm-lint-marker').first
+    marker.hover()
+    tip = page.locator(".cm-tooltip .mark-tip")
+    expect(tip).to_be_visible()
+    boxes = page.evaluate("""() => {
+        const box = (e) => e.getBoundingClientRect().toJSON();
+        const tip = document.querySelector(".cm-tooltip .mark-tip");
+        return { tooltip: box(tip.closest(".cm-tooltip")), editor: box(document.querySelector('[data-testid="editor"]')),
+                 message: box(tip.querySelector(".mark-message")), fix: box(tip.querySelector(".mark-fix")),
+                 code: [...tip.querySelectorAll("code")].map((c) => c.textContent), text: tip.textContent };
+    }""")
+    tooltip, editor = boxes["tooltip"], boxes["editor"]
+    assert tooltip["left"] >= editor["left"] - 1 and tooltip["right"] <= DESKTOP["width"], boxes  # not over the text
+    assert tooltip["width"] <= editor["width"], boxes
+    assert boxes["fix"]["top"] >= boxes["message"]["bottom"], boxes  # the fix on a line of its own
+    assert "with accelerator.accumulate(model):" in boxes["code"] and "`" not in boxes["text"], boxes
