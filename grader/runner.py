@@ -53,7 +53,7 @@ from grader.judge.warming import BackgroundWarm
 from grader.judge.workers import init_worker, lesson_setup_error, spawn_worker, starting_point, workload_of
 from grader.lesson.check_specs import threshold_for
 from grader.lesson.schema import Exercise
-from grader.results import GradingResult
+from grader.results import GradingResult, advice_said_once
 from grader.sandboxes import exclusive
 from grader.sandboxes.launcher import LocalLauncher
 from grader.sandboxes.process import WorkerFailure, WorkerProcess
@@ -261,6 +261,7 @@ def run(
         result.notes += unexercised.notes(
             source, ran, device, result.amp_dtype, exercise.entrypoint.name, given_on_cpu=on_cpu
         )
+    advice_said_once(result.checks)
     result.notes = [f for c in result.checks for f in c.findings if f.severity == "info"] + result.notes
     return _finish(result, exercise, started, progress)
 

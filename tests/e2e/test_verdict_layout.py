@@ -21,7 +21,7 @@ if not Path(CHROMIUM).exists() and not REQUIRE_BROWSER:
 from playwright.sync_api import expect
 
 from .conftest import DESKTOP
-from .stored_results import failing_result, finding_result, show_stored, timeout_result
+from .stored_results import advice_result, failing_result, finding_result, show_stored, timeout_result
 
 LANGS = ["it", "id"]
 LESSONS = sorted(p.stem for p in (ROOT / "exercises").glob("*.yaml"))
@@ -117,3 +117,12 @@ def test_the_editors_tooltip_sits_beside_its_line_with_code_and_the_fix_apart(vi
     assert tooltip["width"] <= editor["width"], boxes
     assert boxes["fix"]["top"] >= boxes["message"]["bottom"], boxes  # the fix on a line of its own
     assert "with accelerator.accumulate(model):" in boxes["code"] and "`" not in boxes["text"], boxes
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_checks_advice_is_said_once_not_again_in_the_notes(viewport_page, lang):
+    page = viewport_page(DESKTOP)
+    open_lesson(page, "compile_autocast", lang)
+    show_stored(page, advice_result("compile_autocast"), lang)
+    expect(page.locator('.check-row[data-check-id="call_order"] .finding')).to_have_count(1)
+    expect(page.locator(".result-body .notes li")).to_have_count(0)

@@ -134,7 +134,9 @@ export class ResultsPanel {
     table.parentNode.insertBefore(errorBox, named ? table.nextSibling : table);
     const caret = errorBox.querySelector(".error-caret"); // after the move: moving a box resets its scrolling
     if (caret) showCaret(caret.parentNode);
-    this.renderNotes(result ? result.notes || [] : []);
+    // A check's advice is shown in its row: the notes say the rest (as the terminal's report does).
+    const inRows = new Set(checks.flatMap((c) => (c.findings || []).map(findingKey)));
+    this.renderNotes((result ? result.notes || [] : []).filter((f) => !inRows.has(findingKey(f))));
     this.renderCharts(result ? result.plots || {} : {});
     this.renderOutput(result ? result.output || "" : "");
   }
@@ -217,6 +219,10 @@ export class ResultsPanel {
     details.hidden = !output;
     details.querySelector(".output-text").textContent = output; // learner output: text only
   }
+}
+
+function findingKey(f) {
+  return [f.id, f.line, f.message].join("\u0000");
 }
 
 // A long line scrolls sideways in its box (a phone shows about 40 columns): scroll it so the caret, which marks
