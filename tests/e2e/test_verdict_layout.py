@@ -20,7 +20,7 @@ if not Path(CHROMIUM).exists() and not REQUIRE_BROWSER:
 
 from playwright.sync_api import expect
 
-from .conftest import DESKTOP
+from .conftest import DESKTOP, PHONE
 from .stored_results import advice_result, failing_result, finding_result, show_stored, timeout_result
 
 LANGS = ["it", "id"]
@@ -84,9 +84,10 @@ def in_view(page, selector: str) -> bool:
     )
 
 
+@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
 @pytest.mark.parametrize("lang", LANGS)
-def test_a_timeout_brings_its_explanation_into_view_not_the_checks_it_left_unrun(viewport_page, lang):
-    page = viewport_page(DESKTOP)
+def test_a_timeout_brings_its_explanation_into_view_not_the_checks_it_left_unrun(viewport_page, lang, size):
+    page = viewport_page(size)
     open_lesson(page, "autocast", lang)
     show_stored(page, timeout_result("autocast", line=11), lang)
     error = page.locator(".result-error")
