@@ -64,19 +64,9 @@ def train_step(model, optimizer, inputs, targets, device_type, amp_dtype):
 """
 
 
-class BoundClient(Client):
+def bound_client(base: str, address: str) -> Client:
     """A learner's session whose connections leave from `address` (a loopback address of its own, or shared)."""
-
-    def __init__(self, base: str, address: str):
-        super().__init__(base)
-        from requests.adapters import HTTPAdapter
-
-        class Bound(HTTPAdapter):
-            def init_poolmanager(self, *args, **kwargs):
-                kwargs["source_address"] = (address, 0)
-                super().init_poolmanager(*args, **kwargs)
-
-        self.session.mount("http://", Bound())
+    return Client(base, address=address)
 
 
 class Run:
@@ -104,7 +94,7 @@ def wait_verdict(client: Client, run: Run, deadline: float) -> None:
 
 def learner(base: str, address: str, group: str, code: str, args, t0: float, runs: list, lock) -> None:
     rng = random.Random(address + group + str(len(runs)))
-    client = BoundClient(base, address)
+    client = bound_client(base, address)
     client.start_session()
     time.sleep(max(0.0, t0 + rng.uniform(0, args.window / 3) - time.monotonic()))
     for _ in range(args.runs):
@@ -123,7 +113,7 @@ def learner(base: str, address: str, group: str, code: str, args, t0: float, run
 
 def hostile(base: str, args, stop: threading.Event, runs: list, lock) -> None:
     """Keeps two of its slow submissions in the system at all times, as long as the limits let it."""
-    client = BoundClient(base, HOSTILE_ADDRESS)
+    client = bound_client(base, HOSTILE_ADDRESS)
     client.start_session()
     active: list[Run] = []
     while not stop.is_set():

@@ -43,7 +43,7 @@ def first_verdict(exercise, warm: bool, sandbox: str | None, timeout: float) -> 
     app = LiveApp(workdir, settings=settings, sandbox=sandbox).start(timeout=300)
     try:
         ready = time.perf_counter() - started
-        seconds, final = post_to_verdict(learner(app), exercise.id, exercise.reference, timeout=timeout)
+        seconds, final, _sub = post_to_verdict(learner(app), exercise.id, exercise.reference, timeout=timeout)
         total = time.perf_counter() - started
         log = app.log_paths["worker0"].read_text(errors="replace")
     finally:

@@ -11,7 +11,9 @@ leaves the machine.
 Phase 1 (`--duration` seconds): `--submissions` reference solutions (cycling
 through the lessons) are posted through the JSON API, each from its own session
 (own cookie and CSRF token, so the per-learner RATE_LIMIT is not what is
-measured), and each is followed over its SSE stream as a browser would. Meanwhile
+measured) and its own loopback address (127.0.0.10, .11, ...: the per-address
+limits see a classroom, not one machine), and each is followed as the page follows
+it: its SSE stream, and polling where the stream is refused or ends early. Meanwhile
 `--concurrency` client threads request, round robin, the lesson list page, a
 lesson page, /api/lessons and /api/submissions/<id> (as the submission's owner).
 Reported: p50/p95/max latency and request count per endpoint, and for each
@@ -71,13 +73,18 @@ SERVER_THREADS = 16  # `amp-dojo serve --threads`, as LiveApp starts it
 class Client:
     """One browser-like session: its own cookie jar (so its own anonymous learner)."""
 
-    def __init__(self, base: str, cookies=None):
+    def __init__(self, base: str, cookies=None, address: str | None = None):
         self.base = base
         self.csrf = None
+        self.address = address  # the loopback address its connections leave from (None: the system's choice)
         if requests is not None:
             self.session = requests.Session()
             if cookies is not None:
                 self.session.cookies.update(cookies)
+            if address is not None:
+                self.session.mount("http://", _bound_adapter(address))
+        elif address is not None:
+            raise RuntimeError("a learner on an address of its own needs the requests package")
         else:
             import http.cookiejar
             import urllib.request
@@ -92,7 +99,7 @@ class Client:
 
     def clone(self) -> Client:
         """Another connection pool with the same learner (for use from another thread)."""
-        other = Client(self.base, self.cookies())
+        other = Client(self.base, self.cookies(), self.address)
         other.csrf = self.csrf
         return other
 
@@ -156,6 +163,25 @@ class Client:
                 yield raw.decode("utf-8", "replace").rstrip("\r\n")
 
 
+def _bound_adapter(address: str):
+    """A requests adapter whose connections leave from `address`: a crowd spread over 127.0.0.x is many machines to
+    the server's per-address limits (MAX_STREAMS_PER_IP, IP_RATE_LIMIT), as a classroom's learners are."""
+    from requests.adapters import HTTPAdapter
+
+    class Bound(HTTPAdapter):
+        def init_poolmanager(self, *args, **kwargs):
+            kwargs["source_address"] = (address, 0)
+            super().init_poolmanager(*args, **kwargs)
+
+    return Bound()
+
+
+def crowd_address(i: int) -> str:
+    """The i-th learner's own loopback address (127.0.0.10 upwards, as bench/class_load.py spreads its learners)."""
+    n = 10 + i
+    return f"127.0.{n // 256}.{n % 256}"
+
+
 # ---------- measuring ----------
 
 
@@ -191,11 +217,18 @@ class Submission:
         self.started_s = None  # 202 -> `started` progress event
         self.done_s = None  # 202 -> `done` event
         self.final: dict = {}
-        self.stream_error = None
+        self.stream_error = None  # why the stream did not bring the verdict (then polling did, or nothing)
+        self.polled = False
 
 
-def follow(sub: Submission, stop: threading.Event) -> None:
-    """Follows the submission's SSE stream, as the page does, timing `started` and `done`."""
+POLL_S = 1.0  # the page's POLL_MS (webapp/frontend/src/page/stream.js)
+
+
+def follow(sub: Submission, stop: threading.Event, deadline: float | None = None) -> None:
+    """Follows the submission as the page does (stream.js): its SSE stream, timing `started` and `done`; a stream
+    refused (too many open from this address or learner) or ended before `done` is noted in `stream_error`, and
+    polling GET /api/submissions/<id> every POLL_S takes over until the verdict, `stop` or `deadline`
+    (time.monotonic()). A verdict that arrives by polling has arrived: only one that never does is lost."""
     client = sub.client.clone()
     event = None
     try:
@@ -214,8 +247,28 @@ def follow(sub: Submission, stop: threading.Event) -> None:
                     return
             elif not line:
                 event = None
-    except Exception as exc:  # noqa: BLE001 - recorded, and the final status check still tells the outcome
+        sub.stream_error = "the stream ended before the verdict"
+    except Exception as exc:  # noqa: BLE001 - the page falls back to polling, and so does this
         sub.stream_error = f"{type(exc).__name__}: {exc}"
+    poll(sub, client, stop, deadline)
+
+
+def poll(sub: Submission, client: Client, stop: threading.Event, deadline: float | None) -> None:
+    sub.polled = True
+    while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
+        try:
+            status, _h, body = client.request("GET", f"/api/submissions/{sub.id}")
+        except Exception:  # noqa: BLE001 - a failed poll is retried, as the page retries it
+            status, body = 0, b""
+        if status == 200:
+            data = json.loads(body)
+            if data["status"] == "running" and sub.started_s is None:
+                sub.started_s = time.perf_counter() - sub.accepted_at
+            if data["status"] in ("done", "error"):
+                sub.done_s = time.perf_counter() - sub.accepted_at
+                sub.final = data
+                return
+        time.sleep(POLL_S if status == 200 else 2 * POLL_S)
 
 
 def hammer(
@@ -281,7 +334,7 @@ def phase_load(args, workdir: Path) -> dict:
         code = references(lesson_ids)
         subs = []
         for i in range(args.submissions):
-            client = Client(app.url)
+            client = Client(app.url, address=crowd_address(i))  # each learner a machine of its own
             client.start_session()
             subs.append(Submission(i, lesson_ids[i % len(lesson_ids)], client))
 
@@ -294,7 +347,9 @@ def phase_load(args, workdir: Path) -> dict:
             if sub.post_status != 202:
                 raise RuntimeError(f"submission {sub.index} refused: {sub.post_status} {data}")
             sub.id = data["id"]
-            thread = threading.Thread(target=follow, args=(sub, stop), daemon=True)
+            thread = threading.Thread(
+                target=follow, args=(sub, stop, time.monotonic() + args.grade_timeout), daemon=True
+            )
             thread.start()
             followers.append(thread)
 
@@ -342,6 +397,7 @@ def phase_load(args, workdir: Path) -> dict:
             "result_status": s.final.get("result_status"),
             "attempt": s.final.get("attempt"),
             "stream_error": s.stream_error,
+            "verdict_by_polling": s.polled and s.done_s is not None,
         }
         for s in subs
     ]

@@ -6,7 +6,34 @@ import click
 
 
 class GraderError(click.ClickException):
+    """Shown in the learner's language (`lang`, which the `grader` group sets from --lang, AMP_DOJO_LANG or the
+    locale) where it was raised with a catalog message (`worded`); else as its English text."""
+
     exit_code = 2
+    lang = "en"
+
+    def __init__(self, message: str, said: tuple[str, dict] | None = None):
+        super().__init__(message)
+        self.said = said
+
+    @classmethod
+    def worded(cls, key: str, **params):
+        from grader.wording.catalog import render
+
+        return cls(render(key, params), (key, params))
+
+    def format_message(self) -> str:
+        if self.said is None:
+            return self.message
+        from grader.wording.catalog import render
+
+        return render(self.said[0], self.said[1], self.lang)
+
+    def show(self, file=None) -> None:
+        from grader.wording.catalog import render
+
+        message = render("cli.error", {"message": self.format_message()}, self.lang)
+        click.echo(message, file=file, err=file is None, color=self.show_color)
 
 
 class ExerciseError(GraderError):

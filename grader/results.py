@@ -118,6 +118,15 @@ def finding(
     )
 
 
+def advice_said_once(checks: list[CheckResult]) -> None:
+    """Leaves out advice (an info finding) on a line that a failing finding already names: the failure says what
+    is wrong there, with its fix (torch.compile in every step was once said by the compiled check's failure, by
+    call_order's advice in a passed row, and again in the notes)."""
+    named = {f.line for c in checks for f in c.findings if f.severity != "info" and f.line is not None}
+    for c in checks:
+        c.findings = [f for f in c.findings if f.severity != "info" or f.line is None or f.line not in named]
+
+
 def message_of(f: Finding) -> Said:
     """A finding's message, still unworded, to be a check's message."""
     return Said.of((f.text or {}).get("message") or f.message)

@@ -32,7 +32,13 @@ from grader.judge.phases import drive_phases
 from grader.judge.plots import plots
 from grader.judge.protocol import StepFailure
 from grader.judge.syntax import syntax_verdict
-from grader.judge.timing import TimingPlan, budget_paused, budget_when_known, step_limit, time_interleaved
+from grader.judge.timing import (
+    TimingPlan,
+    announce_steps,
+    budget_paused,
+    budget_when_known,
+    time_interleaved,
+)
 from grader.judge.trusted_runs import (
     DirectoryStore,
     KeyValueStore,
@@ -48,7 +54,7 @@ from grader.judge.warming import BackgroundWarm
 from grader.judge.workers import init_worker, lesson_setup_error, spawn_worker, starting_point, workload_of
 from grader.lesson.check_specs import threshold_for
 from grader.lesson.schema import Exercise
-from grader.results import GradingResult
+from grader.results import GradingResult, advice_said_once
 from grader.sandboxes import exclusive
 from grader.sandboxes.launcher import LocalLauncher
 from grader.sandboxes.process import WorkerFailure, WorkerProcess
@@ -177,9 +183,7 @@ def run(
                 trace=True,
                 measure_memory=exercise.check("memory") is not None,
                 data=sub_data,
-                progress=lambda step: progress(
-                    "step", n=step + 1, total=wl.steps, limit_s=step_limit(worker, worker.limits)
-                ),
+                progress=announce_steps(worker, wl.steps, progress),
                 census=profiled,
                 overflow=ForcedOverflow.of(exercise, device),
                 survive_overflow=True,
@@ -187,6 +191,7 @@ def run(
             lambda: spawn_worker(launcher, exercise, source, "submission.py", device, trace=True),
             phase_outputs,
         )
+        sub_worker.on_budget = None
         cut = cut_at_overflow(sub_data)
         if not cut:
             collect_params(sub_worker, sub_data)
@@ -280,6 +285,7 @@ def run(
         result.notes += unexercised.notes(
             source, ran, device, result.amp_dtype, exercise.entrypoint.name, given_on_cpu=on_cpu
         )
+    advice_said_once(result.checks)
     result.notes = [f for c in result.checks for f in c.findings if f.severity == "info"] + result.notes
     return _finish(result, exercise, started, progress)
 

@@ -107,3 +107,42 @@ def test_waiting_for_the_device_is_not_taken_from_the_budget():
     with timing.budget_paused(worker):
         pass
     assert worker.deadline >= 137.5
+
+
+class _Announced(Exception):
+    """Ends the request once the step's new limit was announced: the test needs no worker to answer."""
+
+
+def test_a_budget_set_while_a_step_runs_announces_the_limit_that_now_applies():
+    """The budget is known only once the trusted runs end, often in the middle of a step announced with the step's
+    own limit (120 s): the step is announced again with what is left of the budget, which is what ends it."""
+    import os
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    from grader.sandboxes.process import WorkerProcess
+
+    worker = WorkerProcess.__new__(WorkerProcess)
+    read_fd, write_fd = os.pipe()
+    worker.handle = SimpleNamespace(stdout_fd=read_fd, write=lambda data: None)
+    worker.limits, worker.cancel, worker._buffer, worker.activity = TEST_LIMITS, threading.Event(), bytearray(), {}
+    worker.loaded_at, worker.paused_s, worker.budget_s = time.monotonic(), 0.0, None
+    announced = []
+
+    def progress(stage, **info):
+        announced.append((stage, info))
+        if info.get("budget"):
+            raise _Announced
+
+    timing.announce_steps(worker, 8, progress)(2)
+    threading.Timer(0.1, worker.set_budget, [5.0]).start()
+    try:
+        with pytest.raises(_Announced):
+            worker.request(None, timeout=10.0)
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
+    assert announced[0] == ("step", {"n": 3, "total": 8, "limit_s": TEST_LIMITS.step_timeout_s})
+    stage, info = announced[1]
+    assert stage == "step" and info["n"] == 3 and info["budget"] and 4.0 < info["limit_s"] <= 5.0

@@ -51,3 +51,23 @@ def test_info_findings_and_checks_without_advice_keep_their_wording():
     assert advised(MemoryCheck(id="memory", max_ratio={"cpu": 0.8}), failed) is failed
     out = advised(MemoryCheck(id="memory", max_ratio={"cpu": 0.8}, advice="less"), failed)
     assert out.findings[0].fix == "use torch.amp" and out.message.endswith(" less")
+
+
+def test_advice_on_a_line_a_failure_names_is_left_out_so_the_mistake_is_said_once():
+    """torch.compile in every step: the lesson's compiled check fails at line 10, call_order's advice about the same
+    call was said again in its passed row and in the notes. Advice elsewhere, or on no line, stays."""
+    from grader.results import advice_said_once, finding
+
+    failing = CheckResult(
+        "compiled",
+        "fail",
+        "compiled in every step",
+        findings=[Finding("compile_inside_step", "in every step", "compile once", 10)],
+    )
+    advice = finding("compile_every_step", 10, severity="info", steps=8)
+    elsewhere = finding("compile_every_step", 14, severity="info", steps=8)
+    lineless = finding("graph_breaks", None, severity="info", n=1)
+    call_order = CheckResult("call_order", "pass", "ok", findings=[advice, elsewhere, lineless])
+    advice_said_once([call_order, failing])
+    assert call_order.findings == [elsewhere, lineless]
+    assert [f.id for f in failing.findings] == ["compile_inside_step"]

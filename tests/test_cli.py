@@ -37,6 +37,15 @@ def test_list_shows_every_lesson_in_the_chosen_language():
     assert "Precisione mista" in out
 
 
+def test_list_aligns_every_title_whatever_the_length_of_its_lesson_id():
+    out = invoke("list").output
+    lines = out.splitlines()
+    titles = {re.match(r"\S+ +", line).end() for line in lines[0::2]}  # where each title begins
+    summaries = {len(line) - len(line.lstrip(" ")) for line in lines[1::2]}
+    assert "fsdp2_mixed_precision" in out
+    assert len(titles) == 1 and titles == summaries, (titles, summaries)
+
+
 def test_show_prints_lesson_task_and_signature():
     out = invoke("show", "grad_scaler").output
     assert "scaler.unscale_(optimizer)" in out

@@ -112,3 +112,38 @@ def test_the_json_keeps_the_ids_and_the_syntax_errors_column(tmp_path):
     assert error["kind"] == "syntax" and error["line"] == 4
     assert error["source_line"] == "def train_step(model, optimizer, inputs, targets, device_type, amp_dtype)"
     assert error["column"] == len(error["source_line"]) + 1
+
+
+@pytest.mark.parametrize(
+    ("lang", "words"),
+    [
+        (
+            "it",
+            [
+                "Errore: nessuna lezione 'autocastt': forse intendevi 'autocast'?",
+                "esiste già; usa --force",
+                "Errore: il file",
+                "non esiste",
+            ],
+        ),
+        (
+            "id",
+            [
+                "Galat: tidak ada pelajaran 'autocastt': apakah maksud Anda 'autocast'?",
+                "sudah ada; gunakan --force",
+                "Galat: berkas",
+                "tidak ada",
+            ],
+        ),
+    ],
+)
+def test_the_commands_own_errors_speak_the_locales_language_and_suggest_the_lesson_meant(tmp_path, lang, words):
+    locale = {"it": "it_IT.UTF-8", "id": "id_ID.UTF-8"}[lang]
+    mistyped = invoke("show", "autocastt", LANG=locale)
+    existing = tmp_path / "autocast.py"
+    existing.write_text("pass\n")
+    exists = invoke("start", "autocast", existing, LANG=locale)
+    missing = invoke("check", "autocast", tmp_path / "nowhere.py", LANG=locale)
+    assert {mistyped.exit_code, exists.exit_code, missing.exit_code} == {2}
+    assert words[0] in mistyped.output and words[1] in exists.output, (mistyped.output, exists.output)
+    assert words[2] in missing.output and words[3] in missing.output, missing.output

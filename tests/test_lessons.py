@@ -98,3 +98,14 @@ def test_lesson_example_gets_the_verdict_its_lesson_states(exercise_id, name, ex
 def test_every_shipped_lesson_carries_wrong_examples(exercises):
     for ex in exercises.values():
         assert sum(e.expect.status != "pass" for e in ex.examples) >= 2, ex.id
+
+
+def test_the_readme_lists_every_shipped_lesson():
+    """README's lesson list is where a newcomer learns what there is: a lesson left out of it is not found."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    listed = readme.split("Lessons (in English, Italian and Indonesian):", 1)[1].split("A lesson is one YAML file", 1)[
+        0
+    ]
+    assert [i for i in IDS if f"`{i}`" not in listed] == []

@@ -238,3 +238,31 @@ def test_a_copys_size_is_written_in_the_learners_language(lang, size):
 def test_a_size_stored_as_words_by_an_older_grader_still_renders():
     """Results graded before sizes became messages hold the English words; they are shown as they are."""
     assert render("memory_leak", {"grow": "1.5 MiB"}, "it").startswith("ogni step ha lasciato allocati 1.5 MiB")
+
+
+# Register slips a native reader notices (the learner trial found each): Indonesian addresses the learner with the
+# formal "Anda" (never kamu or the -mu suffix) and writes formally ("memiliki", not "punya"), and a grading result is
+# not a court's "putusan"; Italian says "tu" (no formal "Lei" imperative), and no "qui" after "questa lezione".
+REGISTER_SLIPS = {
+    "id": r"\b(kamu|kodemu|milikmu|dirimu|putusan|punya)\b|\b\w+(?<!il)(?<!te)(?<!ta)(?<!ra)(?<!ju)mu\b",
+    "it": r"\b(per questa lezione qui|La preghiamo|prema|inserisca|scelga)\b|interruzion[ei]/",
+}
+
+
+@pytest.mark.parametrize("lang", ["it", "id"])
+def test_the_catalogs_and_lessons_keep_the_learners_register(lang):
+    import re
+
+    root = TRANSLATIONS.parents[2]
+    texts = {
+        "grader": json.dumps(
+            json.loads((TRANSLATIONS / f"{lang}.json").read_text(encoding="utf-8")), ensure_ascii=False
+        ),
+        "webapp": (root / "webapp" / "translations" / f"{lang}.json").read_text(encoding="utf-8"),
+        **{p.name: p.read_text(encoding="utf-8") for p in (root / "exercises").glob("*.yaml")},
+    }
+    slips = {
+        name: sorted(set(m.group(0) for m in re.finditer(REGISTER_SLIPS[lang], text, re.IGNORECASE)))
+        for name, text in texts.items()
+    }
+    assert {name: found for name, found in slips.items() if found} == {}

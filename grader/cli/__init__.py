@@ -10,9 +10,37 @@ from __future__ import annotations
 import click
 
 from grader.cli import admin, learner, remote
+from grader.cli.options import chosen_language
+from grader.errors import GraderError
+from grader.lesson.base import LANGUAGES
 
 
-@click.group()
+class Grader(click.Group):
+    """Its commands' own errors (a mistyped lesson, a missing file) speak the learner's language: the command's
+    --lang, else AMP_DOJO_LANG, else the locale (grader/cli/options.py), as the rest of what they print."""
+
+    def parse_args(self, ctx, args):
+        ctx.meta["grader.argv"] = list(args)
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except GraderError as exc:
+            exc.lang = chosen_language(lang_flag(ctx.meta.get("grader.argv", [])))[0]
+            raise
+
+
+def lang_flag(args: list[str]) -> str | None:
+    """The value of --lang among a command's arguments, if given and one the lessons speak."""
+    for i, arg in enumerate(args):
+        value = args[i + 1] if arg == "--lang" and i + 1 < len(args) else arg.partition("=")[2]
+        if (arg == "--lang" or arg.startswith("--lang=")) and value in LANGUAGES:
+            return value
+    return None
+
+
+@click.group(cls=Grader)
 @click.version_option(package_name="amp-dojo")
 def main():
     """AMP Dojo's grader: learn mixed precision by writing code a machine checks."""

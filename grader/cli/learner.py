@@ -13,6 +13,7 @@ import click
 
 from grader.cli.options import (
     DEVICE,
+    EXISTING_FILE,
     LANG,
     LIMIT,
     SANDBOX,
@@ -39,9 +40,11 @@ from grader.wording.phrases import phrase
 def list_(lang):
     """List the exercises (a broken lesson file is named, with its problems, and skipped)."""
     problems = []
-    for ex in load_all(problems=problems).values():
-        click.echo(f"{ex.id:<20} {localize(ex.title, lang)}")
-        click.echo(f"{'':<20} {localize(ex.summary, lang)}")
+    lessons = load_all(problems=problems).values()
+    width = max((len(ex.id) for ex in lessons), default=0) + 1  # the longest id (fsdp2_mixed_precision) too
+    for ex in lessons:
+        click.echo(f"{ex.id:<{width}} {localize(ex.title, lang)}")
+        click.echo(f"{'':<{width}} {localize(ex.summary, lang)}")
     for problem in problems:
         click.echo(f"skipped: {problem}", err=True)
 
@@ -105,14 +108,14 @@ def start(exercise_id, path, force, lang):
     ex = load_exercise(exercise_id)
     path = path or Path(f"{ex.id}.py")
     if path.exists() and not force:
-        raise GraderError(f"{path} exists; use --force to overwrite it")
+        raise GraderError.worded("cli.exists", path=str(path))
     path.write_text(ex.starter_in(lang), encoding="utf-8")
     click.echo(phrase("start.wrote", lang, path=path, command=again(f"grader check {ex.id} {path}", lang)))
 
 
 @click.command()
 @click.argument("exercise_id")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("file", type=EXISTING_FILE)
 @click.option("--json", "as_json", is_flag=True, help="print the result document (same as --format native)")
 @click.option(
     "--format",

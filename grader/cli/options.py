@@ -36,6 +36,23 @@ LIMIT = click.option(
     "(names and defaults: docs/security.md)",
 )
 
+
+class ExistingFile(click.ParamType):
+    """A file that must exist, refused in the learner's language (click's own refusal is English only)."""
+
+    name = "file"
+
+    def convert(self, value, param, ctx):
+        path = Path(value)
+        if path.is_dir():
+            raise GraderError.worded("cli.not_a_file", path=str(path))
+        if not path.exists():
+            raise GraderError.worded("cli.no_file", path=str(path))
+        return path
+
+
+EXISTING_FILE = ExistingFile()
+
 LANG_ENV = "AMP_DOJO_LANG"
 LOCALE_ENV = ("LC_ALL", "LC_MESSAGES", "LANG")  # POSIX's order: the first one set decides
 

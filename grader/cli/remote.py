@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from grader import remote
-from grader.cli.options import LANG
+from grader.cli.options import EXISTING_FILE, LANG
 from grader.errors import GraderError
 from grader.lesson.loader import load_exercise
 from grader.results import PASS
@@ -57,7 +57,7 @@ def logout(lang):
 
 @click.command()
 @click.argument("exercise_id")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("file", type=EXISTING_FILE)
 @WAIT
 @click.option("--color", "colour", type=click.Choice(report.COLOUR_MODES), default="auto", show_default=True)
 @LANG

@@ -251,6 +251,24 @@ def step_limit(worker: WorkerProcess, limits) -> float:
     return max(0.0, min(limits.step_timeout_s, round(worker.deadline - time.monotonic(), 1)))
 
 
+def announce_steps(worker: WorkerProcess, total: int, progress):
+    """The progress callback of the training steps: each step is announced with the limit that holds for it, and
+    again (`budget`) when the grading's budget, known only once the trusted runs end, cuts the running step's limit
+    short: the status line then states the limit that applies (it once said 120 s of a step held to 32 s)."""
+    running = {}
+
+    def started(step: int) -> None:
+        running["n"] = step + 1
+        progress("step", n=step + 1, total=total, limit_s=step_limit(worker, worker.limits))
+
+    def cut_short(left_s: float) -> None:
+        if running:
+            progress("step", n=running["n"], total=total, limit_s=max(0.0, round(left_s, 1)), budget=True)
+
+    worker.on_budget = cut_short
+    return started
+
+
 def budget_when_known(worker: WorkerProcess, futures: dict, limits, exercise: Exercise, timed_s: list[float]):
     """Sets the submission's whole-grading budget (grader/judge/budget.py) once every trusted run it is measured against
     has its time: at once where they were stored, else when the last one finishes."""

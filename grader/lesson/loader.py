@@ -5,6 +5,7 @@ locations are mapped back onto the YAML nodes they came from."""
 from __future__ import annotations
 
 import copy
+import difflib
 import os
 import re
 import typing
@@ -333,5 +334,9 @@ def load_exercise(exercise_id: str, directory: Path | None = None) -> Exercise:
         for candidate in (folder / f"{exercise_id}.yaml", folder / exercise_id / "exercise.yaml"):
             if candidate.exists():
                 return load_exercise_file(candidate)
-    known = ", ".join(p.stem if p.name != "exercise.yaml" else p.parent.name for p in exercise_files(directory))
-    raise ExerciseNotFound(f"no exercise {exercise_id!r}; known: {known or 'none'}")
+    ids = [p.stem if p.name != "exercise.yaml" else p.parent.name for p in exercise_files(directory)]
+    known = ", ".join(ids) or "none"
+    near = difflib.get_close_matches(exercise_id, ids, n=1, cutoff=0.6)
+    if near:
+        raise ExerciseNotFound.worded("cli.no_exercise_near", id=exercise_id, near=near[0], known=known)
+    raise ExerciseNotFound.worded("cli.no_exercise", id=exercise_id, known=known)

@@ -198,6 +198,7 @@ class WorkerProcess:
     ranks = 1  # processes of the code behind this one channel (grader/worker/ranks.py); set by whoever starts it
     params_limit = MAX_PARAMS_REPLY_BYTES  # the largest `save` reply; set from the model's size by whoever starts it
     prepare_traces: list = []  # what the learner's prepare did, per rank, once init has answered
+    on_budget = None  # called (seconds left) when a budget set meanwhile ends the request being waited on sooner
 
     def __init__(self, handle, workdir: Path, inside: str | None, limits: Limits):
         self.handle, self.workdir, self.limits = handle, workdir, limits
@@ -293,11 +294,14 @@ class WorkerProcess:
             raise WorkerFailure(self._death_payload()) from None
         limit_at = time.monotonic() + timeout
         fd = self.handle.stdout_fd
-        scanned = 0  # only new bytes are searched for the end of the line
+        scanned, seen = 0, self.deadline  # only new bytes are searched for the end of the line
         while (end := self._buffer.find(b"\n", scanned)) < 0:
             scanned = len(self._buffer)
             deadline = self.deadline
             budget_ends = deadline is not None and deadline < limit_at
+            if budget_ends and deadline != seen and self.on_budget is not None:
+                self.on_budget(deadline - time.monotonic())  # the limit said when the request began no longer holds
+            seen = deadline
             left = (deadline if budget_ends else limit_at) - time.monotonic()
             if left <= 0:
                 raise WorkerFailure(self._budget_payload() if budget_ends else self._timeout_payload(timeout))

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from grader.wording.catalog_accelerate import ACCELERATE
 from grader.wording.catalog_checks import CHECKS
+from grader.wording.catalog_cli import CLI
 from grader.wording.catalog_fsdp import FSDP
 from grader.wording.catalog_other_devices import OTHER_DEVICES
 from grader.wording.catalog_profiling import HOST_SYNCS
@@ -38,6 +39,7 @@ EN: dict[str, str | dict[str, str]] = {
     **TIMING,  # speedup, step_time and the CPU's kind (grader/wording/catalog_timing.py)
     **OTHER_DEVICES,  # code for another device: lines never run, literal devices (catalog_other_devices.py)
     **HOST_SYNCS,  # a profiling lesson's host syncs (grader/wording/catalog_profiling.py)
+    **CLI,  # the grader command's own errors (grader/wording/catalog_cli.py)
     # -- a submission's errors (the kind stays in the result for tools) ----------------------------------
     "error.at_line": "line {line}: {message}",
     "error.raised": "{detail}",

@@ -41,6 +41,16 @@ def test_lesson_page_never_contains_the_reference(client, lesson_id):
         assert str(escape(text)) not in html and json.dumps(text)[1:-1] not in html
 
 
+@pytest.mark.parametrize("lesson_id", ["autocast", "accelerate"])
+def test_the_editor_label_names_every_function_the_learner_writes(client, lesson_id):
+    from grader.lesson.loader import load_exercise
+
+    entry = load_exercise(lesson_id).entrypoint
+    names = [entry.prepare.name, entry.name] if entry.prepare else [entry.name]
+    html = client.get(f"/lessons/{lesson_id}").get_data(as_text=True)
+    assert f'data-testid="editor-functions">({", ".join(names)})</span>' in html
+
+
 def test_lesson_page_has_editor_seed_hints_quiz_and_no_inline_script(client):
     html = client.get("/lessons/autocast").get_data(as_text=True)
     assert page_data(html)["lesson"]["starter"] == EXERCISES["autocast"].starter

@@ -206,6 +206,7 @@ export function createEditor(parent, options = {}) {
     "onChange",
   );
   const readOnly = Boolean(options.readOnly);
+  const renderMark = typeof options.renderMark === "function" ? options.renderMark : undefined;
 
   const state = EditorState.create({
     doc,
@@ -255,7 +256,7 @@ export function createEditor(parent, options = {}) {
     // Marks lines in the gutter (and underlines them) with a message shown on hover and in the diagnostics panel
     // (F8 moves to the next one, Ctrl/Cmd+Shift+M opens the panel); [] takes them all away.
     markLines(marks) {
-      view.dispatch(setDiagnostics(view.state, lineDiagnostics(view.state.doc, marks)));
+      view.dispatch(setDiagnostics(view.state, lineDiagnostics(view.state.doc, marks, renderMark)));
     },
     view,
   };

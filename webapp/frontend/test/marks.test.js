@@ -32,8 +32,10 @@ const RESULT = {
 
 test("every finding with a line is marked with its check, its message and its fix; advice is info", () => {
   assert.deepEqual(resultMarks(RESULT, {}), [
-    { line: 9, severity: "error", message: "Call order: backward() was called inside the autocast block Fix: dedent it" },
-    { line: 3, severity: "info", message: "Parity with FP32: a tip" },
+    { line: 9, severity: "error", message: "Call order: backward() was called inside the autocast block — Fix: dedent it",
+      parts: { head: "Call order", text: "backward() was called inside the autocast block", fix: "dedent it", fixLabel: "Fix:" } },
+    { line: 3, severity: "info", message: "Parity with FP32: a tip",
+      parts: { head: "Parity with FP32", text: "a tip", fix: "", fixLabel: "Fix:" } },
   ]);
 });
 
@@ -41,9 +43,19 @@ test("an error's line is marked too, headed by its kind, in the page's language"
   setCatalog({ "Your code has a syntax error and did not run": "Il tuo codice contiene un errore di sintassi e non è stato eseguito" });
   const result = { status: "error", checks: [], error: { kind: "syntax", line: 2, message: "expected ':'" } };
   assert.deepEqual(resultMarks(result, {}), [
-    { line: 2, severity: "error", message: "Il tuo codice contiene un errore di sintassi e non è stato eseguito: expected ':'" },
+    { line: 2, severity: "error", message: "Il tuo codice contiene un errore di sintassi e non è stato eseguito: expected ':'",
+      parts: { head: "Il tuo codice contiene un errore di sintassi e non è stato eseguito", text: "expected ':'", fix: "",
+        fixLabel: "" } },
   ]);
   assert.deepEqual(resultMarks(null, {}), []);
+});
+
+test("a mark with parts is drawn by the renderer given, one without by CodeMirror", () => {
+  const doc = textOf(["x = 1", "y = 2"]);
+  const marks = [{ line: 1, message: "plain" }, { line: 2, message: "a: b", parts: { head: "a", text: "b" } }];
+  const [plain, drawn] = lineDiagnostics(doc, marks, (mark) => "drawn " + mark.parts.text);
+  assert.equal(plain.renderMessage, undefined);
+  assert.equal(drawn.renderMessage(), "drawn b");
 });
 
 test("a mark spans its whole line; a line past the end of the code is left out", () => {

@@ -39,6 +39,15 @@ test("a running stage counts its seconds against its limit; a verdict stops the 
   assert.equal(state.statusLine(), "Passed");
 });
 
+test("a step cut short by the grading's budget keeps its clock and states the limit that now applies", () => {
+  const clock = fakeClock();
+  const state = new PanelState({ now: clock.now });
+  state.progress({ stage: "step", n: 1, total: 8, limit_s: 120 });
+  clock.advance(10000);
+  state.progress({ stage: "step", n: 1, total: 8, limit_s: 22, budget: true });
+  assert.equal(state.statusLine(), "Grading: step 1 of 8… (10 s of at most 32 s)");
+});
+
 test("the 'steps' stage does not restart the clock of the step that is running", () => {
   const clock = fakeClock();
   const state = new PanelState({ now: clock.now });

@@ -4,13 +4,23 @@
 
 import { createEditor } from "../editor.js";
 import { tr } from "./i18n.js";
+import { el, withCode } from "./dom.js";
+
+// A mark's tooltip (marks.js gives its parts): the check and its message, then the fix on a line of its own;
+// `code` in either shows as code, as in the results panel.
+function renderMark(mark) {
+  const { head, text, fix, fixLabel } = mark.parts;
+  return el("div", { className: "mark-tip" },
+    el("p", { className: "mark-message" }, head ? el("strong", { text: head + ": " }) : null, withCode(text)),
+    fix ? el("p", { className: "mark-fix" }, el("strong", { text: fixLabel + " " }), withCode(fix)) : null);
+}
 
 export function makeEditor(host, doc, onRun, onChange) {
   const fallback = host.querySelector("textarea");
   try {
     fallback.remove();
     const phrases = { Diagnostics: tr("Findings"), "No diagnostics": tr("No findings"), close: tr("Close") };
-    const editor = createEditor(host, { doc, onRun, onChange, phrases });
+    const editor = createEditor(host, { doc, onRun, onChange, phrases, renderMark });
     const content = editor.view && editor.view.contentDOM;
     if (content) {
       content.setAttribute("aria-label", tr("Your solution"));

@@ -5,8 +5,13 @@ import { tr } from "./i18n.js";
 import { checkName, errorKindLabels } from "./words.js";
 
 function findingText(check, finding, titles) {
-  const fix = finding.fix ? " " + tr("Fix:") + " " + finding.fix : "";
+  const fix = finding.fix ? " — " + tr("Fix:") + " " + finding.fix : "";
   return checkName(check.id, titles) + ": " + finding.message + fix;
+}
+
+// What the tooltip draws apart (editor-host.js): the check, the message, and the fix under its own label.
+function findingParts(check, finding, titles) {
+  return { head: checkName(check.id, titles), text: finding.message, fix: finding.fix || "", fixLabel: tr("Fix:") };
 }
 
 // [{line, severity, message}] for the editor's markLines; a failing check's findings are errors, advice is info.
@@ -16,13 +21,15 @@ export function resultMarks(result, titles) {
   const error = result.error;
   if (error && Number.isInteger(error.line)) {
     const label = errorKindLabels()[error.kind] || tr("Your code stopped with an error");
-    marks.push({ line: error.line, severity: "error", message: label + ": " + (error.message || "") });
+    marks.push({ line: error.line, severity: "error", message: label + ": " + (error.message || ""),
+      parts: { head: label, text: error.message || "", fix: "", fixLabel: "" } });
   }
   for (const check of result.checks || []) {
     for (const finding of check.findings || []) {
       if (!Number.isInteger(finding.line)) continue;
       const severity = finding.severity === "info" ? "info" : "error";
-      marks.push({ line: finding.line, severity, message: findingText(check, finding, titles) });
+      marks.push({ line: finding.line, severity, message: findingText(check, finding, titles),
+        parts: findingParts(check, finding, titles) });
     }
   }
   return marks;

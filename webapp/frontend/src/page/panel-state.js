@@ -161,7 +161,10 @@ export class PanelState {
       // one training step of the learner's code, held to the per-step limit
       const of = tr("step {n} of {total}", { n: data.n, total: data.total });
       this.step("steps", stages.steps, of);
-      this.startClock(data.limit_s);
+      // `budget`: the same step, now held to what is left of the grading's budget (known once the trusted runs
+      // ended): its clock goes on and states that limit, not the step's own
+      if (data.budget && this.ticking) this.clockLimit = (this.now() - this.startedAt) / 1000 + data.limit_s;
+      else this.startClock(data.limit_s);
       this.say(tr("Grading: {stage}…", { stage: of }), "running");
     } else {
       if (stage === "steps" && data.total) detail = tr("{n} steps", { n: data.total });

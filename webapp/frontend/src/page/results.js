@@ -94,12 +94,16 @@ export class ResultsPanel {
     if (count) setText(count, state.steps.length ? "(" + state.steps.length + ")" : "");
   }
 
-  // After a run's verdict: the first failing check (or the error, or the verdict itself) comes into view and
-  // takes the focus, so neither the eye nor a screen reader has to look for the mistake.
+  // After a run's verdict: what explains it comes into view and takes the focus, so neither the eye nor a screen
+  // reader has to look for the mistake: a check that names a mistake, else whichever comes first of a failed
+  // check and the error (a timeout's "ran too long ... line 11"), never the checks the error left unrun.
   revealVerdict() {
     if (this.body.hidden) return;
-    const target = this.body.querySelector('.check-row[data-status="fail"], .check-row[data-status="error"]')
-      || (this.body.querySelector(".result-error:not([hidden])"))
+    const named = [...this.body.querySelectorAll(".check-row")]
+      .find((row) => row.querySelector(".finding-error") && row.dataset.status !== "pass");
+    const target = named
+      || this.body.querySelector('.check-row[data-status="fail"], .result-error:not([hidden])')
+      || this.body.querySelector('.check-row[data-status="error"]')
       || this.body.querySelector('[data-testid="result-status"]');
     if (!target.hasAttribute("tabindex")) target.setAttribute("tabindex", "-1");
     // A sticky header (its height varies: the nav wraps on narrow screens) must not cover what is brought up.
@@ -130,7 +134,9 @@ export class ResultsPanel {
     table.parentNode.insertBefore(errorBox, named ? table.nextSibling : table);
     const caret = errorBox.querySelector(".error-caret"); // after the move: moving a box resets its scrolling
     if (caret) showCaret(caret.parentNode);
-    this.renderNotes(result ? result.notes || [] : []);
+    // A check's advice is shown in its row: the notes say the rest (as the terminal's report does).
+    const inRows = new Set(checks.flatMap((c) => (c.findings || []).map(findingKey)));
+    this.renderNotes((result ? result.notes || [] : []).filter((f) => !inRows.has(findingKey(f))));
     this.renderCharts(result ? result.plots || {} : {});
     this.renderOutput(result ? result.output || "" : "");
   }
@@ -145,7 +151,10 @@ export class ResultsPanel {
     box.appendChild(el("p", { className: "error-message", text: error.message || "" }));
     if (error.source_line) {
       const [line, caret] = errorLineText(error).split("\n");
-      const pre = el("pre", { className: "error-line", text: line });
+      // The line's number stays at the box's left edge when a long line is scrolled to its caret (app.css).
+      const number = error.line ? error.line + " | " : "";
+      const pre = el("pre", { className: "error-line" },
+        number ? el("span", { className: "error-lineno", text: number }) : null, line.slice(number.length));
       if (caret) pre.append("\n", el("span", { className: "error-caret", text: caret }));
       box.appendChild(pre);
     }
@@ -210,6 +219,10 @@ export class ResultsPanel {
     details.hidden = !output;
     details.querySelector(".output-text").textContent = output; // learner output: text only
   }
+}
+
+function findingKey(f) {
+  return [f.id, f.line, f.message].join("\u0000");
 }
 
 // A long line scrolls sideways in its box (a phone shows about 40 columns): scroll it so the caret, which marks
