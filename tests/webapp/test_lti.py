@@ -1,0 +1,140 @@
+"""LTI 1.3 against a real platform implementation (lti1p3platform, served on loopback by tests/webapp/lti_platform.py):
+launches as learner and instructor, the checks a launch must pass, grades, deep links and the roster."""
+
+from __future__ import annotations
+
+import time
+from urllib.parse import urlsplit
+
+import jwt
+import pytest
+from lti_platform import CLIENT_ID, DEPLOYMENT, Lms, new_key, query_of
+from webapp_testing import base_config
+
+from webapp import create_app
+from webapp.db import connect
+
+
+@pytest.fixture(scope="module")
+def lms():
+    platform = Lms().start()
+    yield platform
+    platform.stop()
+
+
+@pytest.fixture
+def tool(tmp_path, lms):
+    """The app (SQLite), with the platform registered and the platform knowing the tool's URLs and keys."""
+    app = create_app(base_config(tmp_path))
+    from webapp.lti import platforms
+
+    with connect(app.config["DATABASE"]) as db:
+        platforms.add(
+            db, lms.url, CLIENT_ID, lms.url + "/authorize", lms.url + "/token", lms.url + "/jwks", [DEPLOYMENT]
+        )
+    client = app.test_client()
+    lms.tool = {
+        "login": "http://localhost/lti/login",
+        "launch": "http://localhost/lti/launch",
+        "jwks": client.get("/lti/jwks").get_json(),
+    }
+    lms.deployment = DEPLOYMENT
+    return app
+
+
+def start(client, lms, user, role="learner", lesson=None, deep_link=False) -> dict:
+    """The login initiation, then the platform's authorization: the tool's redirect's parameters."""
+    response = client.get(_path(lms.login_url(user, role, lesson, deep_link)))
+    assert response.status_code == 302, response.get_data(as_text=True)[:300]
+    assert response.headers["Location"].startswith(lms.url + "/authorize?")
+    return query_of(response.headers["Location"])
+
+
+def launch(client, lms, user, role="learner", lesson=None, deep_link=False, tamper=None, **claims):
+    data = lms.id_token(start(client, lms, user, role, lesson, deep_link), **claims)
+    token = tamper(data["id_token"]) if tamper else data["id_token"]
+    return client.post("/lti/launch", data={"id_token": token, "state": data["state"]})
+
+
+def _path(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.path}?{parts.query}"
+
+
+def test_a_learner_launch_signs_in_a_new_account_and_opens_the_linked_lesson(tool, lms):
+    instructor = tool.test_client()
+    opened = launch(instructor, lms, "teacher-1", "instructor", lesson="autocast")
+    assert opened.status_code == 303 and opened.headers["Location"] == "/lessons/autocast"
+    learner = tool.test_client()
+    started = time.perf_counter()
+    response = launch(learner, lms, "student-1", "learner", lesson="autocast")
+    print(f"learner launch (login, authorization, launch): {(time.perf_counter() - started) * 1000:.0f} ms")
+    assert response.status_code == 303 and response.headers["Location"] == "/lessons/autocast"
+    assert learner.get("/api/me").get_json()["role"] == "learner"
+    with connect(tool.config["DATABASE"]) as db:
+        course = db.execute("SELECT c.* FROM courses c JOIN lti_contexts x ON x.course_id = c.id").fetchone()
+        assert course["name"] == "Mixed precision 101"
+        roles = db.execute(
+            "SELECT u.role, u.email, (SELECT count(*) FROM enrollments e WHERE e.user_id = u.id) AS learns, "
+            "(SELECT count(*) FROM course_instructors i WHERE i.user_id = u.id) AS teaches "
+            "FROM lti_accounts a JOIN users u ON u.id = a.user_id ORDER BY a.sub"
+        ).fetchall()
+    assert [tuple(r) for r in roles] == [
+        ("learner", "student-1@lms.example", 1, 0),
+        ("instructor", "teacher-1@lms.example", 0, 1),
+    ]
+    again = launch(learner, lms, "student-1", "learner")  # the same account; no lesson named: the course page
+    assert again.headers["Location"] == f"/courses/{course['id']}"
+
+
+def test_a_learner_cannot_open_a_course_no_instructor_has_launched(tool, lms):
+    response = launch(tool.test_client(), lms, "student-2", "learner", lesson="autocast")
+    assert response.status_code == 403
+
+
+@pytest.mark.parametrize("mistake", ["bad signature", "wrong audience", "expired", "unknown deployment"])
+def test_a_launch_the_platform_did_not_sign_for_this_tool_is_refused(tool, lms, mistake):
+    client = tool.test_client()
+    launch(client, lms, "teacher-1", "instructor", lesson="autocast")
+    if mistake == "bad signature":
+        other, _ = new_key()
+
+        def resign(token):
+            header = jwt.get_unverified_header(token)
+            return jwt.encode(
+                jwt.decode(token, options={"verify_signature": False}),
+                other,
+                algorithm="RS256",
+                headers={"kid": header["kid"]},
+            )
+
+        response = launch(client, lms, "student-3", tamper=resign)
+    elif mistake == "wrong audience":
+        response = launch(client, lms, "student-3", aud="another-tool", azp="another-tool")
+    elif mistake == "expired":
+        response = launch(client, lms, "student-3", expiration=-120)
+    else:
+        lms.deployment = "deployment-unknown"
+        response = launch(client, lms, "student-3")
+    assert response.status_code == 401
+    with connect(tool.config["DATABASE"]) as db:
+        assert db.execute("SELECT count(*) FROM lti_accounts").scalar() == 1  # the instructor only
+
+
+def test_a_replayed_id_token_is_refused(tool, lms):
+    client = tool.test_client()
+    data = lms.id_token(start(client, lms, "teacher-1", "instructor"))
+    first = client.post("/lti/launch", data={"id_token": data["id_token"], "state": data["state"]})
+    assert first.status_code == 303
+    replay = client.post("/lti/launch", data={"id_token": data["id_token"], "state": data["state"]})
+    assert replay.status_code == 401
+
+
+def test_a_rotated_platform_key_is_fetched_once_and_the_removed_one_is_refused(tool, lms):
+    client = tool.test_client()
+    assert launch(client, lms, "teacher-1", "instructor").status_code == 303  # the first key set is cached
+    old_key = lms.id_token(start(client, lms, "teacher-1", "instructor"))
+    lms.rotate(keep_old=False)  # a new key, and the old one leaves the platform's key set
+    assert launch(client, lms, "teacher-1", "instructor").status_code == 303  # new kid: the key set refetched
+    refused = client.post("/lti/launch", data={"id_token": old_key["id_token"], "state": old_key["state"]})
+    assert refused.status_code == 401
