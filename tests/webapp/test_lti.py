@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 import jwt
 import pytest
 from lti_platform import CLIENT_ID, DEPLOYMENT, Lms, new_key, query_of
-from webapp_testing import base_config
+from webapp_testing import base_config, csrf_headers, grade_as
 
 from webapp import create_app
 from webapp.db import connect
@@ -138,3 +138,48 @@ def test_a_rotated_platform_key_is_fetched_once_and_the_removed_one_is_refused(t
     assert launch(client, lms, "teacher-1", "instructor").status_code == 303  # new kid: the key set refetched
     refused = client.post("/lti/launch", data={"id_token": old_key["id_token"], "state": old_key["state"]})
     assert refused.status_code == 401
+
+
+def _graded_pass(app, client, score: float = 1.0) -> None:
+    """A submission of the signed-in learner, with a scripted verdict stored as a worker's would be."""
+    response = client.post("/api/lessons/autocast/submissions", json={"code": "x = 1\n"}, headers=csrf_headers(client))
+    assert response.status_code in (201, 202), response.get_json()
+    grade_as(app, response.get_json()["id"], "pass" if score == 1.0 else "fail", score=score)
+
+
+def test_a_graded_submission_reaches_the_gradebook_and_waits_while_the_lms_is_down(tool, lms):
+    launch(tool.test_client(), lms, "teacher-1", "instructor", lesson="autocast")
+    learner = tool.test_client()
+    launch(learner, lms, "student-4", "learner", lesson="autocast")
+    queue, before = tool.extensions["amp_dojo_lti_queue"], len(lms.scores)
+    started = time.time()
+    _graded_pass(tool, learner, 0.5)
+    assert queue.run_pending() == 1
+    sent = lms.scores[before:]
+    print(f"verdict stored -> score at the platform: {(sent[-1]['received_at'] - started) * 1000:.0f} ms")
+    assert [(s["userId"], s["scoreGiven"], s["scoreMaximum"]) for s in sent] == [("student-4", 0.5, 1)]
+    assert lms.line_items[sent[0]["lineitem"]]["tag"] == "autocast"
+
+    lms.down = True
+    try:
+        _graded_pass(tool, learner, 1.0)
+        queue.run_pending()
+        with connect(tool.config["DATABASE"]) as db:
+            row = db.execute("SELECT state, tries, last_error FROM lti_scores").fetchone()
+        assert row["state"] == "pending" and row["tries"] == 1 and "503" in row["last_error"]
+        teacher = tool.test_client()
+        launch(teacher, lms, "teacher-1", "instructor")
+        page = teacher.get(f"/courses/{_course_id(tool)}/lti").get_data(as_text=True)
+        assert "503" in page  # the instructor sees why the score is not there yet
+    finally:
+        lms.down = False
+    queue.run_pending(now=time.time() + 60)  # the retry's time has come
+    assert [(s["userId"], s["scoreGiven"]) for s in lms.scores[before:]] == [("student-4", 0.5), ("student-4", 1.0)]
+    _graded_pass(tool, learner, 0.25)  # a worse one later: the best so far stays
+    queue.run_pending()
+    assert lms.scores[-1]["scoreGiven"] == 1.0
+
+
+def _course_id(app) -> int:
+    with connect(app.config["DATABASE"]) as db:
+        return db.execute("SELECT course_id FROM lti_contexts").scalar()

@@ -24,7 +24,8 @@ def init_app(app) -> None:
     views.exempt_from_csrf(app)
     app.after_request(views.frame_headers)
     signals.graded.connect(scores.on_graded, weak=False)
-    app.extensions["amp_dojo_lti_queue"] = scores.score_queue(app.config)
+    app.extensions["amp_dojo_lti_queue"] = queue = scores.score_queue(app.config)
+    queue.app = app
     app.before_request(lambda: start_score_thread(app))
 
 

@@ -13,6 +13,7 @@ import json
 import logging
 import threading
 import time
+from contextlib import nullcontext
 from datetime import datetime, timezone
 
 import requests
@@ -202,9 +203,10 @@ class ScoreQueue:
 
         self.database = config["DATABASE"]
         self.huey = make_huey(config["QUEUE_URL"], QUEUE_NAME)
+        self.app = None  # the app whose context a task runs in (lesson titles); set by webapp.lti.init_app
 
         def send_score(context_ref: int, user_id: int, lesson: str) -> None:
-            with connect(self.database) as db:
+            with self.app.app_context() if self.app else nullcontext(), connect(self.database) as db:
                 try:
                     post(db, context_ref, user_id, lesson)
                 except Retryable as exc:
@@ -224,7 +226,7 @@ class ScoreQueue:
             self.huey.enqueue(task)
         done = 0
         while done < limit and (task := self.huey.dequeue()) is not None:
-            self.huey.execute(task)
+            self.huey.execute(task, stamp)
             done += 1
         return done
 
