@@ -8,8 +8,9 @@ from urllib.parse import urlsplit
 
 import jwt
 import pytest
-from lti_platform import CLIENT_ID, DEPLOYMENT, Lms, new_key, query_of
-from webapp_testing import base_config, csrf_headers, grade_as
+import requests
+from lti_platform import CLIENT_ID, DEPLOYMENT, ROLES, Lms, form_fields, new_key, query_of
+from webapp_testing import base_config, csrf_headers, form, grade_as
 
 from webapp import create_app
 from webapp.db import connect
@@ -183,3 +184,50 @@ def test_a_graded_submission_reaches_the_gradebook_and_waits_while_the_lms_is_do
 def _course_id(app) -> int:
     with connect(app.config["DATABASE"]) as db:
         return db.execute("SELECT course_id FROM lti_contexts").scalar()
+
+
+def test_a_deep_linked_lesson_returns_to_the_platform_and_its_launch_opens_that_lesson(tool, lms):
+    teacher = tool.test_client()
+    opened = launch(teacher, lms, "teacher-1", "instructor", deep_link=True)
+    assert opened.status_code == 303 and opened.headers["Location"] == "/lti/deep-link"
+    assert 'value="grad_scaler"' in teacher.get("/lti/deep-link").get_data(as_text=True)
+    answer = form(teacher, "/lti/deep-link", {"lesson": "grad_scaler", "deadline": "2030-01-31"})
+    fields = form_fields(answer.get_data(as_text=True))
+    policy = answer.headers["Content-Security-Policy"]
+    assert f"form-action 'self' {lms.url};" in policy and f"frame-ancestors {lms.url}" in policy  # in the LMS's frame
+    before = len(lms.deep_links)
+    assert requests.post(lms.url + "/deep_link_return", data={"JWT": fields["JWT"]}, timeout=10).ok
+    item = lms.deep_links[before]
+    assert item["type"] == "ltiResourceLink" and item["custom"]["lesson"] == "grad_scaler"
+    with connect(tool.config["DATABASE"]) as db:
+        deadline = db.execute("SELECT deadline FROM course_lessons WHERE lesson = 'grad_scaler'").scalar()
+    assert time.strftime("%Y-%m-%d", time.gmtime(deadline)) == "2030-01-31"
+    learner = launch(tool.test_client(), lms, "student-5", "learner", lesson=item["custom"]["lesson"])
+    assert learner.headers["Location"] == "/lessons/grad_scaler"
+
+
+def test_the_roster_is_imported_from_every_page_of_the_platform(tool, lms):
+    teacher = tool.test_client()
+    launch(teacher, lms, "teacher-1", "instructor", lesson="autocast")
+    lms.members = [
+        {
+            "user_id": f"m{i}",
+            "name": f"Member {i}",
+            "email": f"m{i}@lms.example",
+            "roles": ROLES["learner"],
+            "status": "Active",
+        }
+        for i in range(3)
+    ]
+    lms.members.append({"user_id": "ta", "name": "Assistant", "roles": ROLES["instructor"], "status": "Active"})
+    response = form(teacher, f"/courses/{_course_id(tool)}/lti/roster", {})
+    assert response.status_code == 303
+    with connect(tool.config["DATABASE"]) as db:
+        learners = db.execute(
+            "SELECT a.sub FROM enrollments e JOIN lti_accounts a ON a.user_id = e.user_id ORDER BY a.sub"
+        ).rows()
+        teachers = db.execute(
+            "SELECT a.sub FROM course_instructors c JOIN lti_accounts a ON a.user_id = c.user_id ORDER BY a.sub"
+        ).rows()
+    assert [r[0] for r in learners] == ["m0", "m1", "m2"]  # pages 1 and 2 (two members each)
+    assert [r[0] for r in teachers] == ["ta", "teacher-1"]

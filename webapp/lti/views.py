@@ -166,9 +166,7 @@ def choose():
             "lti/deep_link_response.html", action=pending["settings"]["deep_link_return_url"], jwt=jwt_value
         )
     )
-    response.headers["Content-Security-Policy"] = security.CSP.replace(
-        "form-action 'self'", "form-action 'self' " + _origin(pending["settings"]["deep_link_return_url"])
-    )
+    response.headers["Content-Security-Policy"] = lti_csp(_origin(pending["settings"]["deep_link_return_url"]))
     return response
 
 
@@ -252,12 +250,19 @@ def exempt_from_csrf(app) -> None:
 def frame_headers(response):
     """after_request: LTI pages (the login, the launch, and every page of a session opened by a launch) may be
     framed by the registered platforms only; every other page keeps frame-ancestors 'none'."""
-    lti_page = request.blueprint == "lti" and request.endpoint in ("lti.login", "lti.launch_view", "lti.choose")
-    if not (lti_page or session.get(launch.FRAME_FLAG)) or "Content-Security-Policy" in response.headers:
-        return response
+    lti_page = request.endpoint in ("lti.login", "lti.launch_view", "lti.choose")
+    if (lti_page or session.get(launch.FRAME_FLAG)) and "Content-Security-Policy" not in response.headers:
+        response.headers["Content-Security-Policy"] = lti_csp()
+    return response
+
+
+def lti_csp(form_target: str | None = None) -> str:
+    """The app's policy, framed by the registered platforms (none registered: by no one), and with `form_target`
+    (the platform's deep-linking return) among the forms' destinations."""
+    policy = security.CSP
     origins = platforms.origins(get_db())
     if origins:
-        response.headers["Content-Security-Policy"] = security.CSP.replace(
-            "frame-ancestors 'none'", "frame-ancestors " + " ".join(origins)
-        )
-    return response
+        policy = policy.replace("frame-ancestors 'none'", "frame-ancestors " + " ".join(origins))
+    if form_target:
+        policy = policy.replace("form-action 'self'", f"form-action 'self' {form_target}")
+    return policy
