@@ -231,3 +231,52 @@ def test_the_roster_is_imported_from_every_page_of_the_platform(tool, lms):
         ).rows()
     assert [r[0] for r in learners] == ["m0", "m1", "m2"]  # pages 1 and 2 (two members each)
     assert [r[0] for r in teachers] == ["ta", "teacher-1"]
+
+
+def test_an_admin_registers_a_platform_from_the_command_line_and_instructors_see_the_urls(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+    from webapp_testing import make_instructor, signin
+
+    from webapp.cli import main
+
+    config = base_config(tmp_path)
+    for name in ("DATABASE", "QUEUE_URL", "SECRET_KEY"):
+        monkeypatch.setenv(f"AMP_DOJO_{name}", config[name])
+    runner = CliRunner()
+    added = runner.invoke(
+        main,
+        [
+            "lti",
+            "add-platform",
+            "--issuer",
+            "https://canvas.example",
+            "--client-id",
+            "1000",
+            "--login-url",
+            "https://canvas.example/api/lti/authorize_redirect",
+            "--token-url",
+            "https://canvas.example/login/oauth2/token",
+            "--jwks-url",
+            "https://canvas.example/api/lti/security/jwks",
+            "--deployment",
+            "d1",
+            "--deployment",
+            "d2",
+        ],
+    )
+    assert added.exit_code == 0, added.output
+    listed = runner.invoke(main, ["lti", "list"]).output
+    assert "https://canvas.example\t1000\td1,d2" in listed
+    app = create_app(config)
+    make_instructor(app, "teacher")
+    client = app.test_client()
+    assert client.get("/lti/setup").status_code in (302, 401)
+    signin(client, "teacher")
+    page = client.get("/lti/setup").get_data(as_text=True)
+    for url in ("/lti/login", "/lti/launch", "/lti/jwks", "oidc_initiation_url", "https://canvas.example"):
+        assert url in page
+    assert client.get("/lti/jwks").get_json()["keys"][0]["alg"] == "RS256"
+    assert "frame-ancestors 'none'" in client.get("/lti/setup").headers["Content-Security-Policy"]
+    assert "frame-ancestors https://canvas.example" in client.get("/lti/login").headers["Content-Security-Policy"]
+    assert runner.invoke(main, ["lti", "remove", listed.split("\t")[0]]).exit_code == 0
+    assert runner.invoke(main, ["lti", "list"]).output == ""

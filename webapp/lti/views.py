@@ -13,7 +13,7 @@ from flask import Blueprint, abort, current_app, jsonify, redirect, render_templ
 from flask_login import current_user
 from pylti1p3.deep_link import DeepLink
 from pylti1p3.deep_link_resource import DeepLinkResource
-from pylti1p3.exception import LtiException
+from pylti1p3.exception import LtiException, OIDCException
 
 from webapp import classroom, content, security
 from webapp.auth import gettext, instructor_required, start_session
@@ -39,7 +39,7 @@ def tool_urls() -> dict:
 def login():
     try:
         return launch.login_redirect(get_db(), url_for("lti.launch_view", _external=True))
-    except LtiException as exc:
+    except (LtiException, OIDCException) as exc:
         log.info("LTI login refused: %s", exc)
         return _refused(400)
 
