@@ -3,6 +3,10 @@ launches as learner and instructor, the checks a launch must pass, grades, deep 
 
 from __future__ import annotations
 
+import html
+import os
+import re
+import threading
 import time
 from urllib.parse import urlsplit
 
@@ -280,3 +284,67 @@ def test_an_admin_registers_a_platform_from_the_command_line_and_instructors_see
     assert "frame-ancestors https://canvas.example" in client.get("/lti/login").headers["Content-Security-Policy"]
     assert runner.invoke(main, ["lti", "remove", listed.split("\t")[0]]).exit_code == 0
     assert runner.invoke(main, ["lti", "list"]).output == ""
+
+
+def test_a_launch_whose_cookies_the_browser_blocked_offers_a_new_window(tool, lms):
+    client = tool.test_client()
+    launch(client, lms, "teacher-1", "instructor", lesson="autocast")
+    data = lms.id_token(start(client, lms, "teacher-1", "instructor"))
+    blocked = tool.test_client()  # the launch arrives without the cookies the login set (a third-party iframe)
+    page = blocked.post("/lti/launch", data={"id_token": data["id_token"], "state": data["state"]})
+    assert page.status_code == 200
+    link = re.search(r'href="([^"]+)" target="_blank"', page.get_data(as_text=True)).group(1)
+    again = blocked.get(_path(html.unescape(link)))  # the same login, now at the top level
+    assert again.status_code == 302 and again.headers["Location"].startswith(lms.url + "/authorize?")
+
+
+def test_a_lesson_opens_inside_the_platforms_iframe_in_chromium(tmp_path, lms):
+    """Headless Chromium on a platform page whose iframe starts the login: the lesson page renders in the frame."""
+    chromium = os.environ.get("AMP_DOJO_CHROMIUM", "/usr/bin/chromium")
+    if not os.path.exists(chromium):
+        if os.environ.get("AMP_DOJO_REQUIRE_BROWSER"):
+            pytest.fail(f"AMP_DOJO_REQUIRE_BROWSER is set but there is no Chromium at {chromium}")
+        pytest.skip(f"no Chromium at {chromium}")
+    from playwright.sync_api import sync_playwright
+    from werkzeug.serving import make_server
+
+    from webapp.lti import platforms
+
+    app = create_app(base_config(tmp_path))
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    tool_url = f"http://127.0.0.1:{server.server_port}"
+    try:
+        with connect(app.config["DATABASE"]) as db:
+            platforms.add(
+                db, lms.url, CLIENT_ID, lms.url + "/authorize", lms.url + "/token", lms.url + "/jwks", [DEPLOYMENT]
+            )
+        lms.tool = {
+            "login": tool_url + "/lti/login",
+            "launch": tool_url + "/lti/launch",
+            "jwks": requests.get(tool_url + "/lti/jwks", timeout=10).json(),
+        }
+        lms.deployment = DEPLOYMENT
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
+            try:
+                page = browser.new_page()
+                page.goto(f"{lms.url}/course?user=teacher-1&role=instructor&lesson=autocast")
+                frame = page.frame_locator("#tool")
+                frame.locator("body[data-page='lesson']").wait_for(timeout=30_000)
+                assert "/lessons/autocast" in page.frames[1].url
+            finally:
+                browser.close()
+    finally:
+        server.shutdown()
+
+
+def test_over_https_the_lti_sessions_cookies_may_be_read_inside_the_platforms_frame(tool, lms):
+    client = tool.test_client()
+    login = client.get(_path(lms.login_url("teacher-1", "instructor")), base_url="https://localhost")
+    cookies = login.headers.getlist("Set-Cookie")
+    assert {c.split("=")[0] for c in cookies} >= {"session"} and any(c.startswith("lti1p3-state-") for c in cookies)
+    for cookie in cookies:
+        assert "SameSite=None" in cookie and "Secure" in cookie and "Partitioned" in cookie, cookie
+    plain = tool.test_client().get("/", base_url="https://localhost").headers.getlist("Set-Cookie")
+    assert plain and all("SameSite=Lax" in c and "Partitioned" not in c for c in plain)  # elsewhere: as before
