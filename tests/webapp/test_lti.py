@@ -30,7 +30,16 @@ def lms():
 @pytest.fixture
 def tool(tmp_path, lms):
     """The app (SQLite), with the platform registered and the platform knowing the tool's URLs and keys."""
-    app = create_app(base_config(tmp_path))
+    return registered(create_app(base_config(tmp_path)), lms)
+
+
+@pytest.fixture
+def tool_on_either_database(tmp_path, lms, database):
+    """The same on SQLite and on PostgreSQL."""
+    return registered(create_app(base_config(tmp_path, DATABASE=database)), lms)
+
+
+def registered(app, lms):
     from webapp.lti import platforms
 
     with connect(app.config["DATABASE"]) as db:
@@ -152,7 +161,8 @@ def _graded_pass(app, client, score: float = 1.0) -> None:
     grade_as(app, response.get_json()["id"], "pass" if score == 1.0 else "fail", score=score)
 
 
-def test_a_graded_submission_reaches_the_gradebook_and_waits_while_the_lms_is_down(tool, lms):
+def test_a_graded_submission_reaches_the_gradebook_and_waits_while_the_lms_is_down(tool_on_either_database, lms):
+    tool = tool_on_either_database
     launch(tool.test_client(), lms, "teacher-1", "instructor", lesson="autocast")
     learner = tool.test_client()
     launch(learner, lms, "student-4", "learner", lesson="autocast")
@@ -174,7 +184,7 @@ def test_a_graded_submission_reaches_the_gradebook_and_waits_while_the_lms_is_do
         assert row["state"] == "pending" and row["tries"] == 1 and "503" in row["last_error"]
         teacher = tool.test_client()
         launch(teacher, lms, "teacher-1", "instructor")
-        page = teacher.get(f"/courses/{_course_id(tool)}/lti").get_data(as_text=True)
+        page = teacher.get(f"/teach/courses/{_course_id(tool)}/lti").get_data(as_text=True)
         assert "503" in page  # the instructor sees why the score is not there yet
     finally:
         lms.down = False
@@ -224,7 +234,7 @@ def test_the_roster_is_imported_from_every_page_of_the_platform(tool, lms):
         for i in range(3)
     ]
     lms.members.append({"user_id": "ta", "name": "Assistant", "roles": ROLES["instructor"], "status": "Active"})
-    response = form(teacher, f"/courses/{_course_id(tool)}/lti/roster", {})
+    response = form(teacher, f"/teach/courses/{_course_id(tool)}/lti/roster", {})
     assert response.status_code == 303
     with connect(tool.config["DATABASE"]) as db:
         learners = db.execute(

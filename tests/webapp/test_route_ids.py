@@ -23,6 +23,9 @@ ROUTES = [
     ("GET", "/teach/courses/{id}/submissions/<sid>"),
     ("POST", "/api/quiz/autocast/{id}"),
     ("POST", "/account/tokens/{id}/revoke"),
+    ("GET", "/teach/courses/{id}/lti"),
+    ("POST", "/teach/courses/{id}/lti/resend"),
+    ("POST", "/teach/courses/{id}/lti/roster"),
 ]
 
 

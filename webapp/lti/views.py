@@ -206,7 +206,7 @@ def _origin(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
-@bp.post("/courses/<int:course_id>/lti/resend")
+@bp.post("/teach/courses/<int:course_id>/lti/resend")
 @instructor_required
 def resend(course_id):
     db = get_db()
@@ -216,7 +216,7 @@ def resend(course_id):
     return redirect(url_for("lti.course_lms", course_id=course_id), code=303)
 
 
-@bp.post("/courses/<int:course_id>/lti/roster")
+@bp.post("/teach/courses/<int:course_id>/lti/roster")
 @instructor_required
 def refresh_roster(course_id):
     db = get_db()
@@ -226,7 +226,7 @@ def refresh_roster(course_id):
     return redirect(url_for("lti.course_lms", course_id=course_id), code=303)
 
 
-@bp.get("/courses/<int:course_id>/lti")
+@bp.get("/teach/courses/<int:course_id>/lti")
 @instructor_required
 def course_lms(course_id):
     """The course's link to its LMS: scores that have not reached it (and why), and the two actions."""
