@@ -184,6 +184,7 @@ def test_a_graded_submission_reaches_the_gradebook_and_waits_while_the_lms_is_do
         assert row["state"] == "pending" and row["tries"] == 1 and "503" in row["last_error"]
         teacher = tool.test_client()
         launch(teacher, lms, "teacher-1", "instructor")
+        assert f"/teach/courses/{_course_id(tool)}/lti" in teacher.get(f"/teach/courses/{_course_id(tool)}").text
         page = teacher.get(f"/teach/courses/{_course_id(tool)}/lti").get_data(as_text=True)
         assert "503" in page  # the instructor sees why the score is not there yet
     finally:

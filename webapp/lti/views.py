@@ -241,6 +241,17 @@ def course_lms(course_id):
     )
 
 
+@bp.app_context_processor
+def _lms_page():
+    """lms_page(course_id): the course's LMS page, for a course linked to an LMS (the dashboard links it)."""
+
+    def lms_page(course_id: int) -> str | None:
+        linked = get_db().execute("SELECT 1 FROM lti_contexts WHERE course_id = ? LIMIT 1", (course_id,)).fetchone()
+        return url_for("lti.course_lms", course_id=course_id) if linked else None
+
+    return {"lms_page": lms_page}
+
+
 def exempt_from_csrf(app) -> None:
     """The platform posts these two itself: no session of ours, no token to echo; the launch's own checks stand."""
     for view in (login, launch_view):
