@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+from functools import lru_cache
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -44,8 +45,13 @@ def signing_key(db) -> tuple[str, str, str]:
     if row is None:
         rotate(db)
         return signing_key(db)
-    public = JWK.from_pem(row["private_pem"].encode()).public().export_to_pem().decode()
-    return row["kid"], row["private_pem"], public
+    return row["kid"], row["private_pem"], _public_pem(row["private_pem"])
+
+
+@lru_cache(maxsize=8)
+def _public_pem(private_pem: str) -> str:
+    """Loading an RSA private key checks it (tens of ms): once per key and process, not per request."""
+    return JWK.from_pem(private_pem.encode()).public().export_to_pem().decode()
 
 
 def retire(db, kid: str) -> bool:
