@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+from functools import lru_cache
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from cryptography.hazmat.primitives import serialization
@@ -67,6 +68,31 @@ class Launch(LTIAdvantageMessageLaunchAbstract):
         return launch_data
 
 
+@lru_cache(maxsize=16)
+def _loaded(private_pem: str):
+    return serialization.load_pem_private_key(private_pem.encode(), password=None)
+
+
+@lru_cache(maxsize=16)
+def _kid(private_pem: str) -> str:
+    return Registration.get_jwk(private_pem)["kid"]
+
+
+class FastRegistration(Registration):
+    """lti1p3platform's Registration, parsing each private key once per process instead of on every signature."""
+
+    def get_kid(self):
+        return _kid(self._platform_private_key)
+
+    @staticmethod
+    def encode_and_sign(payload, private_key, headers=None, expiration=None):
+        key = _loaded(private_key) if isinstance(private_key, str) else private_key
+        return Registration.encode_and_sign(payload, key, headers, expiration)
+
+    def platform_encode_and_sign(self, payload, expiration=None):
+        return self.encode_and_sign(payload, self._platform_private_key, {"kid": self.get_kid()}, expiration)
+
+
 class Lms:
     """The platform: its state (keys, gradebook, roster, deep links) and its Flask app."""
 
@@ -100,7 +126,7 @@ class Lms:
 
     def registration(self) -> Registration:
         private, public = self.keys[-1]
-        reg = Registration().set_iss(self.url).set_client_id(CLIENT_ID).set_deployment_id(self.deployment)
+        reg = FastRegistration().set_iss(self.url).set_client_id(CLIENT_ID).set_deployment_id(self.deployment)
         reg.set_oidc_login_url(self.tool["login"]).set_launch_url(self.tool["launch"])
         reg.set_deeplink_launch_url(self.tool["launch"])
         reg.set_platform_private_key(private).set_platform_public_key(public)

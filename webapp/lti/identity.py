@@ -67,10 +67,7 @@ def account(db, platform_id: int, claims: dict, teacher: bool) -> accounts.User:
     if row is not None:
         return accounts._user(row)
     user = accounts.create(
-        db,
-        _username(db, claims, claims["iss"], sub),
-        secrets.token_urlsafe(32),
-        role="instructor" if teacher else "learner",
+        db, _username(db, claims, claims["iss"], sub), None, role="instructor" if teacher else "learner"
     )
     db.execute(
         "INSERT INTO lti_accounts (platform_id, sub, user_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
@@ -123,6 +120,16 @@ def services(db, context_ref: int, claims: dict) -> None:
         )
 
 
+def _linked(db, platform_id: int, deployment: str, context_id: str) -> bool:
+    return (
+        db.execute(
+            "SELECT 1 FROM lti_contexts WHERE platform_id = ? AND deployment_id = ? AND context_id = ?",
+            (platform_id, deployment, context_id),
+        ).fetchone()
+        is not None
+    )
+
+
 def launched_lesson(claims: dict) -> str | None:
     """The lesson of a resource link: its custom parameter `lesson` (a deep link sets it), if that lesson exists."""
     lesson = (claims.get(CLAIM + "custom") or {}).get("lesson")
@@ -130,6 +137,9 @@ def launched_lesson(claims: dict) -> str | None:
 
 
 def land(db, platform_id: int, claims: dict, teacher: bool) -> Landing:
+    ctx = claims.get(CLAIM + "context") or {}
+    if not teacher and ctx.get("id") and not _linked(db, platform_id, claims[CLAIM + "deployment_id"], ctx["id"]):
+        raise LaunchRefused("Your instructor has not opened AMP Dojo in this course yet.")  # and no account made
     user = account(db, platform_id, claims, teacher)
     lesson = launched_lesson(claims)
     context_ref, course_id = context(db, platform_id, claims, user, teacher, lesson)

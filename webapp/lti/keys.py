@@ -63,3 +63,9 @@ def jwks(db) -> dict:
     signing_key(db)  # a platform that reads the JWKS before any launch finds the key it will see
     rows = db.execute("SELECT public_jwk FROM lti_keys WHERE retired_at IS NULL ORDER BY created_at").fetchall()
     return {"keys": [json.loads(r["public_jwk"]) for r in rows]}
+
+
+@lru_cache(maxsize=8)
+def loaded(private_pem: str):
+    """The private key as an object that signs without being parsed again (PyJWT takes it as it takes a PEM)."""
+    return serialization.load_pem_private_key(private_pem.encode(), password=None)

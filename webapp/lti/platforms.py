@@ -141,7 +141,7 @@ def registration(db, row) -> Registration:
     reg.set_issuer(row["issuer"]).set_client_id(row["client_id"]).set_auth_login_url(row["auth_login_url"])
     reg.set_auth_token_url(row["auth_token_url"]).set_key_set_url(row["key_set_url"])
     reg.set_key_set(json.loads(row["key_set"]) if row["key_set"] else None)
-    reg.set_tool_private_key(private_pem).set_tool_public_key(public_pem)
+    reg.set_tool_private_key(keys.loaded(private_pem)).set_tool_public_key(public_pem)
     reg.platform_id = row["id"]  # which row a launch's refetch updates
     return reg
 
