@@ -106,6 +106,10 @@ def create_app(test_config: dict | None = None) -> Flask:
 
     for blueprint in (late_work.bp, roster.bp, similarity_pages.bp):
         app.register_blueprint(blueprint)
+    # LTI 1.3 (an LMS's launches, grades and roster): its own package, which the core never imports
+    from webapp import lti
+
+    lti.init_app(app)
     app.before_request(lambda: start_collector(app))
     for status in ERROR_PAGES:  # the one handler of every HTML error page (the API words its own as JSON)
         app.register_error_handler(status, error_page)

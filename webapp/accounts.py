@@ -116,13 +116,20 @@ def check_free(db, username: str) -> None:
     raise AccountError(noop_gettext("That username looks too much like one that is taken: choose another."))
 
 
-def create(db, username: str, password: str, role: str = "learner", reown_from: str | None = None) -> User:
-    """A new account; with `reown_from`, that anonymous learner's submissions become the account's.
+# The password hash of an account that another site signs in (an LMS, webapp/lti): no password matches it
+# (werkzeug's check_password_hash reads method$salt$hash and answers False to anything else).
+NO_PASSWORD = "!signed-in-elsewhere"
+
+
+def create(db, username: str, password: str | None, role: str = "learner", reown_from: str | None = None) -> User:
+    """A new account; with `reown_from`, that anonymous learner's submissions become the account's; with no
+    password (None), one that signs in only elsewhere until a password is set for it (a reset link).
     A taken name is refused before the password is hashed (scrypt is the costly part of a sign-up)."""
-    check_new(username, password)
+    check_new(username, "x" * MIN_PASSWORD if password is None else password)
     assert role in ROLES
     check_free(db, username)
-    password_hash = generate_password_hash(password)  # slow on purpose: outside the write lock
+    # slow on purpose: outside the write lock
+    password_hash = NO_PASSWORD if password is None else generate_password_hash(password)
     learner, token, now = secrets.token_urlsafe(16), secrets.token_urlsafe(32), time.time()
     with transaction(db):
         check_free(db, username)  # again: another sign-up may have taken it while this one hashed
@@ -172,7 +179,7 @@ def authenticate(db, username: str, password: str) -> User | None:
     """The account, if the password is its own; the same work whether or not the name exists."""
     row = db.execute("SELECT * FROM users WHERE username_key = ?", (username_key(username or ""),)).fetchone()
     password = (password or "")[:MAX_PASSWORD]
-    if row is None:
+    if row is None or row["password_hash"] == NO_PASSWORD:  # an LMS's account takes as long as a wrong name
         check_password_hash(_dummy_hash(), password)
         return None
     return _user(row) if check_password_hash(row["password_hash"], password) else None

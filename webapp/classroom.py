@@ -323,3 +323,37 @@ def count_submissions(db, course_id: int, learner: str) -> int:
         "AND cl.course_id = ? WHERE s.learner = ?",
         (course_id, learner),
     ).fetchone()[0]
+
+
+def add_lesson(db, course_id: int, lesson: str, deadline: float | None = None) -> None:
+    """The lesson at the end of the course (a deadline given replaces the one it had): what linking a lesson from
+    elsewhere (an LMS's deep link) does."""
+    with transaction(db):
+        row = db.execute(
+            "SELECT 1 FROM course_lessons WHERE course_id = ? AND lesson = ?", (course_id, lesson)
+        ).fetchone()
+        if row is not None:
+            if deadline is not None:
+                db.execute(
+                    "UPDATE course_lessons SET deadline = ? WHERE course_id = ? AND lesson = ?",
+                    (deadline, course_id, lesson),
+                )
+            return
+        last = db.execute("SELECT max(position) FROM course_lessons WHERE course_id = ?", (course_id,)).scalar()
+        db.execute(
+            "INSERT INTO course_lessons (course_id, lesson, position, deadline) VALUES (?, ?, ?, ?)",
+            (course_id, lesson, (last or 0) + 1, deadline),
+        )
+
+
+def teach(db, course_id: int, user_id: int) -> None:
+    db.execute(
+        "INSERT INTO course_instructors (course_id, user_id) VALUES (?, ?) ON CONFLICT DO NOTHING", (course_id, user_id)
+    )
+
+
+def enroll(db, course_id: int, user_id: int) -> None:
+    db.execute(
+        "INSERT INTO enrollments (course_id, user_id, joined_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+        (course_id, user_id, time.time()),
+    )

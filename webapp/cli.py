@@ -9,6 +9,7 @@
     amp-dojo restore PATH            a backup into an empty instance, migrated up
     amp-dojo reset-password NAME     a one-time link that sets a new password for account NAME
     amp-dojo warm [LESSON...]        the lessons' trusted runs, computed into the workers' store ahead of time
+    amp-dojo lti add-platform ...    register an LMS (LTI 1.3; also lti list, lti remove, lti rotate-key)
 
 Settings come from AMP_DOJO_CONFIG and AMP_DOJO_* variables (docs/configuration.md)."""
 
@@ -384,6 +385,12 @@ def _stop_worker(proc: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+# ---------- LTI 1.3 (webapp/lti): amp-dojo lti add-platform | list | remove | rotate-key ----------
+from webapp.lti.commands import lti as _lti  # noqa: E402 - one block, for the merge
+
+main.add_command(_lti)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import logging
 import threading
 import time
 
-from webapp import bounds, findings, learner_lessons, metrics, store
+from webapp import bounds, findings, learner_lessons, metrics, signals, store
 from webapp.db import connect, transaction
 from webapp.dispatch import dispatch, take_back_cancelled
 
@@ -190,6 +190,11 @@ def accept(db, row, worker_events: list[dict], outcome: dict, config) -> bool:
                 learner_lessons.graded(db, current, result)
     if cur.rowcount == 1:
         _count(db, sid, result["status"] if result is not None else "platform_error")
+        if result is not None:  # outside the transaction: a listener (an LMS's gradebook) may enqueue its own work
+            try:
+                signals.graded.send(None, db=db, row=current, result=result, config=config)
+            except Exception:  # a listener's failure never undoes or hides the stored verdict
+                log.exception("a listener of the grading of %s failed", sid)
     return cur.rowcount == 1
 
 

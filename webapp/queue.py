@@ -49,17 +49,18 @@ class WorkerSettings:
         return self.name or f"{socket.gethostname()}:{os.getpid()}"
 
 
-def make_huey(url: str):
-    """SqliteHuey for sqlite:///path, RedisHuey for redis://host:port/db."""
+def make_huey(url: str, name: str = HUEY_NAME):
+    """SqliteHuey for sqlite:///path, RedisHuey for redis://host:port/db; `name` is the queue's (another name, such
+    as the LMS scores' of webapp/lti, is another queue in the same storage)."""
     scheme = urlparse(url).scheme
     if scheme == "sqlite":
         path = url[len("sqlite:///") :] if url.startswith("sqlite:///") else ""
         if not path:
             raise ValueError(f"QUEUE_URL {url!r}: expected sqlite:///<path to a file>")
         private_file(path)  # 0600 before Huey opens it (its -wal and -shm follow); a missing folder 0700
-        return SqliteHuey(HUEY_NAME, filename=path, results=False)
+        return SqliteHuey(name, filename=path, results=False)
     if scheme in ("redis", "rediss", "unix"):
-        return RedisHuey(HUEY_NAME, url=url, results=False)
+        return RedisHuey(name, url=url, results=False)
     raise ValueError(f"QUEUE_URL {url!r}: use sqlite:///<path> or redis://host:port/db")
 
 

@@ -21,6 +21,7 @@ from flask_wtf.csrf import CSRFError, CSRFProtect, generate_csrf
 
 CSRF_HEADER = "X-CSRF-Token"
 CSRF_FIELD = "csrf_token"  # the forms' hidden field, and where the session keeps its raw token
+FRAMED = "lti_frame"  # in the session: opened by an LMS launch, so read inside the LMS's iframe (webapp/lti)
 
 
 class _CSRFProtect(CSRFProtect):
@@ -165,7 +166,8 @@ def set_headers(response):
     """after_request: the page may only run our own scripts and never be framed."""
     response.headers.setdefault("Content-Security-Policy", CSP)
     response.headers.setdefault("X-Content-Type-Options", "nosniff")
-    response.headers.setdefault("X-Frame-Options", "DENY")
+    if "frame-ancestors 'none'" in response.headers["Content-Security-Policy"]:  # else an LMS frames it (webapp/lti)
+        response.headers.setdefault("X-Frame-Options", "DENY")
     response.headers.setdefault("Referrer-Policy", "same-origin")
     return response
 
@@ -180,6 +182,19 @@ class SessionInterface(SecureCookieSessionInterface):
 
     def get_cookie_secure(self, app) -> bool:
         return bool(app.config["SESSION_COOKIE_SECURE"]) or (has_request_context() and request.is_secure)
+
+    def get_cookie_samesite(self, app) -> str | None:
+        """SameSite=None for a session opened by an LMS launch over HTTPS (webapp/lti): inside the LMS's iframe
+        the cookie is a third party's, which Lax never sends."""
+        return "None" if _framed_session() else app.config["SESSION_COOKIE_SAMESITE"]
+
+    def get_cookie_partitioned(self, app) -> bool:
+        """Partitioned (CHIPS) with it: the browser keeps it for this LMS's pages alone."""
+        return _framed_session() or bool(app.config.get("SESSION_COOKIE_PARTITIONED"))
+
+
+def _framed_session() -> bool:
+    return has_request_context() and request.is_secure and bool(session.get(FRAMED))
 
 
 def init_app(app):

@@ -30,6 +30,9 @@ ROUTES = [
     ("GET", "/teach/courses/{id}/similarity"),
     ("POST", "/teach/courses/{id}/similarity/<lesson>"),
     ("GET", "/teach/courses/{id}/similarity/<lesson>/<a>/<b>"),
+    ("GET", "/teach/courses/{id}/lti"),
+    ("POST", "/teach/courses/{id}/lti/resend"),
+    ("POST", "/teach/courses/{id}/lti/roster"),
 ]
 
 
