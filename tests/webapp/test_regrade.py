@@ -1,0 +1,83 @@
+"""Regrading a course lesson after its lesson file changed (webapp/regrades.py): a real course whose learners'
+submissions were really graded, the lesson's parity threshold tightened, the regrade previewed (only the
+learners who flip are listed), applied (the gradebook follows), and both verdicts kept in the history. The
+pages' own flow (start, progress, cancel, apply) runs on scripted verdicts: no grading needed there."""
+
+import csv
+import hashlib
+import io
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from webapp_testing import base_config, csrf_headers, form, grade_as, make_instructor, signin, signup
+
+import grader
+from grader.lesson.loader import load_exercise
+from webapp import cli, create_app, regrades
+from webapp.db import connect
+
+AUTOCAST = load_exercise("autocast")
+
+
+def enrolled_class(app, names, lesson="autocast"):
+    """An instructor's course of `lesson` and one signed-in client per learner who joined it."""
+    make_instructor(app, "teacher")
+    teacher = app.test_client()
+    signin(teacher, "teacher")
+    made = form(teacher, "/teach/courses/new", {"name": "AMP", f"lesson-{lesson}": "on", f"position-{lesson}": "1"})
+    url = made.headers["Location"]
+    code = re.search(r'data-testid="join-code-value">(\w+)<', teacher.get(url).get_data(as_text=True)).group(1)
+    learners = {}
+    for name in names:
+        learners[name] = app.test_client()
+        signup(learners[name], name)
+        form(learners[name], "/courses/join", {"code": code})
+    return teacher, int(url.rstrip("/").split("/")[-1]), learners
+
+
+def send(client, code, lesson="autocast") -> str:
+    response = client.post(f"/api/lessons/{lesson}/submissions", json={"code": code}, headers=csrf_headers(client))
+    assert response.status_code == 202, response.get_json()
+    return response.get_json()["id"]
+
+
+def test_a_tightened_threshold_regrade_lists_exactly_who_flips_and_apply_moves_the_gradebook(tmp_path, monkeypatch):
+    lessons = tmp_path / "lessons"
+    lessons.mkdir()
+    lesson_file = lessons / "autocast.yaml"
+    shutil.copy(Path(grader.__file__).parent.parent / "exercises" / "autocast.yaml", lesson_file)
+    app = create_app(base_config(tmp_path, EXERCISES=str(lessons)))
+    teacher, course_id, learners = enrolled_class(app, ("ada", "bob", "cyd"))
+    ada, bob = send(learners["ada"], AUTOCAST.reference), send(learners["bob"], AUTOCAST.starter)
+    queue = app.extensions["amp_dojo_queue"]
+    assert queue.run_pending() == 2
+    for client, sid in ((learners["ada"], ada), (learners["bob"], bob)):
+        assert client.get(f"/api/submissions/{sid}").get_json()["status"] == "done"
+    db = connect(app.config["DATABASE"])
+    before = hashlib.sha256(lesson_file.read_bytes()).hexdigest()
+    stored = db.execute("SELECT lesson_hash, grader_version, result_status FROM submissions WHERE id = ?", (ada,))
+    assert tuple(stored.fetchone()) == (before, grader.__version__, "pass")
+
+    # The reference's loss is within 0.2% of FP32's: a 0.01% tolerance fails it; the starter fails either way.
+    text = lesson_file.read_text()
+    assert "bfloat16: {loss_rtol: 0.02," in text
+    lesson_file.write_text(text.replace("bfloat16: {loss_rtol: 0.02,", "bfloat16: {loss_rtol: 0.0001,"))
+    monkeypatch.setattr(cli, "_app", lambda: app)
+    run = CliRunner().invoke(cli.main, ["regrade", str(course_id), "autocast", "--inline", "--apply"])
+    assert run.exit_code == 0, run.output
+    flipped = [line.split("\t") for line in run.stdout.splitlines() if "\t" in line]
+    assert [f[:2] for f in flipped] == [["ada", "pass to fail"]], run.output
+    assert "applied: 1 verdicts changed" in run.output
+
+    assert [v["status"] for v in regrades.history(db, ada)] == ["pass", "fail"]
+    (first, now) = regrades.history(db, ada)
+    assert first["lesson_hash"] == before and now["lesson_hash"] == hashlib.sha256(lesson_file.read_bytes()).hexdigest()
+    assert [v["status"] for v in regrades.history(db, bob)] == ["fail", "fail"]
+    book = {r["username"]: r for r in csv.DictReader(io.StringIO(teacher.get(
+        f"/teach/courses/{course_id}/gradebook.csv?style=comma").get_data(as_text=True)))}
+    assert book["ada"]["autocast passed at"] == "" and book["cyd"]["autocast passed at"] == ""
+    assert learners["ada"].get("/api/lessons").get_json()["lessons"][0]["progress"] in ("attempted",)
+    db.close()
