@@ -97,6 +97,9 @@ def create_app(test_config: dict | None = None) -> Flask:
     app.register_blueprint(api.bp)
     for blueprint in (auth.bp, passwords.bp, courses.bp, dashboard.bp, health.bp, metrics.bp):
         app.register_blueprint(blueprint)
+    from webapp import regrade_exam_pages
+
+    app.register_blueprint(regrade_exam_pages.bp)
     app.before_request(lambda: start_collector(app))
     for status in ERROR_PAGES:  # the one handler of every HTML error page (the API words its own as JSON)
         app.register_error_handler(status, error_page)

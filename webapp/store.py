@@ -225,7 +225,10 @@ def check_storage(db, config, learner: str, client_ip: str | None, size: int, no
 
 def create(db, *, learner: str, client_ip: str | None, lesson: str, code: str, lang: str, config) -> dict:
     """Stores the submission (status queued) after the limits; the caller enqueues it."""
+    from webapp import exams
+
     now = time.time()
+    exam_courses = exams.admit(db, learner, lesson, now)  # refused (and logged) outside an exam's window
     with transaction(db):
         check_rate(db, learner, client_ip, config, now)
         check_queue(db, config, learner, client_ip)
@@ -243,6 +246,7 @@ def create(db, *, learner: str, client_ip: str | None, lesson: str, code: str, l
             (sid, json.dumps({"stage": "queued"}), now),
         )
         learner_lessons.submitted(db, learner, lesson, now)
+        exams.log(db, exam_courses, learner, lesson, sid, "accepted", now)
     code_views.remember(db, sid, code)
     return get(db, sid)
 

@@ -81,3 +81,56 @@ def test_a_tightened_threshold_regrade_lists_exactly_who_flips_and_apply_moves_t
     assert book["ada"]["autocast passed at"] == "" and book["cyd"]["autocast passed at"] == ""
     assert learners["ada"].get("/api/lessons").get_json()["lessons"][0]["progress"] in ("attempted",)
     db.close()
+
+
+def scripted(status: str) -> dict:
+    """A worker's outcome of a regrade step, as webapp/regrade_jobs.py reports it (no grading)."""
+    check = {"id": "parity", "status": "fail" if status == "fail" else "pass", "message": "", "measured": {},
+             "threshold": None, "weight": 1.0,
+             "findings": [{"id": "parity_loss", "message": "loss too far", "fix": "f", "line": 3, "severity": "error"}]
+             if status == "fail" else []}
+    result = {"status": status, "score": 1.0 if status == "pass" else 0.4, "checks": [check], "output": "",
+              "plots": {}, "error": None}
+    return {"status": "done", "result": result, "lesson_hash": "new", "grader_version": "9"}
+
+
+def test_the_regrade_pages_preview_both_flips_below_learners_then_cancel_and_apply(app):
+    teacher, course_id, learners = enrolled_class(app, ("ada", "bob"), lesson="grad_scaler")
+    ada, bob = send(learners["ada"], "x = 1", "grad_scaler"), send(learners["bob"], "x = 2", "grad_scaler")
+    grade_as(app, ada, "pass")
+    grade_as(app, bob, "fail")
+    queue = app.extensions["amp_dojo_queue"]
+    queue.huey.flush()  # the scripted gradings' tasks
+
+    started = form(teacher, f"/teach/courses/{course_id}/regrades", {"lesson": "grad_scaler"})
+    assert started.status_code == 303
+    page_url = started.headers["Location"]
+    page = teacher.get(page_url).get_data(as_text=True)
+    assert 'data-state="running"' in page and "0 of 2 submissions graded again" in page
+    later = send(learners["ada"], "x = 3", "grad_scaler")  # a learner's grading, asked for after the regrade
+    task = queue.huey.dequeue()
+    assert task.args[0]["submission_id"] == later  # goes first
+    rid = int(page_url.rstrip("/").split("/")[-1])
+    queue.huey.flush()  # the regrade's own step: its verdicts come scripted instead
+    queue.put("regrade", ada, rid, scripted("fail"))
+    queue.put("regrade", bob, rid, scripted("pass"))
+    page = teacher.get(page_url).get_data(as_text=True)
+    assert 'data-state="previewed"' in page and "2 of 2" in page
+    flips = dict(re.findall(r'<tr data-username="(\w+)" data-direction="(\w+)">', page))
+    assert flips == {"ada": "pass_to_fail", "bob": "fail_to_pass"} and "loss too far" in page
+
+    other = form(teacher, f"/teach/courses/{course_id}/regrades", {"lesson": "grad_scaler"}).headers["Location"]
+    form(teacher, other + "/cancel", {})
+    assert 'data-state="cancelled"' in teacher.get(other).get_data(as_text=True)
+    queue.run_pending()  # the cancelled regrade's step finds its cancel key and grades nothing
+    db = connect(app.config["DATABASE"])
+    assert regrades.progress(db, int(other.rsplit("/", 1)[-1]))["done"] == 0
+
+    form(teacher, page_url + "/apply", {})
+    assert 'data-state="applied"' in teacher.get(page_url).get_data(as_text=True)
+    book = {r["username"]: r for r in csv.DictReader(io.StringIO(teacher.get(
+        f"/teach/courses/{course_id}/gradebook.csv?style=comma").get_data(as_text=True)))}
+    assert book["ada"]["grad_scaler passed at"] == "" and book["bob"]["grad_scaler passed at"] != ""
+    assert [v["status"] for v in regrades.history(db, bob)] == ["fail", "pass"]
+    db.close()
+    assert form(learners["ada"], page_url + "/apply", {}).status_code in (403, 404)  # instructors only
