@@ -14,6 +14,7 @@ from webapp import classroom, exams, regrades
 from webapp.auth import gettext, instructor_required
 from webapp.courses import lesson_title
 from webapp.db import get_db
+from webapp.i18n import noop_gettext
 from webapp.lessons import current_lang
 
 bp = Blueprint("term", __name__, url_prefix="/teach")
@@ -112,7 +113,7 @@ def regrade_apply(course_id, rid):
     db, _course, _regrade_row = _regrade(course_id, rid)
     try:
         n = regrades.apply(db, rid)
-        flash(gettext("Applied: {n} verdicts changed. The old verdicts stay in the history.", n=n), "saved")
+        flash(gettext("Applied. Verdicts changed: {n}. The old verdicts stay in the history.", n=n), "saved")
     except regrades.RegradeError as exc:
         flash(gettext(exc.message), "error")
     return redirect(url_for("term.regrade_show", course_id=course_id, rid=rid), code=303)
@@ -147,7 +148,7 @@ def exam(course_id):
         picked = [lesson for lesson in titles if request.form.get(f"exam-{lesson}")]
         try:
             if starts is None or ends is None:
-                raise exams.ExamError("Give the exam's start and end.")
+                raise exams.ExamError(noop_gettext("Give the exam's start and end."))
             exams.save(db, course_id, starts, ends, picked or None, bool(request.form.get("hold_results")))
             flash(gettext("The exam window is saved."), "saved")
         except exams.ExamError as exc:

@@ -13,6 +13,7 @@ import time
 from webapp import bounds, findings, learner_lessons, store
 from webapp.collector import stamp
 from webapp.db import transaction
+from webapp.i18n import noop_gettext
 from webapp.regrade_jobs import cancel_key
 
 RUNNING, PREVIEWED, APPLIED, CANCELLED = "running", "previewed", "applied", "cancelled"
@@ -196,12 +197,12 @@ def apply(db, rid: int) -> int:
     verdict (document, hash and version) is kept in its item, and the learners' records are computed again."""
     regrade = get(db, rid)
     if regrade is None or regrade["state"] != PREVIEWED:
-        raise RegradeError("Only a finished preview can be applied.")
+        raise RegradeError(noop_gettext("Only a finished preview can be applied."))
     changed, learners = 0, set()
     with transaction(db):
         if db.execute("UPDATE regrades SET state = ?, applied_at = ? WHERE id = ? AND state = ?",
                       (APPLIED, time.time(), rid, PREVIEWED)).rowcount != 1:
-            raise RegradeError("Only a finished preview can be applied.")
+            raise RegradeError(noop_gettext("Only a finished preview can be applied."))
         items = db.execute(
             "SELECT * FROM regrade_items WHERE regrade_id = ? AND new_result IS NOT NULL", (rid,)
         ).fetchall()
