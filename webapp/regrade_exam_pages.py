@@ -6,8 +6,17 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from flask import Blueprint, abort, current_app, flash, get_flashed_messages, redirect, render_template, request
-from flask import url_for
+from flask import (
+    Blueprint,
+    abort,
+    current_app,
+    flash,
+    get_flashed_messages,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
 from flask_login import current_user
 
 from webapp import classroom, exams, regrades
@@ -162,8 +171,10 @@ def exam(course_id):
         titles=titles,
         window=window,
         covered=covered,
-        fields={"starts_at": _field(window["starts_at"] if window else None),
-                "ends_at": _field(window["ends_at"] if window else None)},
+        fields={
+            "starts_at": _field(window["starts_at"] if window else None),
+            "ends_at": _field(window["ends_at"] if window else None),
+        },
         attempts=exams.attempts(db, course_id),
         notices=get_flashed_messages(with_categories=True),
     )

@@ -147,8 +147,10 @@ def flips(db, rid: int, lang: str = "en") -> list[dict]:
     out = []
     for own in learners.values():
         before = any(i["old_status"] == "pass" for i in own)
-        after = any((i["new_status"] or i["old_status"]) == "pass" if i["error"] is None else i["old_status"] == "pass"
-                    for i in own)
+        after = any(
+            (i["new_status"] or i["old_status"]) == "pass" if i["error"] is None else i["old_status"] == "pass"
+            for i in own
+        )
         if before != after:
             latest = own[-1]
             out.append(
@@ -200,8 +202,13 @@ def apply(db, rid: int) -> int:
         raise RegradeError(noop_gettext("Only a finished preview can be applied."))
     changed, learners = 0, set()
     with transaction(db):
-        if db.execute("UPDATE regrades SET state = ?, applied_at = ? WHERE id = ? AND state = ?",
-                      (APPLIED, time.time(), rid, PREVIEWED)).rowcount != 1:
+        if (
+            db.execute(
+                "UPDATE regrades SET state = ?, applied_at = ? WHERE id = ? AND state = ?",
+                (APPLIED, time.time(), rid, PREVIEWED),
+            ).rowcount
+            != 1
+        ):
             raise RegradeError(noop_gettext("Only a finished preview can be applied."))
         items = db.execute(
             "SELECT * FROM regrade_items WHERE regrade_id = ? AND new_result IS NOT NULL", (rid,)
@@ -218,8 +225,14 @@ def apply(db, rid: int) -> int:
             db.execute(
                 "UPDATE submissions SET result = ?, result_status = ?, score = ?, lesson_hash = ?, "
                 "grader_version = ? WHERE id = ?",
-                (item["new_result"], item["new_status"], item["new_score"], item["lesson_hash"],
-                 item["grader_version"], row["id"]),
+                (
+                    item["new_result"],
+                    item["new_status"],
+                    item["new_score"],
+                    item["lesson_hash"],
+                    item["grader_version"],
+                    row["id"],
+                ),
             )
             db.execute("DELETE FROM findings WHERE submission_id = ?", (row["id"],))
             findings.record(db, row, json.loads(item["new_result"]))
@@ -240,12 +253,24 @@ def history(db, sid: str) -> list[dict]:
     ).fetchall()
     row = store.get(db, sid)
     verdicts = [
-        {"status": r[0], "score": r[1], "lesson_hash": r[2], "grader_version": r[3], "replaced_at": r[4],
-         "regrade_id": r[5]}
+        {
+            "status": r[0],
+            "score": r[1],
+            "lesson_hash": r[2],
+            "grader_version": r[3],
+            "replaced_at": r[4],
+            "regrade_id": r[5],
+        }
         for r in replaced
     ]
     verdicts.append(
-        {"status": row["result_status"], "score": row["score"], "lesson_hash": row["lesson_hash"],
-         "grader_version": row["grader_version"], "replaced_at": None, "regrade_id": None}
+        {
+            "status": row["result_status"],
+            "score": row["score"],
+            "lesson_hash": row["lesson_hash"],
+            "grader_version": row["grader_version"],
+            "replaced_at": None,
+            "regrade_id": None,
+        }
     )
     return verdicts

@@ -26,8 +26,9 @@ def set_window(teacher, course_id, start, end, lessons=("autocast",), hold=False
 
 
 def post(client, lesson="autocast", lang="en"):
-    return client.post(f"/api/lessons/{lesson}/submissions?lang={lang}", json={"code": "x = 1"},
-                       headers=csrf_headers(client))
+    return client.post(
+        f"/api/lessons/{lesson}/submissions?lang={lang}", json={"code": "x = 1"}, headers=csrf_headers(client)
+    )
 
 
 def test_an_exam_window_refuses_outside_switches_help_off_inside_holds_results_and_logs_attempts(app):
@@ -54,8 +55,10 @@ def test_an_exam_window_refuses_outside_switches_help_off_inside_holds_results_a
     assert said["correct"] is True and said["explanation"] == ""
     assert learners["bob"].get("/api/lessons/autocast").get_json()["hints"] == []  # everyone in the course
     db = connect(app.config["DATABASE"])
-    assert exams.exam_in_force(db, db.execute("SELECT learner FROM users WHERE username = 'bob'").scalar(),
-                               "autocast") is not None
+    assert (
+        exams.exam_in_force(db, db.execute("SELECT learner FROM users WHERE username = 'bob'").scalar(), "autocast")
+        is not None
+    )
     grade_as(app, sid, "pass")
     mine = ada.get(f"/api/submissions/{sid}").get_json()
     assert mine["status"] == "done" and mine["result_status"] is None and mine["held_until"] > now

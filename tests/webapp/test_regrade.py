@@ -10,7 +10,6 @@ import re
 import shutil
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 from webapp_testing import base_config, csrf_headers, form, grade_as, make_instructor, signin, signup
 
@@ -76,8 +75,12 @@ def test_a_tightened_threshold_regrade_lists_exactly_who_flips_and_apply_moves_t
     (first, now) = regrades.history(db, ada)
     assert first["lesson_hash"] == before and now["lesson_hash"] == hashlib.sha256(lesson_file.read_bytes()).hexdigest()
     assert [v["status"] for v in regrades.history(db, bob)] == ["fail", "fail"]
-    book = {r["username"]: r for r in csv.DictReader(io.StringIO(teacher.get(
-        f"/teach/courses/{course_id}/gradebook.csv?style=comma").get_data(as_text=True)))}
+    book = {
+        r["username"]: r
+        for r in csv.DictReader(
+            io.StringIO(teacher.get(f"/teach/courses/{course_id}/gradebook.csv?style=comma").get_data(as_text=True))
+        )
+    }
     assert book["ada"]["autocast passed at"] == "" and book["cyd"]["autocast passed at"] == ""
     assert learners["ada"].get("/api/lessons").get_json()["lessons"][0]["progress"] in ("attempted",)
     db.close()
@@ -85,12 +88,25 @@ def test_a_tightened_threshold_regrade_lists_exactly_who_flips_and_apply_moves_t
 
 def scripted(status: str) -> dict:
     """A worker's outcome of a regrade step, as webapp/regrade_jobs.py reports it (no grading)."""
-    check = {"id": "parity", "status": "fail" if status == "fail" else "pass", "message": "", "measured": {},
-             "threshold": None, "weight": 1.0,
-             "findings": [{"id": "parity_loss", "message": "loss too far", "fix": "f", "line": 3, "severity": "error"}]
-             if status == "fail" else []}
-    result = {"status": status, "score": 1.0 if status == "pass" else 0.4, "checks": [check], "output": "",
-              "plots": {}, "error": None}
+    check = {
+        "id": "parity",
+        "status": "fail" if status == "fail" else "pass",
+        "message": "",
+        "measured": {},
+        "threshold": None,
+        "weight": 1.0,
+        "findings": [{"id": "parity_loss", "message": "loss too far", "fix": "f", "line": 3, "severity": "error"}]
+        if status == "fail"
+        else [],
+    }
+    result = {
+        "status": status,
+        "score": 1.0 if status == "pass" else 0.4,
+        "checks": [check],
+        "output": "",
+        "plots": {},
+        "error": None,
+    }
     return {"status": "done", "result": result, "lesson_hash": "new", "grader_version": "9"}
 
 
@@ -128,8 +144,12 @@ def test_the_regrade_pages_preview_both_flips_below_learners_then_cancel_and_app
 
     form(teacher, page_url + "/apply", {})
     assert 'data-state="applied"' in teacher.get(page_url).get_data(as_text=True)
-    book = {r["username"]: r for r in csv.DictReader(io.StringIO(teacher.get(
-        f"/teach/courses/{course_id}/gradebook.csv?style=comma").get_data(as_text=True)))}
+    book = {
+        r["username"]: r
+        for r in csv.DictReader(
+            io.StringIO(teacher.get(f"/teach/courses/{course_id}/gradebook.csv?style=comma").get_data(as_text=True))
+        )
+    }
     assert book["ada"]["grad_scaler passed at"] == "" and book["bob"]["grad_scaler passed at"] != ""
     assert [v["status"] for v in regrades.history(db, bob)] == ["fail", "pass"]
     db.close()
