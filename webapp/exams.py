@@ -69,18 +69,20 @@ def exam_in_force(db, learner: str, lesson: str, now: float | None = None):
     return next((x for x in covering(db, learner, lesson) if x["starts_at"] <= now < x["ends_at"]), None)
 
 
-def admit(db, learner: str, lesson: str, now: float) -> list[int]:
-    """The courses whose exams take this submission (to log it as accepted); raises store.Refused (403), the
-    refusal logged, when one of them is outside its window."""
-    from webapp.store import Refused
-
+def admit(db, learner: str, lesson: str, now: float) -> tuple[list[int], tuple[str, dict] | None]:
+    """(the courses whose exams take this submission, to log it as accepted; None) or, when one of them is
+    outside its window, ([], (the reason, its values)) with the refusal logged: webapp/store.py create refuses
+    it (403) in the learner's language."""
     exams = covering(db, learner, lesson)
     for exam in exams:
         if now < exam["starts_at"] or now >= exam["ends_at"]:
             early = now < exam["starts_at"]
             log(db, [exam["course_id"]], learner, lesson, None, "early" if early else "closed", now)
-            raise Refused(403, OPENS if early else CLOSED, start=Moment(exam["starts_at"]), end=Moment(exam["ends_at"]))
-    return [exam["course_id"] for exam in exams]
+            return [], (
+                OPENS if early else CLOSED,
+                {"start": Moment(exam["starts_at"]), "end": Moment(exam["ends_at"])},
+            )
+    return [exam["course_id"] for exam in exams], None
 
 
 def log(db, course_ids: list[int], learner: str, lesson: str, sid: str | None, outcome: str, now: float) -> None:

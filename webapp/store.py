@@ -9,7 +9,7 @@ import math
 import secrets
 import time
 
-from webapp import bounds, code_views, learner_lessons
+from webapp import bounds, code_views, exams, learner_lessons
 from webapp.db import transaction
 from webapp.i18n import noop_gettext
 
@@ -225,10 +225,10 @@ def check_storage(db, config, learner: str, client_ip: str | None, size: int, no
 
 def create(db, *, learner: str, client_ip: str | None, lesson: str, code: str, lang: str, config) -> dict:
     """Stores the submission (status queued) after the limits; the caller enqueues it."""
-    from webapp import exams
-
     now = time.time()
-    exam_courses = exams.admit(db, learner, lesson, now)  # refused (and logged) outside an exam's window
+    exam_courses, refusal = exams.admit(db, learner, lesson, now)  # outside an exam's window: logged, refused
+    if refusal is not None:
+        raise Refused(403, refusal[0], **refusal[1])
     with transaction(db):
         check_rate(db, learner, client_ip, config, now)
         check_queue(db, config, learner, client_ip)
