@@ -59,10 +59,14 @@ def _titles(db, course_id: int) -> dict[str, str]:
     return {r["lesson"]: lesson_title(r["lesson"], lang) for r in classroom.lessons(db, course_id)}
 
 
-@bp.get("/courses/<int:course_id>/regrades")
+@bp.route("/courses/<int:course_id>/regrades", methods=["GET", "POST"])
 @instructor_required
 def regrade_list(course_id):
+    """The course's regrades, and a form that starts one (POST: one route, so an id past the database's
+    integers is a 404 whatever the method)."""
     db, course = _taught(course_id)
+    if request.method == "POST":
+        return _start(db, course_id)
     return render_template(
         "dashboard/regrades.html",
         course=course,
@@ -72,10 +76,7 @@ def regrade_list(course_id):
     )
 
 
-@bp.post("/courses/<int:course_id>/regrades")
-@instructor_required
-def regrade_start(course_id):
-    db, _course = _taught(course_id)
+def _start(db, course_id: int):
     lesson = request.form.get("lesson", "")
     if lesson not in _titles(db, course_id):
         abort(400)
