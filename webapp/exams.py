@@ -132,3 +132,22 @@ def without_help(lesson: dict, exam) -> dict:
     if exam is None:
         return lesson
     return {**lesson, "hints": [], "exam": {"ends_at": exam["ends_at"], "hold_results": bool(exam["hold_results"])}}
+
+
+def holding(db, learner: str, now: float | None = None) -> dict[str, tuple[float, float]]:
+    """lesson -> (when its exam's window opened, when it closes), for the lessons whose results an exam holds
+    back from this learner now: a verdict of a submission made since the opening is not theirs to see yet (nor
+    the pass it made)."""
+    now = time.time() if now is None else now
+    rows = db.execute(
+        "SELECT x.lessons, x.starts_at, x.ends_at, cl.lesson FROM course_exams x "
+        "JOIN enrollments e ON e.course_id = x.course_id JOIN users u ON u.id = e.user_id AND u.learner = ? "
+        "JOIN course_lessons cl ON cl.course_id = x.course_id "
+        "WHERE x.hold_results = 1 AND x.starts_at <= ? AND ? < x.ends_at",
+        (learner, now, now),
+    ).fetchall()
+    return {
+        r["lesson"]: (r["starts_at"], r["ends_at"])
+        for r in rows
+        if r["lessons"] is None or r["lesson"] in json.loads(r["lessons"])
+    }

@@ -65,6 +65,9 @@ def lesson(lesson_id):
     lang = current_lang()
     db = get_db()
     history = store.history(db, learner_id(), lesson_id)
+    window = exams.holding(db, learner_id()).get(lesson_id)
+    if window is not None:  # an exam holds back the verdicts of the submissions made since it opened
+        history = [exams.mask(h, window[1]) if h["created_at"] >= window[0] else h for h in history]
     page = {
         "lesson": {
             "id": ex.id,

@@ -384,4 +384,14 @@ def progress(db, learner: str) -> dict[str, str]:
         "FROM submissions WHERE learner = ? GROUP BY lesson",
         (learner,),
     ).fetchall()
-    return {r["lesson"]: "passed" if r["passed"] else "attempted" for r in rows}
+    out = {r["lesson"]: "passed" if r["passed"] else "attempted" for r in rows}
+    for lesson, (since, _until) in exams.holding(db, learner).items():  # a pass an exam holds back: not yet
+        if (
+            out.get(lesson) == "passed"
+            and not db.execute(
+                "SELECT 1 FROM submissions WHERE learner = ? AND lesson = ? AND result_status = 'pass' AND created_at < ?",
+                (learner, lesson, since),
+            ).fetchone()
+        ):
+            out[lesson] = "attempted"
+    return out

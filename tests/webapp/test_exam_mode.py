@@ -63,12 +63,17 @@ def test_an_exam_window_refuses_outside_switches_help_off_inside_holds_results_a
     mine = ada.get(f"/api/submissions/{sid}").get_json()
     assert mine["status"] == "done" and mine["result_status"] is None and mine["held_until"] > now
     assert "result-held" in ada.get(f"/submissions/{sid}").get_data(as_text=True)
+    assert ada.get("/api/lessons/autocast").get_json()["progress"] == "attempted"  # not "passed" yet
+    assert ada.get("/api/lessons/autocast/submissions").get_json()["submissions"][0]["result_status"] is None
+    course_page = ada.get(f"/courses/{course_id}").get_data(as_text=True)
+    assert 'data-lesson-id="autocast" data-progress="attempted"' in course_page
     assert teacher.get(f"/api/submissions/{sid}").get_json()["result_status"] == "pass"  # the instructor sees it
 
     set_window(teacher, course_id, now - 3 * HOUR, now - 2 * HOUR, hold=True)
     closed = post(ada)
     assert closed.status_code == 403 and "closed at" in closed.get_json()["error"]
     assert ada.get(f"/api/submissions/{sid}").get_json()["result_status"] == "pass"  # held until the close only
+    assert ada.get("/api/lessons/autocast").get_json()["progress"] == "passed"
 
     log = teacher.get(f"/teach/courses/{course_id}/exam").get_data(as_text=True)
     outcomes = re.findall(r'<tr data-username="(\w+)" data-outcome="(\w+)">', log)
