@@ -420,7 +420,7 @@ def regrade(course, lesson, apply_it, inline):
         while True:
             if inline:
                 queue.run_pending(limit=1)
-            regrades.collect(db, queue, rid)
+            regrades.collect(db, queue, app.config, rid)
             state = regrades.progress(db, rid)
             click.echo(f"regrade {rid}: {state['done']} of {state['total']} graded", err=True)
             if state["state"] != regrades.RUNNING:

@@ -97,7 +97,7 @@ def _regrade(course_id: int, rid: int):
 @instructor_required
 def regrade_show(course_id, rid):
     db, course, regrade = _regrade(course_id, rid)
-    regrades.collect(db, current_app.extensions["amp_dojo_queue"], rid)
+    regrades.collect(db, current_app.extensions["amp_dojo_queue"], current_app.config, rid)
     return render_template(
         "dashboard/regrade.html",
         course=course,

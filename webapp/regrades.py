@@ -78,8 +78,9 @@ def of_course(db, course_id: int, limit: int = 10) -> list:
     ).fetchall()
 
 
-def collect(db, queue, rid: int) -> None:
-    """Copies the new verdicts the worker reported into the regrade's items; the last one ends the preview."""
+def collect(db, queue, config, rid: int) -> None:
+    """Copies the new verdicts the worker reported into the regrade's items (each bounded as a grading's is,
+    MAX_RESULT_BYTES); the last one ends the preview."""
     regrade = get(db, rid)
     if regrade is None or regrade["state"] != RUNNING:
         return
@@ -89,7 +90,7 @@ def collect(db, queue, rid: int) -> None:
     for item in waiting:
         outcome = queue.peek("regrade", item["submission_id"], rid)
         if outcome is not None:
-            _store(db, rid, item["submission_id"], outcome)
+            _store(db, rid, item["submission_id"], outcome, int(config["MAX_RESULT_BYTES"]))
             queue.huey.delete(_key(item["submission_id"], rid))
     with transaction(db):
         db.execute(
@@ -105,11 +106,11 @@ def _key(sid: str, rid: int) -> str:
     return key("regrade", sid, rid)
 
 
-def _store(db, rid: int, sid: str, outcome) -> None:
+def _store(db, rid: int, sid: str, outcome, limit: int) -> None:
     result = outcome.get("result") if isinstance(outcome, dict) and outcome.get("status") == "done" else None
     with transaction(db):
         if isinstance(result, dict):
-            result = bounds.result(result, 1048576)
+            result = bounds.result(result, limit)
             lesson_hash, version = stamp(outcome)
             db.execute(
                 "UPDATE regrade_items SET new_status = ?, new_score = ?, new_result = ?, lesson_hash = ?, "
@@ -147,10 +148,7 @@ def flips(db, rid: int, lang: str = "en") -> list[dict]:
     out = []
     for own in learners.values():
         before = any(i["old_status"] == "pass" for i in own)
-        after = any(
-            (i["new_status"] or i["old_status"]) == "pass" if i["error"] is None else i["old_status"] == "pass"
-            for i in own
-        )
+        after = any((i["new_status"] or i["old_status"]) == "pass" for i in own)  # not regraded: as it was
         if before != after:
             latest = own[-1]
             out.append(
