@@ -110,6 +110,9 @@ def create_app(test_config: dict | None = None) -> Flask:
     from webapp import lti
 
     lti.init_app(app)
+    from webapp import regrade_exam_pages
+
+    app.register_blueprint(regrade_exam_pages.bp)
     app.before_request(lambda: start_collector(app))
     for status in ERROR_PAGES:  # the one handler of every HTML error page (the API words its own as JSON)
         app.register_error_handler(status, error_page)

@@ -11,7 +11,7 @@ from flask import Blueprint, Response, current_app, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from grader.errors import ExerciseNotFound
-from webapp import content, i18n, metrics, store, workers
+from webapp import content, exams, i18n, metrics, store, workers
 from webapp.auth import signin_required
 from webapp.collector import collect
 from webapp.db import connect, get_db
@@ -126,7 +126,8 @@ def lessons():
 
 @bp.get("/lessons/<lesson_id>")
 def lesson(lesson_id):
-    data = content.public_lesson(content.exercise(lesson_id), _lang())
+    exam = exams.exam_in_force(get_db(), learner_id(), lesson_id)
+    data = exams.without_help(content.public_lesson(content.exercise(lesson_id), _lang()), exam)
     data["progress"] = store.progress(get_db(), learner_id()).get(lesson_id, "not_started")
     return jsonify(data)
 
@@ -203,9 +204,14 @@ def submission(sid):
     collect(db, _queue(), current_app.config, [sid])
     after = event_id(request.args.get("after", ""))
     row = store.get(db, sid)
-    return jsonify(
-        {**store.detail(db, row, after, _lang()), **workers.notice(_queue(), current_app.config, row, _lang())}
-    )
+    data = {**store.detail(db, row, after, _lang()), **workers.notice(_queue(), current_app.config, row, _lang())}
+    return jsonify(_as_seen(db, row, data))
+
+
+def _as_seen(db, row, data: dict) -> dict:
+    """The submission as this reader may see it: its learner's verdict held back while an exam says so."""
+    until = exams.held(db, row) if row["learner"] == learner_id() else None
+    return exams.mask(data, until) if until else data
 
 
 @bp.post("/submissions/<sid>/cancel")
@@ -228,7 +234,9 @@ def cancel(sid):
 @bp.get("/lessons/<lesson_id>/submissions")
 def lesson_submissions(lesson_id):
     content.exercise(lesson_id)
-    return jsonify(submissions=store.history(get_db(), learner_id(), lesson_id))
+    db = get_db()
+    rows = store.history(db, learner_id(), lesson_id)
+    return jsonify(submissions=[_as_seen(db, {**r, "learner": learner_id()}, r) for r in rows])
 
 
 @bp.post("/quiz/<lesson_id>/<int:index>")
@@ -240,7 +248,10 @@ def quiz(lesson_id, index):
         raise store.Refused(400, 'send JSON like {"choice": 0} for an existing question and choice')
     if not isinstance(attempt, int) or isinstance(attempt, bool) or attempt < 1:
         raise store.Refused(400, "attempt counts this question's answers from 1")
-    return jsonify(content.quiz_answer(ex, index, choice, _lang(), attempt))
+    said = content.quiz_answer(ex, index, choice, _lang(), attempt)
+    if exams.exam_in_force(get_db(), learner_id(), lesson_id):  # right or wrong, but no explanation
+        said.update(answer=None, explanation="", explanation_html="")
+    return jsonify(said)
 
 
 @bp.get("/submissions/<sid>/stream")
@@ -263,8 +274,10 @@ def stream(sid):
             429, "too many live result streams are open: poll GET /api/submissions/<id> instead", **{"Retry-After": "5"}
         )
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    row = store.get(get_db(), sid)
+    until = exams.held(get_db(), row) if row["learner"] == learner_id() else None
     return Response(
-        Released(_events(app, sid, after, _lang()), lambda: slots.give_back(slot)),
+        Released(_events(app, sid, after, _lang(), until), lambda: slots.give_back(slot)),
         mimetype="text/event-stream",
         headers=headers,
     )
@@ -306,7 +319,7 @@ def _done_data(row, data: dict, lang: str) -> dict:
     }
 
 
-def _events(app, sid: str, after: int, lang: str):
+def _events(app, sid: str, after: int, lang: str, held_until: float | None = None):
     """Sends stored events past `after`, then new ones as the collector brings
     them; a `queued` event (no id) whenever the queue position changes; ends
     after `done`, at STREAM_SECONDS, or when the submission has brought nothing
@@ -327,13 +340,17 @@ def _events(app, sid: str, after: int, lang: str):
             for event in store.events(db, sid, after):
                 after = event["id"]
                 if event["type"] == "done":
-                    yield sse("done", _done_data(store.get(db, sid), event["data"], lang), after)
+                    done = _done_data(store.get(db, sid), event["data"], lang)
+                    yield sse("done", exams.mask(done, held_until) if held_until else done, after)
                     return
+                if held_until and event["type"] == "check":  # an exam holds the verdict back: no check's either
+                    continue
                 yield sse(event["type"], event["data"], after)
                 last_sent = last_news = time.monotonic()
             row = store.get(db, sid)
             if row["status"] in ("done", "error"):  # finished without a done event (older records)
-                yield sse("done", _done_data(row, {}, lang))
+                done = _done_data(row, {}, lang)
+                yield sse("done", exams.mask(done, held_until) if held_until else done)
                 return
             position = store.position(db, row)
             waiting = workers.no_grader(queue, app.config, row)

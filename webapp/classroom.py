@@ -350,10 +350,3 @@ def teach(db, course_id: int, user_id: int) -> None:
     db.execute(
         "INSERT INTO course_instructors (course_id, user_id) VALUES (?, ?) ON CONFLICT DO NOTHING", (course_id, user_id)
     )
-
-
-def enroll(db, course_id: int, user_id: int) -> None:
-    db.execute(
-        "INSERT INTO enrollments (course_id, user_id, joined_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-        (course_id, user_id, time.time()),
-    )

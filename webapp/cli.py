@@ -10,6 +10,7 @@
     amp-dojo reset-password NAME     a one-time link that sets a new password for account NAME
     amp-dojo warm [LESSON...]        the lessons' trusted runs, computed into the workers' store ahead of time
     amp-dojo lti add-platform ...    register an LMS (LTI 1.3; also lti list, lti remove, lti rotate-key)
+    amp-dojo regrade COURSE LESSON   grade a course lesson's submissions again, list who flips (--apply)
 
 Settings come from AMP_DOJO_CONFIG and AMP_DOJO_* variables (docs/configuration.md)."""
 
@@ -391,6 +392,50 @@ def _stop_worker(proc: subprocess.Popen) -> None:
 from webapp.lti.commands import lti as _lti  # noqa: E402 - one block, for the merge
 
 main.add_command(_lti)
+
+
+# ---------- regrade (issue 37) ----------
+
+
+@main.command("regrade")
+@click.argument("course")
+@click.argument("lesson")
+@click.option("--apply", "apply_it", is_flag=True, help="make the new verdicts the submissions' own once graded")
+@click.option("--inline", is_flag=True, help="grade in this process instead of waiting for a running worker")
+def regrade(course, lesson, apply_it, inline):
+    """Grade COURSE's (its id or join code) submissions of LESSON again; list who would flip (and apply)."""
+    import time
+
+    from webapp import classroom, regrades
+    from webapp.db import connect
+
+    app = _app()
+    queue = app.extensions["amp_dojo_queue"]
+    db = connect(app.config["DATABASE"])
+    try:
+        row = db.execute(
+            "SELECT id FROM courses WHERE CAST(id AS TEXT) = ? OR join_code = ?",
+            (course, classroom.normalise_code(course)),
+        ).fetchone()
+        if row is None or lesson not in {r["lesson"] for r in classroom.lessons(db, row["id"])}:
+            raise click.ClickException(f"no course {course!r} with a lesson {lesson!r}")
+        rid = regrades.start(db, queue, app.config, row["id"], lesson, "cli")
+        while True:
+            if inline:
+                queue.run_pending(limit=1)
+            regrades.collect(db, queue, app.config, rid)
+            state = regrades.progress(db, rid)
+            click.echo(f"regrade {rid}: {state['done']} of {state['total']} graded", err=True)
+            if state["state"] != regrades.RUNNING:
+                break
+            time.sleep(0 if inline else 1)
+        for flip in regrades.flips(db, rid):
+            ids = ", ".join(sorted({f["id"] for f in flip["findings"] if f["id"]}))
+            click.echo(f"{flip['username']}\t{flip['direction'].replace('_', ' ')}\t{ids}")
+        if apply_it:
+            click.echo(f"applied: {regrades.apply(db, rid)} verdicts changed", err=True)
+    finally:
+        db.close()
 
 
 if __name__ == "__main__":

@@ -174,9 +174,9 @@ def accept(db, row, worker_events: list[dict], outcome: dict, config) -> bool:
         if result is not None:
             cur = db.execute(
                 "UPDATE submissions SET status = 'done', result = ?, result_status = ?, score = ?, graded_by = ?, "
-                "finished_at = ?, started_at = coalesce(started_at, ?) "
+                "finished_at = ?, started_at = coalesce(started_at, ?), lesson_hash = ?, grader_version = ? "
                 "WHERE id = ? AND attempt = ? AND status IN ('queued', 'running')",
-                (document, result["status"], result["score"], worker, now, now, sid, attempt),
+                (document, result["status"], result["score"], worker, now, now, *stamp(outcome), sid, attempt),
             )
             done = {"status": "done", "result_status": result["status"], "score": result["score"]}
         else:
@@ -196,6 +196,11 @@ def accept(db, row, worker_events: list[dict], outcome: dict, config) -> bool:
             except Exception:  # a listener's failure never undoes or hides the stored verdict
                 log.exception("a listener of the grading of %s failed", sid)
     return cur.rowcount == 1
+
+
+def stamp(outcome: dict) -> tuple[str | None, str | None]:
+    """The lesson hash and grader version a worker graded with (webapp/grading.py provenance), bounded."""
+    return bounds.text(outcome.get("lesson_hash"), 100), bounds.text(outcome.get("grader_version"), 100)
 
 
 def _count(db, sid: str, status: str) -> None:

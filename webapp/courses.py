@@ -5,11 +5,12 @@ are sent to their dashboard (webapp/dashboard.py)."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from flask import Blueprint, abort, current_app, redirect, render_template, request, url_for
 from flask_login import current_user
 
-from webapp import accounts, classroom, content, deadlines, late_policy
+from webapp import accounts, classroom, content, deadlines, exams, late_policy
 from webapp.auth import gettext, signin_required
 from webapp.db import get_db
 from webapp.lessons import current_lang
@@ -34,9 +35,12 @@ def course_rows(db, course_id: int, learner: str, user_id: int | None = None, co
     granted = deadlines.extensions(db, course_id, user_id) if user_id is not None else {}
     policy = deadlines.policy(db, course_id)
     graded = deadlines.graded(db, course_id, learner) if counted else {}
+    held = exams.holding(db, learner, now)
     rows = []
     for item, deadline in zip(lessons, deadlines.deadline_of(lessons, granted, user_id)):
         p = table.get((learner, item["lesson"])) or classroom.Progress()
+        if item["lesson"] in held and p.passed_at is not None and p.passed_at >= held[item["lesson"]][0]:
+            p = replace(p, passed_at=None, attempts_to_pass=None, best_score=None)  # an exam holds it back
         rows.append(
             {
                 "lesson": item["lesson"],

@@ -194,6 +194,19 @@ class Launchers:
             self._made.clear()
 
 
+def provenance(exercise_id: str, directory: Path | None) -> dict:
+    """What a verdict was graded against: the lesson file's sha256 and the grader's version. Stored with the
+    result, so an instructor can tell which verdicts a later change of either leaves behind (regrades)."""
+    import hashlib
+
+    import grader
+    from grader.lesson.loader import exercise_file
+
+    path = exercise_file(exercise_id, directory)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest() if path is not None else None
+    return {"lesson_hash": digest, "grader_version": grader.__version__}
+
+
 def run_grader(
     settings, payload: dict, progress, cancel: threading.Event | None = None, launchers: Launchers | None = None
 ) -> dict:
@@ -204,6 +217,7 @@ def run_grader(
 
     try:
         directory = Path(settings.exercises) if settings.exercises else None
+        stamp = provenance(payload["exercise_id"], directory)
         exercise = load_exercise(payload["exercise_id"], directory)
         allow_local = bool(payload.get("allow_local")) and settings.allow_local
         device = runner.resolve_device(payload.get("device", "auto"))
@@ -211,7 +225,7 @@ def run_grader(
         result = runner.run(
             exercise, payload["code"], device=device, launcher=launcher, progress=progress, cancel=cancel
         )
-        return {"status": "done", "result": result.to_dict()}
+        return {"status": "done", "result": result.to_dict(), **stamp}
     except GraderError as exc:
         log.error("could not grade %s: %s", payload["submission_id"], exc.message)
         return {"status": "error", "reason": f"the grader could not grade this submission: {exc.message}"}

@@ -28,7 +28,12 @@ def catalog(lang: str) -> dict[str, str | dict[str, str]]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+class Moment(float):
+    """A moment (UTC seconds) among a message's values: written as `lang` writes dates (format_moment)."""
+
+
 def gettext(text: str, lang: str, **values) -> str:
+    values = {k: format_moment(v, lang) if isinstance(v, Moment) else v for k, v in values.items()}
     translated = choose(catalog(lang).get(text), values, lang) or text
     return format_in(translated, lang, **values) if values else translated
 

@@ -46,3 +46,27 @@ def pass_time(db, learner: str, created_at: float) -> float:
     (webapp.accounts.adopt): until then it was no one's on record."""
     account = db.execute("SELECT created_at FROM users WHERE learner = ?", (learner,)).fetchone()
     return created_at if account is None else max(created_at, account["created_at"])
+
+
+def recompute(db, learner: str, lesson: str) -> None:
+    """The record computed again from the learner's submissions, after a regrade replaced their verdicts
+    (webapp/regrades.py apply); inside the caller's transaction."""
+    best = db.execute(
+        "SELECT max(score) FROM submissions WHERE learner = ? AND lesson = ? AND status = 'done'", (learner, lesson)
+    ).scalar()
+    first = db.execute(
+        "SELECT min(created_at) FROM submissions WHERE learner = ? AND lesson = ? AND result_status = 'pass'",
+        (learner, lesson),
+    ).scalar()
+    passed_at = attempts = None
+    if first is not None:
+        attempts = db.execute(
+            "SELECT count(*) FROM submissions WHERE learner = ? AND lesson = ? AND created_at <= ?",
+            (learner, lesson, first),
+        ).scalar()
+        passed_at = pass_time(db, learner, first)
+    db.execute(
+        "UPDATE learner_lessons SET best_score = ?, passed_at = ?, attempts_to_pass = ? WHERE learner = ? "
+        "AND lesson = ?",
+        (best, passed_at, attempts, learner, lesson),
+    )

@@ -10,7 +10,7 @@ from flask import Blueprint, Response, abort, current_app, make_response, redire
 
 from grader.errors import ExerciseNotFound
 from grader.lesson.base import LANGUAGES, localize
-from webapp import code_views, content, i18n, store, workers
+from webapp import code_views, content, exams, i18n, store, workers
 from webapp.collector import collect
 from webapp.db import get_db
 from webapp.security import learner_id, readable_submission
@@ -65,6 +65,9 @@ def lesson(lesson_id):
     lang = current_lang()
     db = get_db()
     history = store.history(db, learner_id(), lesson_id)
+    window = exams.holding(db, learner_id()).get(lesson_id)
+    if window is not None:  # an exam holds back the verdicts of the submissions made since it opened
+        history = [exams.mask(h, window[1]) if h["created_at"] >= window[0] else h for h in history]
     page = {
         "lesson": {
             "id": ex.id,
@@ -80,9 +83,11 @@ def lesson(lesson_id):
             "quiz": f"/api/quiz/{ex.id}/",
         },
     }
+    exam = exams.exam_in_force(db, learner_id(), lesson_id)
     return render_template(
         "lessons/lesson.html",
-        lesson=content.public_lesson(ex, lang),
+        lesson=exams.without_help(content.public_lesson(ex, lang), exam),
+        exam=exam,
         page=page,
         tutor=_tutor(db, ex.id),
         history=history,
@@ -114,8 +119,10 @@ def submission(sid):
     except ExerciseNotFound:
         ex, title = None, row["lesson"]
     waiting = workers.notice(current_app.extensions["amp_dojo_queue"], current_app.config, row, current_lang())
+    held = exams.held(db, row) if row["learner"] == learner_id() else None
+    shown = {**store.detail(db, row, lang=current_lang()), **waiting}
     page = {
-        "submission": {**store.detail(db, row, lang=current_lang()), **waiting},
+        "submission": exams.mask(shown, held) if held else shown,
         "check_titles": content.check_titles(ex, current_lang()) if ex else {},
     }
     return render_template(
@@ -124,6 +131,7 @@ def submission(sid):
         title=title,
         page=page,
         no_grader_notice=waiting["no_grader_notice"],
+        held=held,
         code_html=code_views.full(
             row["code"], i18n.gettext("The rest of the code ({n} lines) is shown without highlighting.", current_lang())
         ),

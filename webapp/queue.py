@@ -12,6 +12,8 @@ worker reports back through Huey's key-value storage, under keys named by
     task    where the attempt's task lies in the queue (written by the web app as it enqueues): so that
             "is it still waiting?" and "take it back" (a cancelled submission leaves no task behind) each
             cost one look-up, however long the queue
+    regrade a regrade's new verdict of one submission, under (submission id, regrade id) in place of the
+            attempt (webapp/regrade_jobs.py); the regrade's cancel key is ("cancel", "regrade", regrade id)
 
 so a worker on another machine needs only the Redis URL, never the web app's
 database. Its own heartbeat (that a grader runs, and what it grades now) lives
@@ -30,7 +32,7 @@ from huey.storage import SqliteStorage
 
 from webapp.files import private_file
 
-KINDS = ("claim", "hb", "events", "result", "cancel", "task", "similarity")
+KINDS = ("claim", "hb", "events", "result", "cancel", "task", "similarity", "regrade")
 HUEY_NAME = "amp-dojo"
 
 
@@ -96,6 +98,22 @@ class GradingQueue:
         similarity.__module__ = __name__
         # below every grading (learners wait for theirs; a report waits for a free worker), where Huey orders
         self.similarity = self.huey.task(name="similarity", priority=-10)(similarity)
+        def regrade(payload: dict) -> None:
+            from webapp import regrade_jobs
+
+            regrade_jobs.step(self, payload)
+
+        regrade.__module__ = __name__
+        self.regrade_task = self.huey.task(name="regrade")(regrade)
+
+    def enqueue_regrade(self, payload: dict) -> None:
+        """A regrade's next step, behind every learner's grading: at a lower priority where the storage has
+        priorities (SQLite), and at the back of the line on plain Redis (FIFO), where each step re-enqueues
+        the next, so a learner's task never waits behind more than one regrade grading."""
+        from webapp.regrade_jobs import PRIORITY
+
+        priority = PRIORITY if isinstance(self.huey.storage, SqliteStorage) else None
+        self.huey.enqueue(self.regrade_task.s(payload, priority=priority))
 
     def enqueue(self, payload: dict) -> None:
         """Puts the attempt's task at the back of the queue and notes where it lies (the `task` key)."""

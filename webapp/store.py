@@ -9,7 +9,7 @@ import math
 import secrets
 import time
 
-from webapp import bounds, code_views, learner_lessons
+from webapp import bounds, code_views, exams, learner_lessons
 from webapp.db import transaction
 from webapp.i18n import noop_gettext
 
@@ -226,6 +226,9 @@ def check_storage(db, config, learner: str, client_ip: str | None, size: int, no
 def create(db, *, learner: str, client_ip: str | None, lesson: str, code: str, lang: str, config) -> dict:
     """Stores the submission (status queued) after the limits; the caller enqueues it."""
     now = time.time()
+    exam_courses, refusal = exams.admit(db, learner, lesson, now)  # outside an exam's window: logged, refused
+    if refusal is not None:
+        raise Refused(403, refusal[0], **refusal[1])
     with transaction(db):
         check_rate(db, learner, client_ip, config, now)
         check_queue(db, config, learner, client_ip)
@@ -243,6 +246,7 @@ def create(db, *, learner: str, client_ip: str | None, lesson: str, code: str, l
             (sid, json.dumps({"stage": "queued"}), now),
         )
         learner_lessons.submitted(db, learner, lesson, now)
+        exams.log(db, exam_courses, learner, lesson, sid, "accepted", now)
     code_views.remember(db, sid, code)
     return get(db, sid)
 
@@ -380,4 +384,14 @@ def progress(db, learner: str) -> dict[str, str]:
         "FROM submissions WHERE learner = ? GROUP BY lesson",
         (learner,),
     ).fetchall()
-    return {r["lesson"]: "passed" if r["passed"] else "attempted" for r in rows}
+    out = {r["lesson"]: "passed" if r["passed"] else "attempted" for r in rows}
+    for lesson, (since, _until) in exams.holding(db, learner).items():  # a pass an exam holds back: not yet
+        if (
+            out.get(lesson) == "passed"
+            and not db.execute(
+                "SELECT 1 FROM submissions WHERE learner = ? AND lesson = ? AND result_status = 'pass' AND created_at < ?",
+                (learner, lesson, since),
+            ).fetchone()
+        ):
+            out[lesson] = "attempted"
+    return out

@@ -329,11 +329,19 @@ def load_all(directory: Path | None = None, problems: list[Problem] | None = Non
     return dict(sorted(exercises.items(), key=lambda item: (item[1].order, item[0])))
 
 
-def load_exercise(exercise_id: str, directory: Path | None = None) -> Exercise:
+def exercise_file(exercise_id: str, directory: Path | None = None) -> Path | None:
+    """The file a lesson id names (its content hash goes with every web result: webapp/regrades.py)."""
     for folder in [directory] if directory else exercise_dirs():
         for candidate in (folder / f"{exercise_id}.yaml", folder / exercise_id / "exercise.yaml"):
             if candidate.exists():
-                return load_exercise_file(candidate)
+                return candidate
+    return None
+
+
+def load_exercise(exercise_id: str, directory: Path | None = None) -> Exercise:
+    path = exercise_file(exercise_id, directory)
+    if path is not None:
+        return load_exercise_file(path)
     ids = [p.stem if p.name != "exercise.yaml" else p.parent.name for p in exercise_files(directory)]
     known = ", ".join(ids) or "none"
     near = difflib.get_close_matches(exercise_id, ids, n=1, cutoff=0.6)

@@ -33,6 +33,16 @@ ROUTES = [
     ("GET", "/teach/courses/{id}/lti"),
     ("POST", "/teach/courses/{id}/lti/resend"),
     ("POST", "/teach/courses/{id}/lti/roster"),
+    ("GET", "/teach/courses/{id}/regrades"),
+    ("POST", "/teach/courses/{id}/regrades"),
+    ("GET", "/teach/courses/{id}/regrades/1"),
+    ("GET", "/teach/courses/1/regrades/{id}"),
+    ("POST", "/teach/courses/{id}/regrades/1/cancel"),
+    ("POST", "/teach/courses/1/regrades/{id}/cancel"),
+    ("POST", "/teach/courses/{id}/regrades/1/apply"),
+    ("POST", "/teach/courses/1/regrades/{id}/apply"),
+    ("GET", "/teach/courses/{id}/exam"),
+    ("POST", "/teach/courses/{id}/exam"),
 ]
 
 
@@ -56,7 +66,10 @@ def test_every_int_route_is_in_the_table(app):
         if "<int:" in r.rule
     }
     assert rules == {
-        url.replace("/learners/1", "/learners/{id}").replace("/courses/1/", "/courses/{id}/") for _m, url in ROUTES
+        url.replace("/learners/1", "/learners/{id}")
+        .replace("/regrades/1", "/regrades/{id}")
+        .replace("/courses/1/", "/courses/{id}/")
+        for _m, url in ROUTES
     }
 
 
