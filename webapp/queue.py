@@ -98,6 +98,7 @@ class GradingQueue:
         similarity.__module__ = __name__
         # below every grading (learners wait for theirs; a report waits for a free worker), where Huey orders
         self.similarity = self.huey.task(name="similarity", priority=-10)(similarity)
+
         def regrade(payload: dict) -> None:
             from webapp import regrade_jobs
 
