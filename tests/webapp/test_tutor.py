@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 import httpx
@@ -231,6 +232,14 @@ def test_a_course_can_turn_the_tutor_off_and_its_dashboard_counts_questions(tmp_
     page = desk.get(f"/teach/courses/{course_id}").get_data(as_text=True)
     assert '<td class="num" data-label="Questions to the tutor" data-testid="tutor-questions">1</td>' in page
     assert ask(app.test_client(), sid).status_code == 404  # another learner: no such submission
+    from webapp import exams
+
+    db = connect(app.config["DATABASE"])
+    exams.save(db, course_id, time.time() - 60, time.time() + 3600, None, hold=False)
+    db.close()
+    refused = ask(web, sid)  # inside an exam's window the tutor is off, like the hints
+    assert refused.status_code == 403 and "exam" in refused.get_json()["error"]
+    assert 'id="tutor"' not in web.get("/lessons/autocast").get_data(as_text=True)
 
 
 def test_grader_ask_and_the_tutor_magic_read_the_stream_with_a_personal_access_token(tmp_path, capsys, monkeypatch):

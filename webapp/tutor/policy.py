@@ -1,5 +1,5 @@
 """Who may ask the tutor, and how much. `tutor_allowed` is the one switch: no endpoint configured, a course that
-turned the tutor off (and, wired in by the exam term's code, an exam) all answer there. Quotas are rows of
+turned the tutor off and an exam in force (webapp/exams.py) all answer there. Quotas are rows of
 tutor_questions, so they hold across every app process sharing the database."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from webapp.tutor.client import endpoint_from
 
 OFF = noop_gettext("The tutor is not set up on this server.")
 COURSE_OFF = noop_gettext("Your instructor has turned the tutor off for this course.")
+EXAM = noop_gettext("The tutor is off during an exam.")
 PER_DAY = noop_gettext(
     "You have asked the tutor {n} questions in the last 24 hours, the most allowed. Try again later."
 )
@@ -54,6 +55,11 @@ def allowed_here(db, user, lesson: str) -> tuple[bool, str]:
         ok, why = tutor_allowed(user, course, lesson)
         if not ok:
             return ok, why
+    from webapp import exams
+    from webapp.security import learner_id
+
+    if exams.exam_in_force(db, learner_id(), lesson) is not None:  # hints and quiz explanations are off too
+        return False, EXAM
     return True, ""
 
 
