@@ -196,6 +196,48 @@ def test_a_graded_submission_reaches_the_gradebook_and_waits_while_the_lms_is_do
     assert lms.scores[-1]["scoreGiven"] == 1.0
 
 
+def test_the_platform_gets_the_score_the_courses_late_policy_counts(tool, lms):
+    """The LMS's gradebook and the course's agree: a submission two days late under a penalty of 25% a day is
+    sent as half its raw score, and an extension for this learner alone sends it whole."""
+    from webapp import deadlines
+    from webapp.late_policy import LatePolicy
+
+    launch(tool.test_client(), lms, "teacher-1", "instructor", lesson="autocast")
+    learner = tool.test_client()
+    launch(learner, lms, "student-7", "learner", lesson="autocast")
+    queue, course = tool.extensions["amp_dojo_lti_queue"], _course_id(tool)
+    with connect(tool.config["DATABASE"]) as db:
+        old = db.execute("SELECT deadline FROM course_lessons WHERE course_id = ? AND lesson = 'autocast'", (course,))
+        old = old.scalar()
+        db.execute(
+            "UPDATE course_lessons SET deadline = ? WHERE course_id = ? AND lesson = 'autocast'",
+            (time.time() - 1.5 * 86400, course),
+        )
+        deadlines.set_policy(db, course, LatePolicy("penalty", per_day=0.25, floor=0.1))
+    try:
+        queue.run_pending()
+        _graded_pass(tool, learner, 1.0)
+        queue.run_pending()
+        assert [(s["userId"], s["scoreGiven"]) for s in lms.scores if s["userId"] == "student-7"] == [
+            ("student-7", 0.5)
+        ]
+        with connect(tool.config["DATABASE"]) as db:
+            user = db.execute(
+                "SELECT user_id FROM lti_accounts a JOIN lti_platforms p ON p.id = a.platform_id "
+                "WHERE a.sub = 'student-7'"
+            ).scalar()
+            deadlines.grant(db, course, user, "autocast", time.time() + 86400, "ill", user)
+        _graded_pass(tool, learner, 1.0)
+        queue.run_pending()
+        assert lms.scores[-1]["userId"] == "student-7" and lms.scores[-1]["scoreGiven"] == 1.0
+    finally:
+        with connect(tool.config["DATABASE"]) as db:
+            db.execute(
+                "UPDATE course_lessons SET deadline = ? WHERE course_id = ? AND lesson = 'autocast'", (old, course)
+            )
+            deadlines.set_policy(db, course, LatePolicy())
+
+
 def _course_id(app) -> int:
     with connect(app.config["DATABASE"]) as db:
         return db.execute("SELECT course_id FROM lti_contexts").scalar()
