@@ -433,7 +433,7 @@ def regrade(course, lesson, apply_it, inline):
             ids = ", ".join(sorted({f["id"] for f in flip["findings"] if f["id"]}))
             click.echo(f"{flip['username']}\t{flip['direction'].replace('_', ' ')}\t{ids}")
         if apply_it:
-            click.echo(f"applied: {regrades.apply(db, rid)} verdicts changed", err=True)
+            click.echo(f"applied: {regrades.apply(db, rid, app.config)} verdicts changed", err=True)
     finally:
         db.close()
 

@@ -122,7 +122,7 @@ def regrade_cancel(course_id, rid):
 def regrade_apply(course_id, rid):
     db, _course, _regrade_row = _regrade(course_id, rid)
     try:
-        n = regrades.apply(db, rid)
+        n = regrades.apply(db, rid, current_app.config)
         flash(gettext("Applied. Verdicts changed: {n}. The old verdicts stay in the history.", n=n), "saved")
     except regrades.RegradeError as exc:
         flash(gettext(exc.message), "error")

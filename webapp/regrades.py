@@ -8,13 +8,16 @@ while the old verdict of each submission stays in its item: the history keeps bo
 from __future__ import annotations
 
 import json
+import logging
 import time
 
-from webapp import bounds, findings, learner_lessons, store
+from webapp import bounds, findings, learner_lessons, signals, store
 from webapp.collector import stamp
 from webapp.db import transaction
 from webapp.i18n import noop_gettext
 from webapp.regrade_jobs import cancel_key
+
+log = logging.getLogger(__name__)
 
 RUNNING, PREVIEWED, APPLIED, CANCELLED = "running", "previewed", "applied", "cancelled"
 
@@ -192,7 +195,7 @@ def cancel(db, queue, rid: int) -> bool:
     return cur.rowcount == 1
 
 
-def apply(db, rid: int) -> int:
+def apply(db, rid: int, config=None) -> int:
     """Makes a finished preview's new verdicts the submissions' own; returns how many changed. Each replaced
     verdict (document, hash and version) is kept in its item, and the learners' records are computed again."""
     regrade = get(db, rid)
@@ -238,6 +241,15 @@ def apply(db, rid: int) -> int:
             learners.add(row["learner"])
         for learner in learners:
             learner_lessons.recompute(db, learner, regrade["lesson"])
+    if config is None:
+        return changed
+    for item in items:  # outside the transaction, as the collector does: an LMS's gradebook follows the new verdicts
+        row = db.execute("SELECT * FROM submissions WHERE id = ?", (item["submission_id"],)).fetchone()
+        if row is not None:
+            try:
+                signals.graded.send(None, db=db, row=row, result=json.loads(item["new_result"]), config=config)
+            except Exception:  # a listener's failure never undoes the applied verdicts
+                log.exception("a listener of the regrade of %s failed", row["id"])
     return changed
 
 

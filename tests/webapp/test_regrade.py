@@ -15,7 +15,7 @@ from webapp_testing import base_config, csrf_headers, form, grade_as, make_instr
 
 import grader
 from grader.lesson.loader import load_exercise
-from webapp import cli, create_app, regrades
+from webapp import cli, create_app, regrades, signals
 from webapp.db import connect
 
 AUTOCAST = load_exercise("autocast")
@@ -142,8 +142,18 @@ def test_the_regrade_pages_preview_both_flips_below_learners_then_cancel_and_app
     db = connect(app.config["DATABASE"])
     assert regrades.progress(db, int(other.rsplit("/", 1)[-1]))["done"] == 0
 
-    form(teacher, page_url + "/apply", {})
+    heard = []  # what an LMS's gradebook (webapp/lti, a listener of signals.graded) hears of the applied verdicts
+
+    def listener(_sender, row, result, **_extra):
+        heard.append((row["learner"], result["status"]))
+
+    signals.graded.connect(listener)
+    try:
+        form(teacher, page_url + "/apply", {})
+    finally:
+        signals.graded.disconnect(listener)
     assert 'data-state="applied"' in teacher.get(page_url).get_data(as_text=True)
+    assert sorted(status for _learner, status in heard) == ["fail", "pass"]
     book = {
         r["username"]: r
         for r in csv.DictReader(
