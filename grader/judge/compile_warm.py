@@ -9,6 +9,7 @@ on a lesson's first grading on this machine, before the learner's code starts; n
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import threading
 
@@ -35,7 +36,19 @@ def needed(exercise: Exercise, device: str, launcher) -> bool:
 
 def warm_compile_cache(exercise: Exercise, device: str, launcher, cancel: threading.Event | None = None) -> bool:
     """Runs the reference as a submission in a trusted worker and keeps what it compiled; True when it did. A
-    failure is logged and leaves the cache as it was (gradings then compile for themselves); a cancel raises."""
+    failure is logged and leaves the cache as it was (gradings then compile for themselves); a cancel raises.
+    One process fills a lesson's cache at a time (the suite's xdist workers, two first gradings): the other waits
+    and finds it filled. A background warm holding the lock gives way to a grading within a poll."""
+    folder = compile_cache_of(exercise, device, launcher)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / f"{folder.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not needed(exercise, device, launcher):
+            return False
+        return _run_as_submission(exercise, device, launcher, cancel, folder)
+
+
+def _run_as_submission(exercise: Exercise, device: str, launcher, cancel, folder) -> bool:
     worker = spawn_worker(launcher.trusted(), exercise, exercise.reference, "submission.py", device, trace=True)
     worker.cancel = cancel
     try:
@@ -58,7 +71,6 @@ def warm_compile_cache(exercise: Exercise, device: str, launcher, cancel: thread
         return False
     finally:
         worker.close()  # its kernels go to the lesson's trusted compile cache (Launcher.trusted)
-    folder = compile_cache_of(exercise, device, launcher)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / COMPLETE).touch()
     log.info("the compile cache of %s is filled", exercise.id)
