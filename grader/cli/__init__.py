@@ -7,9 +7,13 @@ the sandbox that will run the learner's code, so that the two imports of PyTorch
 
 from __future__ import annotations
 
-import click
+from grader.cli.early import announce
 
-from grader.cli import admin, learner, remote
+announce()  # before the imports below: `grader check` says what it does within a fraction of a second
+
+import click  # noqa: E402
+
+from grader.cli import admin, learner, remote  # noqa: E402
 
 
 @click.group()
