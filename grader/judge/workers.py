@@ -44,12 +44,14 @@ def spawn_worker(
 
 def compile_cache_of(exercise: Exercise, device: str, launcher) -> Path:
     """The lesson's trusted compile cache (grader/sandboxes/compile_cache.py): one per lesson, device and the
-    PyTorch the sandbox runs (the launcher's identity), so that a kernel never meets another compiler's."""
+    PyTorch the sandbox runs, so that a kernel never meets another compiler's. bwrap and local workers run this
+    interpreter's PyTorch and share one; a Docker image's is its own (the launcher's identity)."""
     import hashlib
 
     import torch
 
-    where = json.dumps([device_model(device), torch.__version__, launcher.identity()])
+    runtime = launcher.identity() if launcher.name == "docker" else "this interpreter"
+    where = json.dumps([device_model(device), torch.__version__, runtime])
     return compile_cache.default_root() / exercise.id / hashlib.sha256(where.encode()).hexdigest()[:16]
 
 
