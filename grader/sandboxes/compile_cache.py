@@ -5,12 +5,14 @@ again (a compile_autocast grading spends most of its time in inductor's C++ comp
 
 Who writes it decides whether it can be trusted, so only a trusted run's worker writes, and only through the
 host: it compiles into a folder of its own that the host merges into the cache when the worker closes
-(`collect`). Every worker (the learner's too) gets a copy of its lesson's cache in its read-only code folder
-(`provide`); the worker copies that into its own writable compile folder (TORCHINDUCTOR_CACHE_DIR, in the
-sandbox's private /tmp) before any code runs, and inductor reads and writes there. So what a submission
-compiles dies with its sandbox: it never reaches the host's cache, nor any other submission. What a learner
-can read is its own lesson's trusted entries: the reference's compiled graph, which says no more than the
-lesson text does (docs/security.md)."""
+(`collect`). Every other worker (the learner's) gets a copy of its lesson's cache in its read-only code folder
+(`provide`), which it copies into its own writable compile folder (TORCHINDUCTOR_CACHE_DIR, in the sandbox's
+private /tmp) before any code runs; inductor reads and writes there. So what a submission compiles dies with
+its sandbox: it never reaches the host's cache, nor any other submission. A trusted worker gets no copy: it
+compiles from scratch, so that its compile time, which bounds a learner's whole grading (grader/judge/budget.py),
+stays what a learner whose graph differs from the reference's needs. What a learner can read is its own
+lesson's trusted entries: the reference's compiled graph, which says no more than the lesson text does
+(docs/security.md)."""
 
 from __future__ import annotations
 

@@ -259,7 +259,8 @@ class WorkerProcess:
         path = self.workdir / spec.filename
         path.write_text(spec.code, encoding="utf-8")
         path.chmod(0o644)  # the sandbox user is not the grader's user: it may read this file, nothing more
-        compile_cache.provide(spec.compile_cache and Path(spec.compile_cache), self.workdir)
+        if self.collect_into is None:  # a trusted run compiles from scratch: its compile time bounds the budget
+            compile_cache.provide(spec.compile_cache and Path(spec.compile_cache), self.workdir)
         return self
 
     def init_message(self) -> dict:
