@@ -41,7 +41,7 @@ def _ignored(_folder, names):
 def provide(trusted: Path | None, workdir: Path) -> None:
     """Copies the lesson's trusted entries into the worker's code folder, readable by the sandbox user (who is
     not the grader's user under Docker); nothing when there are none yet."""
-    if trusted is None or not trusted.is_dir():
+    if trusted is None or not any(files for _, _, files in os.walk(trusted)):
         return
     into = workdir / IN_CODE_FOLDER
     shutil.copytree(trusted, into, ignore=_ignored, dirs_exist_ok=True)
@@ -55,16 +55,13 @@ def collect(written: Path, trusted: Path) -> None:
     """Merges what a trusted worker compiled into the lesson's trusted cache. Each file lands whole (copied
     beside, then renamed), so a worker reading the cache at the same time never sees half a kernel; a file
     already there is kept (inductor's names are hashes of what they hold)."""
-    if not written.is_dir():
-        return
-    trusted.mkdir(parents=True, exist_ok=True)
-    for folder, dirs, files in os.walk(written):
+    for folder, dirs, files in os.walk(written):  # nothing when the worker compiled nothing
         dirs[:] = [d for d in dirs if d not in SKIPPED]
         target = trusted / Path(folder).relative_to(written)
-        target.mkdir(parents=True, exist_ok=True)
         for name in files:
             if (target / name).exists() or name.startswith(".tmp-"):
                 continue
+            target.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=target, prefix=".tmp-")
             os.close(fd)
             try:
