@@ -48,10 +48,10 @@ def _probe(lesson, launcher, marker: str):
 @pytest.mark.parametrize("backend", ["bwrap", "docker"])
 def test_no_submission_writes_into_the_trusted_compile_cache_or_reads_anothers_artefacts(
     backend,
-    launchers,
+    launchers,  # noqa: F811 - test_sandbox's fixture
     exercises,
     tmp_path,
-    monkeypatch,  # noqa: F811
+    monkeypatch,
 ):
     monkeypatch.setenv("AMP_DOJO_COMPILE_CACHE", str(tmp_path / "compile-cache"))
     launcher, lesson = launchers(backend), exercises["autocast"]
