@@ -11,7 +11,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from grader.checks import profiling
-from grader.judge import float16_pass, static, unexercised
+from grader.judge import compile_warm, float16_pass, static, unexercised
 from grader.judge.cache import user_cache_dir
 from grader.judge.devices import amp_dtype_for, resolve_device, speed_kind_of
 from grader.judge.drive import (
@@ -127,6 +127,8 @@ def run(
     try:
         hold.alone() if alone_throughout else hold.share()
         progress("baseline")
+        if compile_warm.needed(exercise, device, launcher):  # the lesson's first grading here: its cache first
+            compile_warm.warm_compile_cache(exercise, device, launcher, cancel)
         # Every process starts before any is waited for, so they import torch side by side; the trusted runs
         # are then driven on a thread while the submission is driven here (they are separate processes).
         roles = trusted_roles(exercise)

@@ -21,13 +21,16 @@ TEST_LIMITS = Limits(memory_bytes=1536 * 1024**2, step_timeout_s=10, init_timeou
 @pytest.fixture(scope="session", autouse=True)
 def private_caches(tmp_path_factory):
     """`grader check` and the notebook keep trusted runs in the user's cache, and the grader's device locks
-    live in /tmp: the suite keeps both to itself, shared by its own xdist workers. The gradings in the test
+    live in /tmp: the suite keeps them to itself, shared by its own xdist workers. The gradings in the test
     processes keep their trusted runs there too, as `grader check` does: each lesson's FP32 baseline and
     reference then run once per sandbox for the whole suite, not once per xdist worker."""
     import os
 
     cache = tmp_path_factory.getbasetemp().parent / "amp-dojo-cache"
     os.environ["AMP_DOJO_CACHE"] = str(cache)
+    # and the lessons' trusted compile caches (grader/sandboxes/compile_cache.py): a lesson's reference is compiled
+    # once for the whole suite, and every compiled grading after it loads its kernels
+    os.environ["AMP_DOJO_COMPILE_CACHE"] = str(tmp_path_factory.getbasetemp().parent / "amp-dojo-compile-cache")
     os.environ.setdefault("AMP_DOJO_LOCK_DIR", str(tmp_path_factory.getbasetemp().parent / "amp-dojo-locks"))
     runner.use_trusted_store(runner.DirectoryStore(runner.user_cache_dir()))
     yield

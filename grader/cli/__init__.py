@@ -7,12 +7,16 @@ the sandbox that will run the learner's code, so that the two imports of PyTorch
 
 from __future__ import annotations
 
-import click
+from grader.cli.early import announce
 
-from grader.cli import admin, learner, remote
-from grader.cli.options import chosen_language
-from grader.errors import GraderError
-from grader.lesson.base import LANGUAGES
+announce()  # before the imports below: `grader check` says what it does within a fraction of a second
+
+import click  # noqa: E402
+
+from grader.cli import admin, learner, remote  # noqa: E402
+from grader.cli.options import chosen_language  # noqa: E402
+from grader.errors import GraderError  # noqa: E402
+from grader.lesson.base import LANGUAGES  # noqa: E402
 
 
 class Grader(click.Group):

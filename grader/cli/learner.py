@@ -161,12 +161,12 @@ def check(exercise_id, file, as_json, fmt, output, watch, and_submit, colour, de
         titles=check_titles(exercise, lang),
         hint=again(f"grader hint {exercise.id}", lang),
     )
-    if not watch and (unparsed := grading.unparsed()) is not None:
+    source = grading.file.read_text(encoding="utf-8", errors="replace")  # read once: the verdict quotes it
+    if not watch and (unparsed := grading.unparsed(source)) is not None:
         since, grading.since = grading.since, None
-        code = grading.show(unparsed, grading.file.read_text(encoding="utf-8", errors="replace"), since)
+        code = grading.show(unparsed, source, since)
         sys.exit(_and_submit(grading, code) if and_submit else code)
     grading.launcher = launcher = warm_launcher(launcher_for(sandbox, limits, lang), device, again=watch)
-    keep_trusted_runs()
     try:
         code = watch_file(grading) if watch else grading()
     finally:
@@ -208,23 +208,25 @@ class Grading:
 
     def __call__(self) -> int:
         """Grades FILE as it is now; the exit code of its verdict."""
-        from grader import runner
-
         since, self.since = self.since, None
         since = since if since is not None else time.perf_counter()  # --watch: each grading from the save on
         source = self.file.read_text(encoding="utf-8", errors="replace")
         quiet = self.fmt is not None and not self.output
         with report.StageProgress(self.err, self.lang, live=False if quiet else None) as progress:
+            if not quiet:  # the steps show from here on; PyTorch's import is the first of them
+                progress("loading")
+            from grader import runner
+
+            keep_trusted_runs()
             result = runner.run(
                 self.exercise, source, device=self.device, launcher=self.launcher, progress=None if quiet else progress
             )
         return self.show(result, source, since)
 
-    def unparsed(self) -> GradingResult | None:
-        """The verdict on FILE if it does not parse: told before a sandbox starts or PyTorch is imported (the
-        device and dtype named are the ones a grading would use here; no sandbox ran)."""
+    def unparsed(self, source: str) -> GradingResult | None:
+        """The verdict on `source` (FILE as read) if it does not parse: told before a sandbox starts or PyTorch
+        is imported (the device and dtype named are the ones a grading would use here; no sandbox ran)."""
         began = time.perf_counter()
-        source = self.file.read_text(encoding="utf-8", errors="replace")
         device = guessed_device(self.device)
         amp = self.exercise.workload.amp
         dtype = amp.cuda_dtype if device.startswith("cuda") else amp.cpu_dtype

@@ -216,3 +216,11 @@ def workload_kind(exercise: Exercise, device: str) -> str:
     if exercise.workload.cpu_amx is None:
         return "cpu"
     return speed_kind(device, exercise.workload.amp.cpu_dtype)
+
+
+def device_model(device: str) -> str:
+    """The device's make and model; on a CPU also the instruction-set cap, which changes oneDNN's kernels."""
+    if device.startswith("cuda"):
+        return f"cuda:{torch.cuda.get_device_name(torch.device(device))}"
+    support = bf16_support()
+    return f"cpu:{support.model}:{','.join(support.flags)}:{os.environ.get('ONEDNN_MAX_CPU_ISA', '')}"

@@ -28,7 +28,8 @@ import torch
 
 from grader.checks import profiling
 from grader.errors import EnvironmentProblem, LessonCodeFailed
-from grader.judge.devices import resolve_device
+from grader.judge import compile_warm
+from grader.judge.devices import device_model, resolve_device
 from grader.judge.drive import ForcedOverflow, RunData, collect_params, drive
 from grader.judge.protocol import StepFailure, _ok, code_of, malformed_is_protocol
 from grader.judge.workers import init_worker, lesson_setup_error, spawn_worker, workload_of
@@ -62,17 +63,6 @@ def grader_hash() -> str:
     from grader.sandboxes.launcher import GRADER_ROOT, tree_hash
 
     return tree_hash(GRADER_ROOT / "grader")
-
-
-def device_model(device: str) -> str:
-    """The device's make and model; on a CPU also the instruction-set cap, which changes oneDNN's kernels."""
-
-    if device.startswith("cuda"):
-        return f"cuda:{torch.cuda.get_device_name(torch.device(device))}"
-    from grader.judge.devices import bf16_support
-
-    support = bf16_support()
-    return f"cpu:{support.model}:{','.join(support.flags)}:{os.environ.get('ONEDNN_MAX_CPU_ISA', '')}"
 
 
 def key(role: str, exercise_json: str, device: str, launcher_identity: str) -> str:
@@ -170,6 +160,8 @@ def spawn_trusted(launcher, exercise: Exercise, role: str, device: str) -> Worke
     """The FP32 baseline is one process on the whole batch, whatever the lesson's ranks; the reference (and a
     profiling lesson's given step) runs as the submission does."""
     code = getattr(exercise, TRUSTED_CODE[role])
+    if cached_run(launcher, exercise, role, device) is None:  # to be computed: what it compiles is kept for others
+        launcher = launcher.trusted()
     return spawn_worker(
         launcher, exercise, code, TRUSTED[role], device, role == "given", ranks=1 if role == "baseline" else None
     )
@@ -310,4 +302,8 @@ def warm(exercise: Exercise, device: str, launcher, cancel: threading.Event | No
         worker = spawn_trusted(launcher, exercise, role, device)
         worker.cancel = cancel
         trusted_run(launcher, exercise, role, device, worker)
+    if compile_warm.needed(exercise, device, launcher) and compile_warm.warm_compile_cache(
+        exercise, device, launcher, cancel
+    ):
+        missing.append("compile cache")
     return missing

@@ -5,13 +5,16 @@ against what they started from."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from grader.errors import EnvironmentProblem, ExerciseError
-from grader.judge.devices import workload_kind
+from grader.judge.devices import device_model, workload_kind
 from grader.judge.protocol import StepFailure, _traces, code_of, malformed_is_protocol, prepare_trace, rank_replies
 from grader.lesson.schema import Exercise
+from grader.sandboxes import compile_cache
 from grader.sandboxes.limits import WorkerSpec
 from grader.sandboxes.process import SandboxDidNotStart, WorkerProcess, params_reply_limit
 from grader.wording import layers
@@ -27,13 +30,29 @@ def spawn_worker(
     ranks = ranks or exercise.workload.ranks
     public = exercise.public(workload_kind(exercise, device))
     try:
-        worker = launcher.start(WorkerSpec(code, filename, public, device, trace=trace, ranks=ranks))
+        cache = str(compile_cache_of(exercise, device, launcher))
+        worker = launcher.start(
+            WorkerSpec(code, filename, public, device, trace=trace, ranks=ranks, compile_cache=cache)
+        )
     except (OSError, subprocess.SubprocessError) as exc:
         raise EnvironmentProblem(f"the {launcher.name} sandbox could not start a worker: {exc}") from None
     worker.ranks = ranks
     worker.limits = lesson_limits(worker.limits, exercise)
     worker.params_limit = params_reply_limit(starting_point(exercise, device).state, ranks)
     return worker
+
+
+def compile_cache_of(exercise: Exercise, device: str, launcher) -> Path:
+    """The lesson's trusted compile cache (grader/sandboxes/compile_cache.py): one per lesson, device and the
+    PyTorch the sandbox runs, so that a kernel never meets another compiler's. bwrap and local workers run this
+    interpreter's PyTorch and share one; a Docker image's is its own (the launcher's identity)."""
+    import hashlib
+
+    import torch
+
+    runtime = launcher.identity() if launcher.name == "docker" else "this interpreter"
+    where = json.dumps([device_model(device), torch.__version__, runtime])
+    return compile_cache.default_root() / exercise.id / hashlib.sha256(where.encode()).hexdigest()[:16]
 
 
 def lesson_limits(limits, exercise: Exercise):

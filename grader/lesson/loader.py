@@ -142,6 +142,11 @@ class LessonFile:
     problems: list[Problem] = field(default_factory=list)
 
 
+# libyaml's safe loader where PyYAML was built with it: the same documents, nodes and marks, about ten times faster
+# than the pure-Python one (which took 0.6 s of a `grader check` that reports a syntax error in 1 s)
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def read_lesson(path: Path) -> LessonFile:
     """Every problem of a lesson file's format at once (never raises for bad input)."""
     lesson = LessonFile(path)
@@ -151,8 +156,8 @@ def read_lesson(path: Path) -> LessonFile:
         lesson.problems.append(Problem(path, None, "", f"cannot read: {exc.strerror}"))
         return lesson
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        root = yaml.compose(text, Loader=SAFE_LOADER)
+        data = yaml.load(text, Loader=SAFE_LOADER)  # the safe loader, in C where PyYAML has it
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark else None

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from grader.errors import EnvironmentProblem
+from grader.sandboxes import compile_cache
 from grader.sandboxes.cgroups import Cgroup
 from grader.sandboxes.launcher import WORKER_PACKAGE, Launcher, make_workdir, rlimits, worker_env
 from grader.sandboxes.limits import Limits, scratch_sizes
@@ -86,7 +87,7 @@ def _gpu_binds(device: str) -> list[str]:
     return args
 
 
-def command(device: str, workdir: Path, limits: Limits) -> list[str]:
+def command(device: str, workdir: Path, limits: Limits, writes_compile_cache: bool = False) -> list[str]:
     env = worker_env("/tmp", 1, pythonpath=PACKAGE_ROOT)
     env.update(USER="sandbox", LOGNAME="sandbox")
     args = [
@@ -139,6 +140,10 @@ def command(device: str, workdir: Path, limits: Limits) -> list[str]:
         "--ro-bind",
         str(workdir),
         INSIDE,
+    ]
+    if writes_compile_cache:  # a trusted run's (Launcher.trusted): its compile folder is the host's, to collect
+        args += ["--bind", str(compile_cache.writable_folder(workdir)), f"/tmp/{compile_cache.WRITES}"]
+    args += [
         "--remount-ro",
         "/dev",
         "--remount-ro",
@@ -237,7 +242,7 @@ class BwrapLauncher(Launcher):
                 group.join()
 
         proc = subprocess.Popen(
-            command(device, workdir, self.limits),
+            command(device, workdir, self.limits, self.writes_compile_cache),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -17,6 +17,7 @@ import threading
 import time
 from pathlib import Path
 
+from grader.sandboxes import compile_cache
 from grader.sandboxes.launcher import WORKER_PACKAGE, Launcher, make_workdir, tree_hash, worker_env
 from grader.sandboxes.limits import Limits, scratch_sizes
 from grader.sandboxes.process import WorkerProcess, cpu_seconds_of, pids_in_namespace
@@ -250,6 +251,14 @@ class ContainerHandle:
             pass
 
 
+def volumes(workdir: Path, writes_compile_cache: bool) -> dict:
+    """The code folder, read-only; a trusted run's compile folder too (Launcher.trusted), for the host to collect."""
+    mounts = {str(workdir): {"bind": INSIDE, "mode": "ro"}}
+    if writes_compile_cache:
+        mounts[str(compile_cache.writable_folder(workdir))] = {"bind": f"/tmp/{compile_cache.WRITES}", "mode": "rw"}
+    return mounts
+
+
 class DockerLauncher(Launcher):
     name = "docker"
     isolated = True
@@ -322,7 +331,7 @@ class DockerLauncher(Launcher):
             # noexec unless told); bwrap's /tmp allows it too, and the code could run machine code through ctypes
             tmpfs={"/tmp": f"rw,exec,nosuid,nodev,size={tmp}"},
             shm_size=shm,  # tmp_bytes in all (scratch_sizes)
-            volumes={str(workdir): {"bind": INSIDE, "mode": "ro"}},
+            volumes=volumes(workdir, self.writes_compile_cache),
             mem_limit=limits.memory_bytes,
             memswap_limit=limits.memory_bytes,
             pids_limit=limits.processes,

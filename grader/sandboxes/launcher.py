@@ -12,6 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from grader.sandboxes import compile_cache
 from grader.sandboxes.limits import Limits, WorkerSpec
 from grader.sandboxes.process import ProcessHandle, WorkerProcess
 
@@ -50,6 +51,11 @@ def worker_env(home: str, threads: int, pythonpath: str = str(GRADER_ROOT)) -> d
         # and compiles its kernels in the worker itself rather than in a pool of helper processes it would start
         # inside the sandbox (under the sandbox's process and memory limits, on a loaded host)
         "TORCHINDUCTOR_COMPILE_THREADS": "1",
+        # Its compiled graphs and kernels go to a folder of its own, seeded with the lesson's trusted compile
+        # cache before any code runs (grader/sandboxes/compile_cache.py); both caches on, whatever PyTorch's defaults
+        "TORCHINDUCTOR_CACHE_DIR": f"{home}/{compile_cache.WRITES}",
+        "TORCHINDUCTOR_FX_GRAPH_CACHE": "1",
+        "TORCHINDUCTOR_AUTOGRAD_CACHE": "1",
         **OFFLINE_AND_LOOPBACK,
     }
     for name in PASSED_TO_WORKERS:
@@ -90,6 +96,7 @@ class Launcher:
     name = "?"
     isolated = False
     idle = False  # its workers get the CPU only where nothing else wants it (background())
+    writes_compile_cache = False  # its workers' kernels go to the lesson's trusted compile cache (trusted())
 
     def prepare(self, device: str) -> WorkerProcess:
         raise NotImplementedError
@@ -103,8 +110,20 @@ class Launcher:
         lowered.idle = True
         return lowered
 
+    def trusted(self) -> Launcher:
+        """The same sandbox, for a trusted run that is to be computed (the lesson's reference, its baseline):
+        what its worker compiles is kept in the lesson's trusted compile cache when it closes. Only the
+        grader's own code for a lesson runs in such a worker, never a learner's."""
+        import copy
+
+        writer = copy.copy(self)
+        writer.writes_compile_cache = True
+        return writer
+
     def start(self, spec: WorkerSpec) -> WorkerProcess:
         worker = self.prepare(spec.device)
+        if self.writes_compile_cache and spec.compile_cache:
+            worker.collect_into = Path(spec.compile_cache)
         try:
             return worker.assign(spec)
         except BaseException:

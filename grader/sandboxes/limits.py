@@ -54,6 +54,7 @@ class WorkerSpec:
     trace: bool = False
     threads: int = 1
     ranks: int = 1  # processes of the code in this one sandbox (grader/worker/ranks.py)
+    compile_cache: str | None = None  # the host folder of the lesson's trusted compile cache (compile_cache.py)
 
 
 def scratch_sizes(limits: Limits) -> tuple[int, int]:

@@ -56,6 +56,10 @@ class WarmPool(Launcher):
         """The launcher behind the pool, lowered: the warm blanks are kept for learners' gradings."""
         return self.launcher.background()
 
+    def trusted(self) -> Launcher:
+        """The launcher behind the pool: a blank cannot be given a writable compile folder after it started."""
+        return self.launcher.trusted()
+
     def prepare(self, device: str) -> WorkerProcess:
         """A ready blank; else the first of those still starting (it began before a cold one could); else a
         cold start. Either way the pool is topped up again."""

@@ -16,6 +16,7 @@ import threading
 import time
 from pathlib import Path
 
+from grader.sandboxes import compile_cache
 from grader.sandboxes.limits import Limits, WorkerSpec
 from grader.worker import wire
 from grader.worker.wire import parse_reply
@@ -199,6 +200,7 @@ class WorkerProcess:
     params_limit = MAX_PARAMS_REPLY_BYTES  # the largest `save` reply; set from the model's size by whoever starts it
     prepare_traces: list = []  # what the learner's prepare did, per rank, once init has answered
     on_budget = None  # called (seconds left) when a budget set meanwhile ends the request being waited on sooner
+    collect_into: Path | None = None  # a trusted worker's: the compile cache its kernels go to when it closes
 
     def __init__(self, handle, workdir: Path, inside: str | None, limits: Limits):
         self.handle, self.workdir, self.limits = handle, workdir, limits
@@ -258,6 +260,8 @@ class WorkerProcess:
         path = self.workdir / spec.filename
         path.write_text(spec.code, encoding="utf-8")
         path.chmod(0o644)  # the sandbox user is not the grader's user: it may read this file, nothing more
+        if self.collect_into is None:  # a trusted run compiles from scratch: its compile time bounds the budget
+            compile_cache.provide(spec.compile_cache and Path(spec.compile_cache), self.workdir)
         return self
 
     def init_message(self) -> dict:
@@ -441,4 +445,6 @@ class WorkerProcess:
         self.kill()
         self.stderr.join(timeout=2)
         self.handle.cleanup()
+        if self.collect_into is not None:  # a trusted worker's compiled kernels (Launcher.trusted)
+            compile_cache.collect(self.workdir / compile_cache.WRITES, self.collect_into)
         shutil.rmtree(self.workdir, ignore_errors=True)

@@ -175,6 +175,11 @@ class ForkLauncher(LocalLauncher):
                 atexit.register(self._zygote.close)
             return self._zygote
 
+    def trusted(self):
+        """The same zygote forks the trusted workers: a copy made before it started would start one of its own."""
+        self.zygote()
+        return super().trusted()
+
     def prepare(self, device: str) -> WorkerProcess:
         if device != "cpu":
             return super().prepare(device)

@@ -175,6 +175,7 @@ EN: dict[str, str | dict[str, str]] = {
     "report.fix": "fix:",
     "report.printed": "What your code printed",
     "report.printed_more": {"one": "... {n} more line", "other": "... {n} more lines"},
+    "stage.loading": "loading PyTorch",
     "stage.static": "reading your code",
     "stage.baseline": "running the FP32 baseline",
     "stage.starting": "starting your code",

@@ -327,6 +327,7 @@ class StageProgress:
                 done=info.get("n", 1) - 1 if counted else None,
                 total_steps=info.get("total") if counted else None,
             )
+            self._progress.refresh()  # shown now, not at the next tick: a stage may block the process at once
             return
         if stage == "step":
             return  # one line for the training stage, not one per step

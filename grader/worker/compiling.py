@@ -14,8 +14,12 @@ inside a dynamo graph, whatever backend compiled it."""
 from __future__ import annotations
 
 import functools
+import os
+import shutil
 
 from grader.worker import lazy_dynamo
+
+TRUSTED_CACHE = "compile-cache"  # grader/sandboxes/compile_cache.py's IN_CODE_FOLDER: the lesson's trusted entries
 
 # The lesson model's parameters by id (read again at each step: a learner may replace a Parameter), the calls of
 # graphs that take any of them, and the graphs compiled from frames dynamo's frame counter does not see.
@@ -24,6 +28,20 @@ _STATE: dict = {"params": frozenset(), "model_runs": 0, "fullgraph_graphs": 0, "
 # a backward's, which AOTAutograd compiles lazily in the first backward. The whole grading's budget counts
 # them apart from the steps' compute (grader/judge/budget.py).
 COMPILE_TIMINGS = ("_compile.compile_inner", "backward._backward_impl")
+
+
+def seed_cache(code_folder: str) -> None:
+    """Copies the lesson's trusted compile cache (graphs and kernels the grader compiled for the lesson's own
+    code, read-only in the code folder) into this process's own compile folder, TORCHINDUCTOR_CACHE_DIR, where
+    inductor reads and writes: a graph that matches the reference's then loads its kernels instead of compiling
+    them. What this process compiles stays in its own folder. A copy that fails costs a compile, nothing else."""
+    into = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    trusted = os.path.join(code_folder, TRUSTED_CACHE)
+    if into and os.path.isdir(trusted):
+        try:
+            shutil.copytree(trusted, into, dirs_exist_ok=True)
+        except (OSError, shutil.Error):
+            pass
 
 
 def watch(models) -> None:

@@ -70,8 +70,9 @@ class Worker:
     def init(self, _msg) -> dict:
         import torch
 
-        from grader.worker import tracing, workload
+        from grader.worker import compiling, tracing, workload
 
+        compiling.seed_cache(os.path.dirname(self.path))  # before any code of the lesson's or the learner's runs
         try:
             torch.set_num_threads(self.spec.get("threads", 1))
             self._backend_flags()
@@ -129,8 +130,6 @@ class Worker:
             for name, optimizer in self.problem.optimizers.items():
                 self.recorder.watch_optimizer(optimizer, name)
         reply = {"params": sum(p.numel() for p in self.problem.parameters())}
-        from grader.worker import compiling
-
         compiling.watch(self.problem.models.values())  # a warm-up call in prepare compiles the model's graph
         if prepare is not None:
             trace = self._prepare(prepare, ep["prepare"])
