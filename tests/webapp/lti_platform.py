@@ -23,6 +23,7 @@ from werkzeug.serving import make_server
 CLIENT_ID = "amp-dojo-client"
 DEPLOYMENT = "deployment-1"
 CONTEXT = "course-101"
+REGISTRATION_TOKEN = "registration-token-1"
 ROLES = {
     "learner": ["http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"],
     "instructor": ["http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"],
@@ -105,6 +106,8 @@ class Lms:
         self.scores: list[dict] = []
         self.deep_links: list[dict] = []
         self.down = False
+        self.registrations: list[dict] = []  # what tools posted to the dynamic registration endpoint
+        self.issuer_claimed: str | None = None  # a configuration that names another issuer (a negative test)
         self.members = [
             {"user_id": f"m{i}", "name": f"Member {i}", "roles": ROLES["learner"], "status": "Active"} for i in range(3)
         ]
@@ -261,6 +264,37 @@ class Lms:
             """A platform page with the tool in an iframe (its src starts the login, as an LMS's does)."""
             src = self.login_url(request.args["user"], request.args.get("role", "learner"), request.args.get("lesson"))
             return f'<h1>LMS course</h1><iframe id="tool" src="{src}" width="1000" height="700"></iframe>'
+
+        @app.get("/.well-known/openid-configuration")
+        def openid_configuration():
+            """LTI Dynamic Registration, the platform's side (lti1p3platform has none): what a tool reads first."""
+            return jsonify(
+                {
+                    "issuer": self.issuer_claimed or self.url,
+                    "authorization_endpoint": self.url + "/authorize",
+                    "token_endpoint": self.url + "/token",
+                    "jwks_uri": self.url + "/jwks",
+                    "registration_endpoint": self.url + "/register",
+                    "https://purl.imsglobal.org/spec/lti-platform-configuration": {"product_family_code": "test"},
+                }
+            )
+
+        @app.post("/register")
+        def register():
+            if request.headers.get("Authorization") != "Bearer " + REGISTRATION_TOKEN:
+                return jsonify(error="invalid_token"), 401
+            tool = request.get_json(force=True)
+            self.registrations.append(tool)
+            return jsonify(
+                {
+                    **tool,
+                    "client_id": CLIENT_ID,
+                    "https://purl.imsglobal.org/spec/lti-tool-configuration": {
+                        **tool["https://purl.imsglobal.org/spec/lti-tool-configuration"],
+                        "deployment_id": DEPLOYMENT,
+                    },
+                }
+            )
 
         @app.get("/start")
         def start():

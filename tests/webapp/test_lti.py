@@ -402,3 +402,50 @@ def test_over_https_the_lti_sessions_cookies_may_be_read_inside_the_platforms_fr
         assert "SameSite=None" in cookie and "Secure" in cookie and "Partitioned" in cookie, cookie
     plain = tool.test_client().get("/", base_url="https://localhost").headers.getlist("Set-Cookie")
     assert plain and all("SameSite=Lax" in c and "Partitioned" not in c for c in plain)  # elsewhere: as before
+
+
+def test_an_lms_registers_the_tool_dynamically_with_the_admins_link_and_then_launches(tmp_path, lms):
+    """LTI Dynamic Registration: the link `amp-dojo lti registration-url` makes is the admin's consent; a forged
+    link, a configuration naming another issuer or a platform refusing the token registers nothing."""
+    from lti_platform import REGISTRATION_TOKEN
+
+    from webapp.lti import dynamic
+
+    app = create_app(base_config(tmp_path))
+    app.extensions["amp_dojo_exercises"] = _lessons()
+    client, grant = app.test_client(), dynamic.grant(app.config["SECRET_KEY"])
+    configuration = lms.url + "/.well-known/openid-configuration"
+
+    def register(link: str, token: str = REGISTRATION_TOKEN):
+        return client.get(
+            f"/lti/register/{link}", query_string={"openid_configuration": configuration, "registration_token": token}
+        )
+
+    before = len(lms.registrations)
+    assert register("forged." + grant[7:]).status_code == 403
+    lms.issuer_claimed = "https://canvas.instructure.com"
+    try:
+        assert register(grant).status_code == 400  # its issuer is not the address its configuration came from
+    finally:
+        lms.issuer_claimed = None
+    assert register(grant, token="stolen").status_code == 502  # the platform refused the registration
+    assert len(lms.registrations) == before
+    with connect(app.config["DATABASE"]) as db:
+        assert db.execute("SELECT count(*) FROM lti_platforms").scalar() == 0
+
+    done = register(grant)
+    assert done.status_code == 200 and 'data-testid="lti-registered"' in done.get_data(as_text=True)
+    assert f"frame-ancestors {lms.url}" in done.headers["Content-Security-Policy"]  # inside the LMS's frame
+    sent = lms.registrations[-1]
+    assert (
+        sent["initiate_login_uri"] == "http://localhost/lti/login" and sent["jwks_uri"] == "http://localhost/lti/jwks"
+    )
+    assert "https://purl.imsglobal.org/spec/lti-ags/scope/score" in sent["scope"].split()
+    lms.tool = {
+        "login": sent["initiate_login_uri"],
+        "launch": sent["redirect_uris"][0],
+        "jwks": client.get("/lti/jwks").get_json(),
+    }
+    lms.deployment = DEPLOYMENT
+    opened = launch(client, lms, "teacher-9", "instructor", lesson="autocast")  # a real launch, as registered
+    assert opened.status_code == 303 and opened.headers["Location"] == "/lessons/autocast"

@@ -69,3 +69,18 @@ def rotate_key(retire_kid):
         click.echo(f"key {retire_kid} retired")
         return
     click.echo(f"new signing key {_with_db(keys.rotate)}")
+
+
+@lti.command("registration-url")
+def registration_url():
+    """A link an LMS administrator pastes into the LMS (LTI Dynamic Registration), valid for 7 days."""
+    from flask import url_for
+
+    from webapp import create_app
+    from webapp.lti import dynamic
+
+    app = create_app()
+    if not app.config.get("PUBLIC_URL"):
+        raise click.ClickException("set PUBLIC_URL (the address the LMS reaches this server at) first")
+    with app.test_request_context(base_url=app.config["PUBLIC_URL"]):
+        click.echo(url_for("lti.register", grant=dynamic.grant(app.config["SECRET_KEY"]), _external=True))

@@ -18,7 +18,7 @@ from pylti1p3.exception import LtiException, OIDCException
 from webapp import classroom, content, security
 from webapp.auth import gettext, instructor_required, start_session
 from webapp.db import get_db
-from webapp.lti import identity, keys, launch, platforms, roster, scores
+from webapp.lti import dynamic, identity, keys, launch, platforms, roster, scores
 
 log = logging.getLogger("amp_dojo.lti")
 bp = Blueprint("lti", __name__)
@@ -81,6 +81,45 @@ def launch_view():
         target = url_for("lessons.index")
     log.info("LTI launch of %s in %.0f ms", landing.user.username, (time.perf_counter() - started) * 1000)
     return redirect(target, code=303)
+
+
+@bp.get("/lti/register/<grant>")
+def register(grant):
+    """Dynamic registration: the LMS opens this (the admin pasted it) with its configuration's address."""
+    configuration = request.args.get("openid_configuration", "")
+    try:
+        dynamic.check_grant(current_app.config["SECRET_KEY"], grant)
+        platform_id = dynamic.register(
+            get_db(),
+            {**tool_urls(), "logo": url_for("static", filename="favicon.svg", _external=True)},
+            configuration,
+            request.args.get("registration_token"),
+        )
+    except dynamic.RegistrationRefused as exc:
+        return _registration_refused(403 if exc.args[0] == dynamic.BAD_GRANT else 400, exc.args[0], configuration)
+    except (LtiException, AssertionError, ValueError, OSError) as exc:  # the library asserts; OSError: no answer
+        log.info("LTI registration with %s failed: %s", configuration, exc)
+        return _registration_refused(
+            502, "The LMS did not accept the registration: try again from the LMS.", configuration
+        )
+    platform = next(p for p in platforms.all_platforms(get_db()) if p.id == platform_id)
+    page = render_template("lti/registered.html", issuer=platform.issuer, deployment=", ".join(platform.deployments))
+    return page, 200, {"Content-Security-Policy": _framed_by(configuration)}
+
+
+def _registration_refused(status: int, message: str, configuration: str):
+    page = render_template(
+        "error.html", title=gettext("LMS registration refused"), message=gettext(message), status=status
+    )
+    return page, status, {"Content-Security-Policy": _framed_by(configuration)}
+
+
+def _framed_by(configuration: str) -> str:
+    """The registration's pages may sit in the frame of the LMS that opened them (not yet a registered platform)."""
+    origin = _origin(configuration) if configuration.startswith(("https://", "http://")) else ""
+    return security.CSP.replace(
+        "frame-ancestors 'none'", f"frame-ancestors {origin}" if origin else "frame-ancestors 'none'"
+    )
 
 
 def _refused(status: int, message: str | None = None):
