@@ -65,5 +65,8 @@ export function errorKindLabels() {
 }
 
 export function verdictLabels() {
-  return { pass: tr("Passed"), fail: tr("Failed"), error: tr("Error"), not_applicable: tr("Not applicable") };
+  return {
+    pass: tr("Passed"), fail: tr("Failed"), error: tr("Error"), not_applicable: tr("Not applicable"),
+    held: tr("Held until the exam closes"),  // an exam holds the verdict back (webapp/exams.py)
+  };
 }
