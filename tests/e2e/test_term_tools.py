@@ -18,6 +18,11 @@ from .conftest import DESKTOP, PHONE
 from .test_classroom import LESSON, PASSWORD, create_instructor, sign_in
 
 ISO_DAY = re.compile(r"\b20\d\d-\d\d-\d\d\b")
+# the innermost elements that reach past the viewport's right edge, to name what made a page scroll sideways
+WIDEST = """[...document.querySelectorAll('main *')].filter(e => e.getBoundingClientRect().right > innerWidth + 1)
+  .filter(e => ![...e.children].some(c => c.getBoundingClientRect().right > innerWidth + 1))
+  .slice(0, 5).map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right) + ': '
+  + (e.textContent || '').trim().slice(0, 60))"""
 
 
 def the_class(live_app, tag: str) -> int:
@@ -49,8 +54,10 @@ def the_class(live_app, tag: str) -> int:
 
 def fits(page) -> None:
     """Nothing scrolls sideways, and dates are the locale's."""
+    page.wait_for_load_state("load")  # a badge can be visible before the page after a POST has finished loading
     width = page.evaluate("document.scrollingElement.scrollWidth")
-    assert width <= page.viewport_size["width"] + 1, (page.url, width)
+    wide = page.evaluate(WIDEST) if width > page.viewport_size["width"] + 1 else None
+    assert width <= page.viewport_size["width"] + 1, (page.url, width, wide)
     text = page.locator("main").inner_text()
     assert not ISO_DAY.search(text), (page.url, ISO_DAY.search(text))
 
