@@ -1,16 +1,18 @@
 """A class on one server, with one hostile learner and a slow-client flood, on loopback only.
 
-    python bench/class_load.py [--learners 30] [--shared 10] [--runs 3] [--window 60] [--slow 110]
+    python bench/class_load.py [--learners 30] [--shared 10] [--runs 3] [--window 60] [--slow 110] [--lesson autocast]
 
 Starts the real app (`amp-dojo serve` + one `amp-dojo worker`, as tests/e2e does: sandbox bwrap, else local;
 device cpu) with the platform's default limits, and measures, at once:
 
 - `--learners` learners, each with its own session; `--shared` of them share one client address (a school's NAT:
   their sockets are bound to 127.0.0.50), the others each have their own (127.0.0.10, .11, ...). Each starts at a
-  random moment within the first third of `--window` seconds and submits the autocast reference `--runs` times,
+  random moment within the first third of `--window` seconds and submits the lesson's reference `--runs` times
+  (`--lesson`, autocast by default; compile_autocast for a class of compiled gradings),
   waiting for each verdict (polling, as the page does when no stream slot is free) and pausing a few seconds
   between runs, as a learner fixing their code would;
-- one hostile learner (its own address; its gradings still running at the end are "unfinished") who, from the start, keeps the longest grading the limits allow going:
+- one hostile learner (its own address, on autocast whatever the class submits; its gradings still running at the end
+  are "unfinished") who, from the start, keeps the longest grading the limits allow going:
   a right answer that sleeps in every step, as slowly as the per-step limit allows, so each of its gradings lasts
   until the grader's whole-grading budget ends it; it submits again as soon as it may, and keeps its second
   allowed submission waiting;
@@ -100,7 +102,7 @@ def learner(base: str, address: str, group: str, code: str, args, t0: float, run
     for _ in range(args.runs):
         run = Run(group)
         run.posted = time.monotonic()
-        run.status, _headers, data, _elapsed = client.submit(LESSON, code)
+        run.status, _headers, data, _elapsed = client.submit(args.lesson, code)
         with lock:
             runs.append(run)
         if run.status != 202:
@@ -127,7 +129,7 @@ def hostile(base: str, args, stop: threading.Event, runs: list, lock) -> None:
         if len(active) < 2:
             run = Run("hostile")
             run.posted = time.monotonic()
-            run.status, _h, data, _e = client.submit(LESSON, HOSTILE)
+            run.status, _h, data, _e = client.submit(LESSON, HOSTILE)  # on autocast, whatever the class does
             with lock:
                 runs.append(run)
             if run.status == 202:
@@ -196,14 +198,15 @@ def main() -> int:
     parser.add_argument("--slow", type=int, default=110)
     parser.add_argument("--deadline", type=float, default=600.0, help="longest wait for one verdict")
     parser.add_argument("--no-hostile", action="store_true", help="the control run: the class alone")
+    parser.add_argument("--lesson", default=LESSON, help="the lesson whose reference the class submits")
     args = parser.parse_args()
-    code = load_all()[LESSON].reference
+    code = load_all()[args.lesson].reference
     runs: list[Run] = []
     lock, stop = threading.Lock(), threading.Event()
     with tempfile.TemporaryDirectory() as tmp, LiveApp(Path(tmp), settings={"WARM_AT_START": True}) as app:
         warm = Client(app.url)
         warm.start_session()
-        _s, _h, data, _e = warm.submit(LESSON, code)  # the lesson's trusted runs, before anyone is timed
+        _s, _h, data, _e = warm.submit(args.lesson, code)  # the lesson's trusted runs, before anyone is timed
         wait_verdict(warm, _warm_run(data), time.monotonic() + 300)
         opened: list[int] = []
         slow = threading.Thread(target=slow_clients, args=(app.port, args.slow, stop, opened), daemon=True)
@@ -244,7 +247,7 @@ def main() -> int:
     }
     who = "no hostile learner (control)" if args.no_hostile else "one hostile learner"
     print(
-        f"{args.learners} learners ({args.shared} behind one address) x {args.runs} runs, {who}, "
+        f"{args.lesson}: {args.learners} learners ({args.shared} behind one address) x {args.runs} runs, {who}, "
         f"{out['slow_connections']} slow connections; {out['seconds']} s\n"
     )
     print(

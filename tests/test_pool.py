@@ -39,7 +39,7 @@ def pool():
 
 def test_a_blank_is_ready_before_any_submission_exists(pool):
     assert pool.wait_until_ready("cpu", timeout=90)
-    blank = pool._ready["cpu"][0]
+    blank = pool._ready[("cpu", False)][0]
     assert blank.ready and blank.spec is None
     assert [n for n in os.listdir(blank.workdir) if not n.startswith("torchinductor_")] == []
 
@@ -73,7 +73,7 @@ def test_a_pooled_grading_gives_the_cold_verdict_without_the_start_up(pool, grad
 
 def test_a_blank_that_died_while_waiting_is_never_handed_out(pool):
     assert pool.wait_until_ready("cpu", timeout=90)
-    blank = pool._ready["cpu"][0]
+    blank = pool._ready[("cpu", False)][0]
     blank.kill()
     result = runner.run(AUTOCAST, AUTOCAST.reference, device="cpu", launcher=pool)
     assert result.status == "pass" and pool.cold_starts >= 1
@@ -92,5 +92,34 @@ def test_a_warm_sandbox_holds_nothing_of_the_previous_submission(backend):
         for _ in range(2):
             result = runner.run(AUTOCAST, LEFT_BEHIND, device="cpu", launcher=pool)
             assert result.error is None and result.status == "pass", (result.error, result.output[-500:])
+    finally:
+        pool.close()
+
+
+# Fails at import, so that `init` fails, unless the worker is of the kind asked: a compile lesson's blank has the
+# real torch._dynamo and inductor's compiler loaded before the code arrives; any other keeps torch._dynamo out.
+KIND_CHECK = """
+import sys
+LOADED = type(sys.modules.get("torch._dynamo")).__name__ == "module" and "torch._inductor.compile_fx" in sys.modules
+if LOADED != {compiler}:
+    raise RuntimeError(f"compiler loaded: {{LOADED}}")
+"""
+
+
+@pytest.mark.parametrize("compiler", [True, False], ids=["compile lesson", "plain lesson"])
+def test_a_compile_lessons_blank_has_loaded_the_compiler_before_its_code_arrives(compiler):
+    pool = WarmPool(LocalLauncher(TEST_LIMITS), size=1, devices=("cpu",), compiler=True, refill=False)
+    try:
+        assert pool.wait_until_ready("cpu", timeout=120, compiler=True)
+        assert pool.ready_count("cpu", compiler=False) == 0, "a plain lesson's blanks start only when asked for"
+        code = KIND_CHECK.format(compiler=compiler) + AUTOCAST.reference
+        worker = pool.start(WorkerSpec(code, "submission.py", AUTOCAST.public(), "cpu", compiler=compiler))
+        try:
+            worker.wait_ready()
+            reply = worker.request(worker.init_message(), timeout=60)
+        finally:
+            worker.close()
+        assert reply.get("ok", True), reply
+        assert pool.cold_starts == (0 if compiler else 1), "a blank of the other kind was handed out"
     finally:
         pool.close()

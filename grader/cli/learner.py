@@ -166,7 +166,9 @@ def check(exercise_id, file, as_json, fmt, output, watch, and_submit, colour, de
         since, grading.since = grading.since, None
         code = grading.show(unparsed, source, since)
         sys.exit(_and_submit(grading, code) if and_submit else code)
-    grading.launcher = launcher = warm_launcher(launcher_for(sandbox, limits, lang), device, again=watch)
+    grading.launcher = launcher = warm_launcher(
+        launcher_for(sandbox, limits, lang), device, again=watch, compiler=exercise.compiles
+    )
     try:
         code = watch_file(grading) if watch else grading()
     finally:

@@ -104,13 +104,14 @@ def again(command: str, lang: str) -> str:
     return f"{command} --lang {lang}" if flagged and chosen_language(None)[0] != lang else command
 
 
-def warm_launcher(launcher, device: str, again: bool = False):
+def warm_launcher(launcher, device: str, again: bool = False, compiler: bool = False):
     """The launcher behind a pool of one warm sandbox, started now, before this process imports PyTorch; with
     --watch (`again`) the next grading's sandbox is started behind each one. The device is guessed without
-    PyTorch (an NVIDIA device node means CUDA); a wrong guess only costs the warm start."""
+    PyTorch (an NVIDIA device node means CUDA); a wrong guess only costs the warm start. `compiler`: the
+    lesson compiles, and so does its blank (Exercise.compiles)."""
     from grader.sandboxes.pool import WarmPool
 
-    return WarmPool(launcher, size=1, devices=(guessed_device(device),), refill=again)
+    return WarmPool(launcher, size=1, devices=(guessed_device(device),), refill=again, compiler=compiler)
 
 
 def guessed_device(device: str) -> str:

@@ -25,13 +25,9 @@ log = logging.getLogger("grader.judge.compile_warm")
 COMPLETE = ".complete"  # written once a reference compiled as a submission has been collected
 
 
-def compiles(exercise: Exercise) -> bool:
-    """The lesson's reference compiles (what a right answer compiles is then worth keeping)."""
-    return "torch.compile" in exercise.reference
-
-
 def needed(exercise: Exercise, device: str, launcher) -> bool:
-    return compiles(exercise) and not (compile_cache_of(exercise, device, launcher) / COMPLETE).exists()
+    """The lesson's code compiles (what a right answer compiles is then worth keeping) and nothing is kept yet."""
+    return exercise.compiles and not (compile_cache_of(exercise, device, launcher) / COMPLETE).exists()
 
 
 def warm_compile_cache(exercise: Exercise, device: str, launcher, cancel: threading.Event | None = None) -> bool:

@@ -31,9 +31,8 @@ def spawn_worker(
     public = exercise.public(workload_kind(exercise, device))
     try:
         cache = str(compile_cache_of(exercise, device, launcher))
-        worker = launcher.start(
-            WorkerSpec(code, filename, public, device, trace=trace, ranks=ranks, compile_cache=cache)
-        )
+        spec = WorkerSpec(code, filename, public, device, trace=trace, ranks=ranks, compile_cache=cache)
+        worker = launcher.start(replace(spec, compiler=exercise.compiles and code != exercise.baseline))
     except (OSError, subprocess.SubprocessError) as exc:
         raise EnvironmentProblem(f"the {launcher.name} sandbox could not start a worker: {exc}") from None
     worker.ranks = ranks

@@ -187,6 +187,12 @@ class Exercise(Strict):
                 raise ValueError(f"starter_translations.{lang}: {difference}")
         return self
 
+    @property
+    def compiles(self) -> bool:
+        """The lesson is about torch.compile: its reference compiles, and so will most of its learners' code
+        (their workers start with the compiler loaded; its trusted compile cache is worth filling)."""
+        return "torch.compile" in self.reference
+
     def starter_in(self, lang: str) -> str:
         """The starter a learner of `lang` gets: its translation, else the English one."""
         return self.starter_translations.get(lang, self.starter)

@@ -22,7 +22,7 @@ from pathlib import Path
 from grader.errors import EnvironmentProblem
 from grader.sandboxes import compile_cache
 from grader.sandboxes.cgroups import Cgroup
-from grader.sandboxes.launcher import WORKER_PACKAGE, Launcher, make_workdir, rlimits, worker_env
+from grader.sandboxes.launcher import WORKER_PACKAGE, Launcher, make_workdir, rlimits, worker_args, worker_env
 from grader.sandboxes.limits import Limits, scratch_sizes
 from grader.sandboxes.process import ProcessHandle, WorkerProcess, cpu_seconds_of, pids_in_namespace
 
@@ -87,7 +87,9 @@ def _gpu_binds(device: str) -> list[str]:
     return args
 
 
-def command(device: str, workdir: Path, limits: Limits, writes_compile_cache: bool = False) -> list[str]:
+def command(
+    device: str, workdir: Path, limits: Limits, writes_compile_cache: bool = False, compiler: bool = False
+) -> list[str]:
     env = worker_env("/tmp", 1, pythonpath=PACKAGE_ROOT)
     env.update(USER="sandbox", LOGNAME="sandbox")
     args = [
@@ -154,6 +156,7 @@ def command(device: str, workdir: Path, limits: Limits, writes_compile_cache: bo
         sys.executable,
         "-m",
         "grader.worker",
+        *worker_args(compiler),
     ]
     return args
 
@@ -222,18 +225,18 @@ class BwrapLauncher(Launcher):
         if bwrap_path() is None:
             raise EnvironmentProblem("the bwrap sandbox needs bubblewrap: apt-get install bubblewrap")
 
-    def prepare(self, device: str) -> WorkerProcess:
+    def prepare(self, device: str, compiler: bool = False) -> WorkerProcess:
         workdir = make_workdir()
         group = Cgroup.create(self.limits.processes, self.limits.memory_bytes, self.limits.cpus, self.idle)
         try:
-            return self._start(device, workdir, group)
+            return self._start(device, workdir, group, compiler)
         except Exception:
             shutil.rmtree(workdir, ignore_errors=True)
             if group is not None:
                 group.remove()
             raise
 
-    def _start(self, device: str, workdir: Path, group) -> WorkerProcess:
+    def _start(self, device: str, workdir: Path, group, compiler: bool) -> WorkerProcess:
         limit = rlimits(self.limits, device, processes=True, idle=self.idle)
 
         def prepare():
@@ -242,7 +245,7 @@ class BwrapLauncher(Launcher):
                 group.join()
 
         proc = subprocess.Popen(
-            command(device, workdir, self.limits, self.writes_compile_cache),
+            command(device, workdir, self.limits, self.writes_compile_cache, compiler),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from grader.sandboxes import compile_cache
-from grader.sandboxes.launcher import WORKER_PACKAGE, Launcher, make_workdir, tree_hash, worker_env
+from grader.sandboxes.launcher import WORKER_PACKAGE, Launcher, make_workdir, tree_hash, worker_args, worker_env
 from grader.sandboxes.limits import Limits, scratch_sizes
 from grader.sandboxes.process import WorkerProcess, cpu_seconds_of, pids_in_namespace
 
@@ -295,15 +295,15 @@ class DockerLauncher(Launcher):
                 return f"docker:{self.image}"
         return self._identity
 
-    def prepare(self, device: str) -> WorkerProcess:
+    def prepare(self, device: str, compiler: bool = False) -> WorkerProcess:
         workdir = make_workdir()
         try:
-            return self._start(device, workdir)
+            return self._start(device, workdir, compiler)
         except Exception:
             shutil.rmtree(workdir, ignore_errors=True)
             raise
 
-    def _start(self, device: str, workdir: Path) -> WorkerProcess:
+    def _start(self, device: str, workdir: Path, compiler: bool) -> WorkerProcess:
         import docker
 
         device_requests = None
@@ -317,7 +317,7 @@ class DockerLauncher(Launcher):
         tmp, shm = scratch_sizes(limits)
         container = self.engine.containers.create(
             self.image,
-            ["python3", "-m", "grader.worker"],
+            ["python3", "-m", "grader.worker", *worker_args(compiler)],
             stdin_open=True,
             detach=True,
             environment=env,

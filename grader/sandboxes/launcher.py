@@ -82,6 +82,11 @@ OFFLINE_AND_LOOPBACK = {
 PASSED_TO_WORKERS = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "ONEDNN_MAX_CPU_ISA")
 
 
+def worker_args(compiler: bool) -> list[str]:
+    """The worker's command-line arguments after `-m grader.worker` (grader/worker/serve.py reads them)."""
+    return ["--compiler"] if compiler else []
+
+
 def make_workdir() -> Path:
     """A fresh, empty host folder for one worker; the sandbox user may list and read it, nothing more."""
     workdir = Path(tempfile.mkdtemp(prefix="amp-dojo-"))
@@ -98,7 +103,9 @@ class Launcher:
     idle = False  # its workers get the CPU only where nothing else wants it (background())
     writes_compile_cache = False  # its workers' kernels go to the lesson's trusted compile cache (trusted())
 
-    def prepare(self, device: str) -> WorkerProcess:
+    def prepare(self, device: str, compiler: bool = False) -> WorkerProcess:
+        """A blank worker for `device`; `compiler`: one that has loaded torch.compile's machinery too
+        (grader/worker/lazy_dynamo.py), for a lesson whose code compiles."""
         raise NotImplementedError
 
     def background(self) -> Launcher:
@@ -121,7 +128,7 @@ class Launcher:
         return writer
 
     def start(self, spec: WorkerSpec) -> WorkerProcess:
-        worker = self.prepare(spec.device)
+        worker = self.prepare(spec.device, spec.compiler)
         if self.writes_compile_cache and spec.compile_cache:
             worker.collect_into = Path(spec.compile_cache)
         try:
@@ -173,11 +180,11 @@ class LocalLauncher(Launcher):
     def __init__(self, limits: Limits | None = None):
         self.limits = limits or Limits()
 
-    def prepare(self, device: str) -> WorkerProcess:
+    def prepare(self, device: str, compiler: bool = False) -> WorkerProcess:
         workdir = make_workdir()
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "grader.worker"],
+                [sys.executable, "-m", "grader.worker", *worker_args(compiler)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,

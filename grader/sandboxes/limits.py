@@ -55,6 +55,7 @@ class WorkerSpec:
     threads: int = 1
     ranks: int = 1  # processes of the code in this one sandbox (grader/worker/ranks.py)
     compile_cache: str | None = None  # the host folder of the lesson's trusted compile cache (compile_cache.py)
+    compiler: bool = False  # the lesson's code compiles: its worker loads torch.compile's machinery as a blank
 
 
 def scratch_sizes(limits: Limits) -> tuple[int, int]:

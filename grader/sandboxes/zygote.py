@@ -180,9 +180,11 @@ class ForkLauncher(LocalLauncher):
         self.zygote()
         return super().trusted()
 
-    def prepare(self, device: str) -> WorkerProcess:
+    def prepare(self, device: str, compiler: bool = False) -> WorkerProcess:
+        """`compiler` is left out of forked workers: one whose code compiles loads the compiler when it compiles,
+        on its grading's time (loading it in the zygote would put torch._dynamo into every worker it forks)."""
         if device != "cpu":
-            return super().prepare(device)
+            return super().prepare(device, compiler)
         workdir = make_workdir()
         ours, theirs = [], []
         try:

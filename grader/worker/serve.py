@@ -400,13 +400,15 @@ def preload():
 
 def main():
     channel = Channel()
-    ready_process()
+    ready_process(compiler="--compiler" in sys.argv[1:])
     channel.write({"ok": True, "ready": True})
     serve(channel)
 
 
-def ready_process():
-    """Everything a worker does before it says it is ready (grader/worker/zygote.py does it once, then forks)."""
+def ready_process(compiler: bool = False):
+    """Everything a worker does before it says it is ready (grader/worker/zygote.py does it once, then forks).
+    `compiler`: the worker is for a lesson whose code compiles, and loads torch.compile's machinery too
+    (grader/worker/lazy_dynamo.py's `load_compiler`)."""
     faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
     # torch warns on import when NumPy is absent (the grading image has none); the learner's output
     # should hold only what their code printed.
@@ -415,6 +417,10 @@ def ready_process():
 
     quiet_import_warnings()  # torchao's lines about its missing CUDA extensions, should the code import it
     preload()
+    if compiler:
+        from grader.worker import lazy_dynamo
+
+        lazy_dynamo.load_compiler()
 
 
 def serve(channel: Channel, rank: int = 0, world_size: int = 1):
