@@ -238,6 +238,52 @@ def test_the_platform_gets_the_score_the_courses_late_policy_counts(tool, lms):
             deadlines.set_policy(db, course, LatePolicy())
 
 
+def _exam_window(teacher, course_id: int, start: float, end: float) -> None:
+    """The instructor's exam page: a window over autocast that holds its results back until it closes."""
+
+    def field(ts):
+        return time.strftime("%Y-%m-%dT%H:%M", time.gmtime(ts))
+
+    data = {"starts_at": field(start), "ends_at": field(end), "exam-autocast": "on", "hold_results": "on"}
+    assert form(teacher, f"/teach/courses/{course_id}/exam", data).status_code == 303
+
+
+def test_scores_an_exam_held_back_reach_the_platform_when_it_closes_or_the_instructor_ends_it(tool, lms):
+    """No "send all grades again" needed: the window's close (a task at that time) and an instructor's clearing
+    send what the hold kept back, once each."""
+    teacher = tool.test_client()
+    launch(teacher, lms, "teacher-1", "instructor", lesson="autocast")
+    learner = tool.test_client()
+    launch(learner, lms, "student-8", "learner", lesson="autocast")
+    queue, course = tool.extensions["amp_dojo_lti_queue"], _course_id(tool)
+
+    def sent():
+        return [s["scoreGiven"] for s in lms.scores if s["userId"] == "student-8"]
+
+    now = time.time()
+    _exam_window(teacher, course, now - 3600, now + 3600)
+    _graded_pass(tool, learner, 0.5)
+    queue.run_pending()
+    assert sent() == []  # held: the LMS must not show what the learner may not see yet
+    with connect(tool.config["DATABASE"]) as db:  # an hour later: the window has closed
+        closes = db.execute("SELECT ends_at FROM course_exams WHERE course_id = ?", (course,)).scalar()
+        db.execute("UPDATE course_exams SET ends_at = ? WHERE course_id = ?", (now - 1, course))
+    queue.run_pending(now=closes + 1)
+    assert sent() == [0.5]
+
+    _exam_window(teacher, course, now - 3600, now + 3600)  # a second exam, ended early by clearing it
+    _graded_pass(tool, learner, 1.0)
+    queue.run_pending()
+    assert sent() == [0.5]
+    assert form(teacher, f"/teach/courses/{course}/exam", {"clear": "1"}).status_code == 303
+    queue.run_pending()
+    assert sent() == [0.5, 1.0]
+    queue.run_pending(now=closes + 7200)  # the second window's own release at its close comes too: nothing new
+    assert sent() == [0.5, 1.0]
+    with connect(tool.config["DATABASE"]) as db:
+        assert db.execute("SELECT score, state FROM lti_scores").rows() == [(1.0, "sent")]
+
+
 def _course_id(app) -> int:
     with connect(app.config["DATABASE"]) as db:
         return db.execute("SELECT course_id FROM lti_contexts").scalar()
