@@ -196,6 +196,30 @@ def test_a_graded_submission_reaches_the_gradebook_and_waits_while_the_lms_is_do
     assert lms.scores[-1]["scoreGiven"] == 1.0
 
 
+def test_a_submission_from_grader_submit_reaches_the_gradebook_as_one_from_the_browser(tool, lms):
+    """One progress record: the learner who came from the LMS makes a token on their account page, and
+    `grader submit`'s own client (grader.remote, urllib with the token) sends code to the tool on loopback."""
+    from werkzeug.serving import make_server
+
+    from grader import remote
+
+    launch(tool.test_client(), lms, "teacher-1", "instructor", lesson="autocast")
+    learner = tool.test_client()
+    launch(learner, lms, "student-6", "learner", lesson="autocast")
+    page = form(learner, "/account/tokens", {"name": "laptop", "days": ""}).get_data(as_text=True)
+    token = re.search(r'data-testid="token-secret">(ampd_[\w-]+)<', page).group(1)
+    server = make_server("127.0.0.1", 0, tool, threaded=True)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()  # its shutdown: 50 ms
+    try:
+        login = remote.Login(f"http://127.0.0.1:{server.server_port}", token)
+        answer = remote.submit(login, "autocast", "x = 1\n", "en")
+    finally:
+        server.shutdown()
+    grade_as(tool, answer["id"], "fail", score=0.75)
+    tool.extensions["amp_dojo_lti_queue"].run_pending()
+    assert [(s["userId"], s["scoreGiven"]) for s in lms.scores if s["userId"] == "student-6"] == [("student-6", 0.75)]
+
+
 def test_the_platform_gets_the_score_the_courses_late_policy_counts(tool, lms):
     """The LMS's gradebook and the course's agree: a submission two days late under a penalty of 25% a day is
     sent as half its raw score, and an extension for this learner alone sends it whole."""
