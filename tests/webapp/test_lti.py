@@ -313,7 +313,7 @@ def _course_id(app) -> int:
         return db.execute("SELECT course_id FROM lti_contexts").scalar()
 
 
-def test_a_deep_linked_lesson_returns_to_the_platform_and_its_launch_opens_that_lesson(tool, lms):
+def test_a_deep_linked_lesson_returns_to_the_platform_and_its_launch_opens_that_lesson_with_its_deadline(tool, lms):
     teacher = tool.test_client()
     opened = launch(teacher, lms, "teacher-1", "instructor", deep_link=True)
     assert opened.status_code == 303 and opened.headers["Location"] == "/lti/deep-link"
@@ -331,6 +331,24 @@ def test_a_deep_linked_lesson_returns_to_the_platform_and_its_launch_opens_that_
     assert time.strftime("%Y-%m-%d", time.gmtime(deadline)) == "2030-01-31"
     learner = launch(tool.test_client(), lms, "student-5", "learner", lesson=item["custom"]["lesson"])
     assert learner.headers["Location"] == "/lessons/grad_scaler"
+
+    claim = "https://purl.imsglobal.org/spec/lti/claim/"
+    copy = {claim + "custom": item["custom"], claim + "context": {"id": "course-101-copy", "title": "Copy"}}
+    launch(tool.test_client(), lms, "teacher-1", "instructor", lesson="grad_scaler", **copy)  # the LMS copied it
+    with connect(tool.config["DATABASE"]) as db:  # the instructor removes the original course's deadline here
+        db.execute(
+            "UPDATE course_lessons SET deadline = NULL WHERE course_id = "
+            "(SELECT course_id FROM lti_contexts WHERE context_id = 'course-101')"
+        )
+    launch(
+        tool.test_client(), lms, "teacher-1", "instructor", lesson="grad_scaler", **{claim + "custom": item["custom"]}
+    )
+    with connect(tool.config["DATABASE"]) as db:
+        deadlines = db.execute(
+            "SELECT x.context_id, cl.deadline FROM lti_contexts x JOIN course_lessons cl ON cl.course_id = x.course_id "
+            "AND cl.lesson = 'grad_scaler' ORDER BY x.context_id"
+        ).rows()
+    assert deadlines == [("course-101", None), ("course-101-copy", deadline)]  # a removed deadline stays removed
 
 
 def test_the_roster_is_imported_from_every_page_of_the_platform(tool, lms):
