@@ -39,8 +39,8 @@ QUEUE_NAME = "amp-dojo-lti"
 def counted_score(db, learner: str, course_id: int, lesson: str) -> float | None:
     """The score of the learner's lesson that the course's gradebook counts: the best of their graded submissions
     under the course's late policy, against their own deadline (an extension's, where granted), as
-    webapp/late_policy.py computes it for the gradebook. A verdict an exam holds back is left out until the
-    hold ends (on_released counts again then)."""
+    webapp/late_policy.py computes it for the gradebook. A verdict an exam holds back is not sent until the
+    window closes ("send all grades again" sends it then)."""
     user = db.execute("SELECT id FROM users WHERE learner = ?", (learner,)).fetchone()
     item = next((x for x in classroom.lessons(db, course_id) if x["lesson"] == lesson), None)
     if user is None or item is None:
