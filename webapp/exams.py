@@ -3,13 +3,15 @@ the lessons it covers take no submission from the course's learners (the web for
 all store through webapp/store.py create, which asks `admit`), and the reason says when it opens or closed;
 inside it, hints, quiz explanations and the tutor are off (`exam_in_force`, the one question every such
 feature asks), and the results may be held back until the window closes (`held`). Every attempt, accepted or
-refused, is logged with its time for the course's instructors."""
+refused, is logged with its time for the course's instructors. When held results become visible (the window's
+close, or an instructor's change that ends the hold) webapp.signals.released says so, for an LMS's gradebook."""
 
 from __future__ import annotations
 
 import json
 import time
 
+from webapp import signals
 from webapp.db import transaction
 from webapp.i18n import Moment, noop_gettext
 
@@ -34,9 +36,11 @@ def lessons_of(exam) -> list[str] | None:
     return None if exam is None or exam["lessons"] is None else json.loads(exam["lessons"])
 
 
-def save(db, course_id: int, starts_at: float, ends_at: float, lessons: list[str] | None, hold: bool) -> None:
+def save(db, course_id: int, starts_at: float, ends_at: float, lessons: list[str] | None, hold: bool, config=None):
+    """The course's exam window, replacing the one it had. `config` is the app's, for the listeners of `released`."""
     if not ends_at > starts_at:
         raise ExamError(noop_gettext("An exam's window must end after it starts."))
+    before = get(db, course_id)
     with transaction(db):
         db.execute("DELETE FROM course_exams WHERE course_id = ?", (course_id,))
         db.execute(
@@ -44,11 +48,26 @@ def save(db, course_id: int, starts_at: float, ends_at: float, lessons: list[str
             "VALUES (?, ?, ?, ?, ?, ?)",
             (course_id, starts_at, ends_at, None if lessons is None else json.dumps(lessons), int(hold), time.time()),
         )
+    _ended(db, before, config)
+    if hold:
+        signals.released.send(None, db=db, course_id=course_id, lessons=lessons, at=ends_at, config=config)
 
 
-def clear(db, course_id: int) -> None:
+def clear(db, course_id: int, config=None) -> None:
+    before = get(db, course_id)
     with transaction(db):
         db.execute("DELETE FROM course_exams WHERE course_id = ?", (course_id,))
+    _ended(db, before, config)
+
+
+def _ended(db, before, config) -> None:
+    """The window `before` was replaced or cleared: what it held until its close is (or, held by the new one,
+    stays) held no more. Listeners count again and find which."""
+    now = time.time()
+    if before is not None and before["hold_results"] and now < before["ends_at"]:
+        signals.released.send(
+            None, db=db, course_id=before["course_id"], lessons=lessons_of(before), at=now, config=config
+        )
 
 
 def covering(db, learner: str, lesson: str) -> list:

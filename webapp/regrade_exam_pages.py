@@ -151,7 +151,7 @@ def exam(course_id):
     titles = _titles(db, course_id)
     if request.method == "POST":
         if request.form.get("clear"):
-            exams.clear(db, course_id)
+            exams.clear(db, course_id, current_app.config)
             flash(gettext("The exam window is cleared: the lessons take submissions as before."), "saved")
             return redirect(url_for("term.exam", course_id=course_id), code=303)
         starts, ends = _utc(request.form.get("starts_at", "")), _utc(request.form.get("ends_at", ""))
@@ -159,7 +159,9 @@ def exam(course_id):
         try:
             if starts is None or ends is None:
                 raise exams.ExamError(noop_gettext("Give the exam's start and end."))
-            exams.save(db, course_id, starts, ends, picked or None, bool(request.form.get("hold_results")))
+            exams.save(
+                db, course_id, starts, ends, picked or None, bool(request.form.get("hold_results")), current_app.config
+            )
             flash(gettext("The exam window is saved."), "saved")
         except exams.ExamError as exc:
             flash(gettext(exc.message), "error")

@@ -9,3 +9,9 @@ _signals = Namespace()
 
 # A submission's grading was stored: sender None, with db, row (the submission as stored), result and config.
 graded = _signals.signal("graded")
+
+# The verdicts an exam held back are visible to their learners from `at` on (UTC seconds: the window's close when a
+# window that holds them is saved; the time of the change when an instructor's change ends the hold early): sender
+# None, with db, course_id, lessons (the exam's; None: all of the course's), at and config (None: from a caller
+# without the app, whose listeners then have no queue to use). A listener may hear of one release more than once.
+released = _signals.signal("released")

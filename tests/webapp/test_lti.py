@@ -196,6 +196,30 @@ def test_a_graded_submission_reaches_the_gradebook_and_waits_while_the_lms_is_do
     assert lms.scores[-1]["scoreGiven"] == 1.0
 
 
+def test_a_submission_from_grader_submit_reaches_the_gradebook_as_one_from_the_browser(tool, lms):
+    """One progress record: the learner who came from the LMS makes a token on their account page, and
+    `grader submit`'s own client (grader.remote, urllib with the token) sends code to the tool on loopback."""
+    from werkzeug.serving import make_server
+
+    from grader import remote
+
+    launch(tool.test_client(), lms, "teacher-1", "instructor", lesson="autocast")
+    learner = tool.test_client()
+    launch(learner, lms, "student-6", "learner", lesson="autocast")
+    page = form(learner, "/account/tokens", {"name": "laptop", "days": ""}).get_data(as_text=True)
+    token = re.search(r'data-testid="token-secret">(ampd_[\w-]+)<', page).group(1)
+    server = make_server("127.0.0.1", 0, tool, threaded=True)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()  # its shutdown: 50 ms
+    try:
+        login = remote.Login(f"http://127.0.0.1:{server.server_port}", token)
+        answer = remote.submit(login, "autocast", "x = 1\n", "en")
+    finally:
+        server.shutdown()
+    grade_as(tool, answer["id"], "fail", score=0.75)
+    tool.extensions["amp_dojo_lti_queue"].run_pending()
+    assert [(s["userId"], s["scoreGiven"]) for s in lms.scores if s["userId"] == "student-6"] == [("student-6", 0.75)]
+
+
 def test_the_platform_gets_the_score_the_courses_late_policy_counts(tool, lms):
     """The LMS's gradebook and the course's agree: a submission two days late under a penalty of 25% a day is
     sent as half its raw score, and an extension for this learner alone sends it whole."""
@@ -238,12 +262,58 @@ def test_the_platform_gets_the_score_the_courses_late_policy_counts(tool, lms):
             deadlines.set_policy(db, course, LatePolicy())
 
 
+def _exam_window(teacher, course_id: int, start: float, end: float) -> None:
+    """The instructor's exam page: a window over autocast that holds its results back until it closes."""
+
+    def field(ts):
+        return time.strftime("%Y-%m-%dT%H:%M", time.gmtime(ts))
+
+    data = {"starts_at": field(start), "ends_at": field(end), "exam-autocast": "on", "hold_results": "on"}
+    assert form(teacher, f"/teach/courses/{course_id}/exam", data).status_code == 303
+
+
+def test_scores_an_exam_held_back_reach_the_platform_when_it_closes_or_the_instructor_ends_it(tool, lms):
+    """No "send all grades again" needed: the window's close (a task at that time) and an instructor's clearing
+    send what the hold kept back, once each."""
+    teacher = tool.test_client()
+    launch(teacher, lms, "teacher-1", "instructor", lesson="autocast")
+    learner = tool.test_client()
+    launch(learner, lms, "student-8", "learner", lesson="autocast")
+    queue, course = tool.extensions["amp_dojo_lti_queue"], _course_id(tool)
+
+    def sent():
+        return [s["scoreGiven"] for s in lms.scores if s["userId"] == "student-8"]
+
+    now = time.time()
+    _exam_window(teacher, course, now - 3600, now + 3600)
+    _graded_pass(tool, learner, 0.5)
+    queue.run_pending()
+    assert sent() == []  # held: the LMS must not show what the learner may not see yet
+    with connect(tool.config["DATABASE"]) as db:  # an hour later: the window has closed
+        closes = db.execute("SELECT ends_at FROM course_exams WHERE course_id = ?", (course,)).scalar()
+        db.execute("UPDATE course_exams SET ends_at = ? WHERE course_id = ?", (now - 1, course))
+    queue.run_pending(now=closes + 1)
+    assert sent() == [0.5]
+
+    _exam_window(teacher, course, now - 3600, now + 3600)  # a second exam, ended early by clearing it
+    _graded_pass(tool, learner, 1.0)
+    queue.run_pending()
+    assert sent() == [0.5]
+    assert form(teacher, f"/teach/courses/{course}/exam", {"clear": "1"}).status_code == 303
+    queue.run_pending()
+    assert sent() == [0.5, 1.0]
+    queue.run_pending(now=closes + 7200)  # the second window's own release at its close comes too: nothing new
+    assert sent() == [0.5, 1.0]
+    with connect(tool.config["DATABASE"]) as db:
+        assert db.execute("SELECT score, state FROM lti_scores").rows() == [(1.0, "sent")]
+
+
 def _course_id(app) -> int:
     with connect(app.config["DATABASE"]) as db:
         return db.execute("SELECT course_id FROM lti_contexts").scalar()
 
 
-def test_a_deep_linked_lesson_returns_to_the_platform_and_its_launch_opens_that_lesson(tool, lms):
+def test_a_deep_linked_lesson_returns_to_the_platform_and_its_launch_opens_that_lesson_with_its_deadline(tool, lms):
     teacher = tool.test_client()
     opened = launch(teacher, lms, "teacher-1", "instructor", deep_link=True)
     assert opened.status_code == 303 and opened.headers["Location"] == "/lti/deep-link"
@@ -261,6 +331,24 @@ def test_a_deep_linked_lesson_returns_to_the_platform_and_its_launch_opens_that_
     assert time.strftime("%Y-%m-%d", time.gmtime(deadline)) == "2030-01-31"
     learner = launch(tool.test_client(), lms, "student-5", "learner", lesson=item["custom"]["lesson"])
     assert learner.headers["Location"] == "/lessons/grad_scaler"
+
+    claim = "https://purl.imsglobal.org/spec/lti/claim/"
+    copy = {claim + "custom": item["custom"], claim + "context": {"id": "course-101-copy", "title": "Copy"}}
+    launch(tool.test_client(), lms, "teacher-1", "instructor", lesson="grad_scaler", **copy)  # the LMS copied it
+    with connect(tool.config["DATABASE"]) as db:  # the instructor removes the original course's deadline here
+        db.execute(
+            "UPDATE course_lessons SET deadline = NULL WHERE course_id = "
+            "(SELECT course_id FROM lti_contexts WHERE context_id = 'course-101')"
+        )
+    launch(
+        tool.test_client(), lms, "teacher-1", "instructor", lesson="grad_scaler", **{claim + "custom": item["custom"]}
+    )
+    with connect(tool.config["DATABASE"]) as db:
+        deadlines = db.execute(
+            "SELECT x.context_id, cl.deadline FROM lti_contexts x JOIN course_lessons cl ON cl.course_id = x.course_id "
+            "AND cl.lesson = 'grad_scaler' ORDER BY x.context_id"
+        ).rows()
+    assert deadlines == [("course-101", None), ("course-101-copy", deadline)]  # a removed deadline stays removed
 
 
 def test_the_roster_is_imported_from_every_page_of_the_platform(tool, lms):

@@ -1,6 +1,6 @@
 """LTI 1.3 Advantage: AMP Dojo as a tool inside an LMS (Canvas, Moodle, ...). Its own package, kept out of the
 grader and the classroom core (an import contract in pyproject.toml): it reads and links their records, and hears
-of gradings through webapp.signals, never the other way round.
+of gradings and of exam results released through webapp.signals, never the other way round.
 
     platforms.py   the registered platforms, and pylti1p3's tool configuration over them
     keys.py        the tool's signing keys (JWKS, rotation by kid)
@@ -24,6 +24,7 @@ def init_app(app) -> None:
     views.exempt_from_csrf(app)
     app.after_request(views.frame_headers)
     signals.graded.connect(scores.on_graded, weak=False)
+    signals.released.connect(scores.on_released, weak=False)
     app.extensions["amp_dojo_lti_queue"] = queue = scores.score_queue(app.config)
     queue.app = app
     app.before_request(lambda: start_score_thread(app))

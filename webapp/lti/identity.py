@@ -95,8 +95,8 @@ def context(db, platform_id: int, claims: dict, user: accounts.User, teacher: bo
         if not teacher:
             raise LaunchRefused("Your instructor has not opened AMP Dojo in this course yet.")
         name = (ctx.get("title") or ctx.get("label") or "LMS course")[:120]
-        first = [lesson] if lesson else list(content.exercises())[:1]
-        course_id = classroom.create(db, name, [(first[0], None)], user.id)
+        first = [(lesson, linked_deadline(claims))] if lesson else [(list(content.exercises())[0], None)]
+        course_id = classroom.create(db, name, first, user.id)
         db.execute(
             "INSERT INTO lti_contexts (platform_id, deployment_id, context_id, course_id) VALUES (?, ?, ?, ?) "
             "ON CONFLICT DO NOTHING",
@@ -136,6 +136,24 @@ def launched_lesson(claims: dict) -> str | None:
     return lesson if isinstance(lesson, str) and lesson in content.exercises() else None
 
 
+def linked_deadline(claims: dict) -> float | None:
+    """The deadline a deep link carries (custom parameter `deadline`, UTC seconds, as the chooser wrote it)."""
+    value = (claims.get(CLAIM + "custom") or {}).get("deadline")
+    try:
+        deadline = float(value) if isinstance(value, (str, int, float)) else None
+    except ValueError:
+        return None
+    return deadline if deadline is not None and 0 < deadline < 1e11 else None
+
+
+def _link(db, course_id: int, lesson: str, claims: dict) -> None:
+    """An instructor's launch of a lesson's link puts the lesson in the course. When it brings the lesson in (the
+    LMS copied a course, or the link was chosen outside one), the link's deadline comes with it; a lesson already
+    there keeps its own, which an instructor may have changed or removed here since."""
+    there = db.execute("SELECT 1 FROM course_lessons WHERE course_id = ? AND lesson = ?", (course_id, lesson))
+    classroom.add_lesson(db, course_id, lesson, None if there.fetchone() else linked_deadline(claims))
+
+
 def land(db, platform_id: int, claims: dict, teacher: bool) -> Landing:
     ctx = claims.get(CLAIM + "context") or {}
     if not teacher and ctx.get("id") and not _linked(db, platform_id, claims[CLAIM + "deployment_id"], ctx["id"]):
@@ -149,5 +167,5 @@ def land(db, platform_id: int, claims: dict, teacher: bool) -> Landing:
         else:
             classroom.enroll(db, course_id, user.id)
         if lesson and teacher:
-            classroom.add_lesson(db, course_id, lesson)
+            _link(db, course_id, lesson, claims)
     return Landing(user, course_id, context_ref, lesson)

@@ -5,7 +5,9 @@ The score each (context, learner, lesson) should have is a row of lti_scores, wr
 (webapp.signals.graded) and kept until the platform took it: a Huey task (on a queue of its own, run by the web
 app, which holds the database) posts it, and a 429, a 5xx or no answer at all leaves the row pending and retries
 later with a longer wait each time. A platform that refuses for good (another 4xx) marks the row failed, with the
-reason, for the instructor to see; "send all grades again" makes every row pending once more."""
+reason, for the instructor to see; "send all grades again" makes every row pending once more. A verdict an exam
+holds back is left out until the hold ends (webapp.signals.released): then a task on the same queue, at the
+window's close or at once, counts the course's scores for its lessons again and queues the ones that changed."""
 
 from __future__ import annotations
 
@@ -111,6 +113,46 @@ def mark_pending(db, context_ref: int, user_id: int, lesson: str, score: float) 
             "score = excluded.score, state = 'pending', tries = 0, updated_at = excluded.updated_at",
             (context_ref, user_id, lesson, score, time.time()),
         )
+
+
+def on_released(_sender, db, course_id, lessons, at, config, **_extra) -> None:
+    """An exam's held verdicts are visible from `at` on: the course's scores for its lessons are counted again
+    then (a task at that time, on the scores' queue, which keeps it across restarts), in a course linked to an
+    LMS's gradebook."""
+    linked = db.execute("SELECT 1 FROM lti_contexts WHERE course_id = ? AND ags IS NOT NULL", (course_id,)).fetchone()
+    if linked is None:
+        return
+    if config is None:
+        log.warning("course %s: exam results released without the app's config; send all grades again", course_id)
+        return
+    score_queue(config).release(course_id, lessons, at)
+
+
+def recount(db, queue: ScoreQueue, course_id: int, lessons: list[str] | None) -> int:
+    """The scores of the course's LMS learners for these lessons (None: all of the course's), counted again now;
+    each that differs from the row the platform has or is getting becomes pending, with its task: how many. A
+    second recount finds nothing new, so a release heard twice sends nothing twice."""
+    targets = db.execute(
+        "SELECT c.id AS context_ref, u.id AS user_id, u.learner, cl.lesson, s.score AS known, s.state "
+        "FROM lti_contexts c JOIN lti_accounts a ON a.platform_id = c.platform_id JOIN users u ON u.id = a.user_id "
+        "JOIN enrollments e ON e.course_id = c.course_id AND e.user_id = u.id "
+        "JOIN course_lessons cl ON cl.course_id = c.course_id "
+        "LEFT JOIN lti_scores s ON s.context_ref = c.id AND s.user_id = u.id AND s.lesson = cl.lesson "
+        "WHERE c.course_id = ? AND c.ags IS NOT NULL AND EXISTS (SELECT 1 FROM submissions sub "
+        "WHERE sub.learner = u.learner AND sub.lesson = cl.lesson AND sub.score IS NOT NULL)",
+        (course_id,),
+    ).fetchall()
+    queued = 0
+    for t in targets:
+        if lessons is not None and t["lesson"] not in lessons:
+            continue
+        score = counted_score(db, t["learner"], course_id, t["lesson"])
+        if score is None or (score == t["known"] and t["state"] in ("sent", "pending")):
+            continue
+        mark_pending(db, t["context_ref"], t["user_id"], t["lesson"], score)
+        queue.enqueue(t["context_ref"], t["user_id"], t["lesson"])
+        queued += 1
+    return queued
 
 
 def send_all_again(db, config, course_id: int) -> int:
@@ -224,10 +266,23 @@ class ScoreQueue:
                     log.info("LMS score for %s not sent (%s); again in %s s", lesson, exc, delay)
                     raise RetryTask(str(exc), delay=delay) from None
 
+        def release(course_id: int, lessons: list[str] | None) -> None:
+            with self.app.app_context() if self.app else nullcontext(), connect(self.database) as db:
+                queued = recount(db, self, course_id, lessons)
+                log.info("course %s: exam results released, %s LMS scores queued", course_id, queued)
+
         self.task = self.huey.task(name="lti_score", retries=12)(send_score)
+        self.release_task = self.huey.task(name="lti_release", retries=3, retry_delay=60)(release)
 
     def enqueue(self, context_ref: int, user_id: int, lesson: str) -> None:
         self.task(context_ref, user_id, lesson)
+
+    def release(self, course_id: int, lessons: list[str] | None, at: float) -> None:
+        """Counts the course's scores for these lessons again at `at` (now, if that has come)."""
+        if at <= time.time():
+            self.release_task(course_id, lessons)
+        else:
+            self.release_task.schedule((course_id, lessons), eta=datetime.fromtimestamp(at, timezone.utc))
 
     def run_pending(self, now: float | None = None, limit: int = 100) -> int:
         """Runs the due tasks here (the web app's thread, tests); `now` reads the schedule as of then."""
