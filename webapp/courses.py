@@ -10,7 +10,7 @@ from dataclasses import replace
 from flask import Blueprint, abort, current_app, redirect, render_template, request, url_for
 from flask_login import current_user
 
-from webapp import accounts, classroom, content, deadlines, exams, late_policy
+from webapp import accounts, classroom, content, deadlines, exams
 from webapp.auth import gettext, signin_required
 from webapp.db import get_db
 from webapp.lessons import current_lang
@@ -28,16 +28,18 @@ def lesson_title(lesson_id: str, lang: str) -> str:
 
 def course_rows(db, course_id: int, learner: str, user_id: int | None = None, counted: bool = False) -> list[dict]:
     """The course's lessons with this learner's progress on each, against their own deadline (an extension's,
-    where the instructor granted one), with the score that counts under the late policy (`counted`)."""
+    where the instructor granted one), with the score that counts under the late policy (`counted`: needs
+    `user_id`); a verdict an exam holds back shows in neither yet."""
     lang, now = current_lang(), time.time()
     table = classroom.progress(db, course_id, learner)
     lessons = classroom.lessons(db, course_id)
-    granted = deadlines.extensions(db, course_id, user_id) if user_id is not None else {}
-    policy = deadlines.policy(db, course_id)
-    graded = deadlines.graded(db, course_id, learner) if counted else {}
+    scores = (
+        deadlines.counted_scores(db, course_id, [{"id": user_id, "learner": learner}], lessons, now) if counted else {}
+    )
     held = exams.holding(db, learner, now)
     rows = []
-    for item, deadline in zip(lessons, deadlines.deadline_of(lessons, granted, user_id)):
+    for item in lessons:
+        mine = scores.get((learner, item["lesson"])) or deadlines.Counted(item["deadline"], None, None, None)
         p = table.get((learner, item["lesson"])) or classroom.Progress()
         if item["lesson"] in held and p.passed_at is not None and p.passed_at >= held[item["lesson"]][0]:
             p = replace(p, passed_at=None, attempts_to_pass=None, best_score=None)  # an exam holds it back
@@ -46,11 +48,11 @@ def course_rows(db, course_id: int, learner: str, user_id: int | None = None, co
                 "lesson": item["lesson"],
                 "title": lesson_title(item["lesson"], lang),
                 "progress": p,
-                "deadline": deadline,
-                "extended": (user_id, item["lesson"]) in granted,
-                "counted": late_policy.best_counted(graded.get((learner, item["lesson"]), []), deadline, policy),
-                "overdue": deadline is not None and p.passed_at is None and now > deadline,
-                "late": p.late(deadline),
+                "deadline": mine.deadline,
+                "extended": mine.extension is not None,
+                "counted": mine.score,
+                "overdue": mine.deadline is not None and p.passed_at is None and now > mine.deadline,
+                "late": p.late(mine.deadline),
                 "url": url_for("lessons.lesson", lesson_id=item["lesson"]),
             }
         )

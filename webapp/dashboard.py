@@ -442,26 +442,25 @@ def learner(course_id, user_id):
 
 def own_rows(db, course_id: int, person, lessons: list, table: dict, lang: str) -> list[dict]:
     """A learner's row per lesson: progress, their own deadline (an extension's, with its note, where granted),
-    late or not against it, and the best score as it counts under the course's late policy."""
-    granted = deadlines.extensions(db, course_id, person["id"])
-    policy = deadlines.policy(db, course_id)
-    graded = deadlines.graded(db, course_id, person["learner"])
+    late or not against it, and the score that counts under the course's late policy, the learner's and the
+    LMS's number (webapp/deadlines.py counted_scores): a verdict an exam holds back is marked, not counted."""
+    counted = deadlines.counted_scores(db, course_id, [person], lessons)
     rows = []
-    for item, deadline in zip(lessons, deadlines.deadline_of(lessons, granted, person["id"])):
+    for item in lessons:
+        mine = counted[(person["learner"], item["lesson"])]
         p = table.get((person["learner"], item["lesson"])) or classroom.Progress()
         rows.append(
             {
                 "lesson": item["lesson"],
                 "title": lesson_title(item["lesson"], lang),
-                "deadline": deadline,
+                "deadline": mine.deadline,
                 "course_deadline": item["deadline"],
-                "extension": granted.get((person["id"], item["lesson"])),
-                "iso_deadline": iso_day(deadline),
+                "extension": mine.extension,
+                "iso_deadline": iso_day(mine.deadline),
                 "progress": p,
-                "late": p.late(deadline),
-                "counted": late_policy.best_counted(
-                    graded.get((person["learner"], item["lesson"]), []), deadline, policy
-                ),
+                "late": p.late(mine.deadline),
+                "counted": mine.score,
+                "held_until": mine.held_until,
             }
         )
     return rows

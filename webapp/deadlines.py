@@ -1,13 +1,14 @@
 """Each learner's own deadlines in a course: the lesson's deadline, unless an instructor granted that learner an
 extension (a new deadline, with a note), and the course's late policy (webapp/late_policy.py), kept in the
-database. What a learner's work counts is computed here from their graded submissions, with the one function
-that the LMS passback calls too (`late_policy.counted_score`)."""
+database. What a learner's work counts on a lesson (`counted_scores`) is decided here, once, for every page and
+the LMS passback: their own deadline, their graded submissions whose verdicts they may see, the course's policy."""
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
-from webapp import late_policy
+from webapp import exams, late_policy
 from webapp.db import transaction
 from webapp.i18n import noop_gettext
 from webapp.late_policy import LatePolicy
@@ -68,17 +69,71 @@ def deadline_of(lessons: list, granted: dict, user_id: int) -> list[float | None
     ]
 
 
-def graded(db, course_id: int, learner: str | None = None) -> dict[tuple[str, str], list[tuple[float, float]]]:
-    """(learner, lesson) -> [(raw score, when it counts)] of the course's learners' graded submissions. A
-    submission taken over at sign-up counts from the sign-up, as its pass does (webapp/learner_lessons.py)."""
-    out: dict[tuple[str, str], list[tuple[float, float]]] = {}
+@dataclass(frozen=True)
+class Counted:
+    """One learner's lesson as it counts: their deadline, the extension that set it (None: the lesson's), the
+    best counted score of the verdicts released to them (what they, the gradebook and the LMS all see), and when
+    the verdicts an exam holds back are released (None: none is held)."""
+
+    deadline: float | None
+    extension: dict | None
+    score: float | None
+    held_until: float | None
+
+
+def counted_scores(
+    db, course_id: int, people: list, lessons: list, now: float | None = None
+) -> dict[tuple[str, str], Counted]:
+    """(learner, lesson) -> Counted for each of `people` (rows with "id" and "learner") on each of `lessons` (rows
+    with "lesson" and "deadline"), in three queries whatever the class's size. A verdict an exam holds back counts
+    nowhere until the exam closes: not on the learner's page, in the gradebook or at the LMS (which would show it
+    to the learner), so that every view of the score is the same number; the instructor's pages say it is held."""
+    one = people[0] if len(people) == 1 else None
+    chosen = policy(db, course_id)
+    granted = extensions(db, course_id, one["id"] if one else None)
+    entries = graded(db, course_id, one["learner"] if one else None, now)
+    out = {}
+    for person in people:
+        for item, deadline in zip(lessons, deadline_of(lessons, granted, person["id"])):
+            mine = entries.get((person["learner"], item["lesson"]), [])
+            released = [(raw, at) for raw, at, until in mine if until is None]
+            held = [until for _raw, _at, until in mine if until is not None]
+            out[(person["learner"], item["lesson"])] = Counted(
+                deadline,
+                granted.get((person["id"], item["lesson"])),
+                late_policy.best_counted(released, deadline, chosen),
+                max(held) if held else None,
+            )
+    return out
+
+
+def graded(
+    db, course_id: int, learner: str | None = None, now: float | None = None
+) -> dict[tuple[str, str], list[tuple[float, float, float | None]]]:
+    """(learner, lesson) -> [(raw score, when it counts, when an exam releases its verdict: None if not held)] of
+    the course's learners' graded submissions. A submission taken over at sign-up counts from the sign-up, as its
+    pass does (webapp/learner_lessons.py). A verdict is held as `exams.held` decides for one submission: an exam
+    of any course its learner joined that holds results, covers its lesson, had it in its window and is open."""
+    now = time.time() if now is None else now
     rows = db.execute(
-        "SELECT s.learner, s.lesson, s.score, s.created_at, u.created_at FROM enrollments e "
-        "JOIN users u ON u.id = e.user_id JOIN submissions s ON s.learner = u.learner "
+        "SELECT s.id, s.learner, s.lesson, s.score, s.created_at, u.created_at AS account_at, x.lessons, x.ends_at "
+        "FROM enrollments e JOIN users u ON u.id = e.user_id JOIN submissions s ON s.learner = u.learner "
         "JOIN course_lessons cl ON cl.course_id = e.course_id AND cl.lesson = s.lesson "
+        "LEFT JOIN course_exams x ON x.hold_results = 1 AND x.starts_at <= s.created_at "
+        "AND s.created_at < x.ends_at AND ? < x.ends_at AND x.course_id IN (SELECT h.course_id FROM enrollments h "
+        "JOIN course_lessons hl ON hl.course_id = h.course_id AND hl.lesson = s.lesson WHERE h.user_id = u.id) "
         "WHERE e.course_id = ? AND s.score IS NOT NULL" + (" AND u.learner = ?" if learner is not None else ""),
-        (course_id,) + ((learner,) if learner is not None else ()),
-    ).rows()
-    for learner, lesson, score, created_at, account_at in rows:
-        out.setdefault((learner, lesson), []).append((score, max(created_at, account_at or 0)))
+        (now, course_id) + ((learner,) if learner is not None else ()),
+    ).fetchall()
+    held: dict[str, float] = {}  # submission -> when the last exam holding it closes
+    for r in rows:
+        if r["ends_at"] is not None and (exams.lessons_of(r) is None or r["lesson"] in exams.lessons_of(r)):
+            held[r["id"]] = max(held.get(r["id"], 0.0), r["ends_at"])
+    out: dict[tuple[str, str], list[tuple[float, float, float | None]]] = {}
+    seen = set()
+    for r in rows:  # one row per exam in whose window the submission was made (or one, with none)
+        if r["id"] not in seen:
+            seen.add(r["id"])
+            at = max(r["created_at"], r["account_at"] or 0)
+            out.setdefault((r["learner"], r["lesson"]), []).append((r["score"], at, held.get(r["id"])))
     return out

@@ -2,13 +2,14 @@
 stable machine names, in English whatever the page's language (what an LMS import maps); `localized=True`
 writes the header in the page's language instead, for a person reading it in a spreadsheet (docs/classroom.md
 lists both). Each learner's deadline is their own (an extension's, if granted), and the counted score is the
-late policy's (webapp/late_policy.py), the same number the LMS passback sends."""
+late policy's (webapp/deadlines.py counted_scores), the same number the LMS passback sends: a verdict an exam
+holds back is in neither until the exam closes."""
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from webapp import deadlines, late_policy
+from webapp import deadlines
 from webapp.i18n import noop_gettext
 
 # (machine name, its words for a person) of each lesson's columns, in order; "{lesson}" is the lesson's id.
@@ -43,26 +44,23 @@ def header(lesson_ids: list[str], translate=None) -> list[str]:
 
 def rows(db, course_id: int, lessons: list, learners: list, table: dict, style: str, yes_no=("yes", "no")) -> list:
     """One list of cells per learner (`table`: classroom.progress)."""
-    policy = deadlines.policy(db, course_id)
-    granted = deadlines.extensions(db, course_id)
-    graded = deadlines.graded(db, course_id)
+    counted = deadlines.counted_scores(db, course_id, learners, lessons)
     decimal = STYLES[style][1]
     out = []
     for person in learners:
         row = [cell(person["username"])]
-        own = deadlines.deadline_of(lessons, granted, person["id"])
-        for item, deadline in zip(lessons, own):
+        for item in lessons:
             lesson = item["lesson"]
+            mine = counted[(person["learner"], lesson)]
             p = table.get((person["learner"], lesson))
             passed = p is not None and p.passed_at is not None
-            counted = late_policy.best_counted(graded.get((person["learner"], lesson), []), deadline, policy)
             row += [
                 score(p.best_score if p else None, decimal),
-                score(counted, decimal),
+                score(mine.score, decimal),
                 iso(p.passed_at) if passed else "",
-                iso(deadline),
-                yes_no[0] if (person["id"], lesson) in granted else yes_no[1],
-                (yes_no[0] if p.late(deadline) else yes_no[1]) if passed else "",
+                iso(mine.deadline),
+                yes_no[0] if mine.extension is not None else yes_no[1],
+                (yes_no[0] if p.late(mine.deadline) else yes_no[1]) if passed else "",
             ]
         out.append(row)
     return out

@@ -1,5 +1,5 @@
-"""A course's late policy and the one function that turns a raw score into the score that counts: the gradebook's
-"counted" column and the LMS grade passback both call `counted_score`, so the two can never disagree.
+"""A course's late policy and the one function that turns a raw score into the score that counts, `counted_score`;
+webapp/deadlines.py counted_scores applies it to a learner's lesson for every page and the LMS passback alike.
 
 Three policies (docs/classroom.md, "Late work"):
 - `accept`: a late submission counts in full; it is only marked late;

@@ -26,7 +26,7 @@ from pylti1p3.grade import Grade
 from pylti1p3.lineitem import LineItem
 from pylti1p3.service_connector import ServiceConnector
 
-from webapp import classroom, deadlines, exams, late_policy
+from webapp import classroom, deadlines
 from webapp.db import connect, transaction
 from webapp.lti import platforms
 
@@ -37,20 +37,14 @@ QUEUE_NAME = "amp-dojo-lti"
 
 
 def counted_score(db, learner: str, course_id: int, lesson: str) -> float | None:
-    """The score of the learner's lesson that the course's gradebook counts: the best of their graded submissions
-    under the course's late policy, against their own deadline (an extension's, where granted), as
-    webapp/late_policy.py computes it for the gradebook. A verdict an exam holds back is not sent until the
-    window closes ("send all grades again" sends it then)."""
-    user = db.execute("SELECT id FROM users WHERE learner = ?", (learner,)).fetchone()
+    """The score of the learner's lesson that the course's gradebook counts (webapp/deadlines.py counted_scores:
+    the same number as every page's). A verdict an exam holds back is not in it until the window closes ("send
+    all grades again" sends it then)."""
+    user = db.execute("SELECT id, learner FROM users WHERE learner = ?", (learner,)).fetchone()
     item = next((x for x in classroom.lessons(db, course_id) if x["lesson"] == lesson), None)
     if user is None or item is None:
         return None
-    deadline = deadlines.deadline_of([item], deadlines.extensions(db, course_id, user["id"]), user["id"])[0]
-    entries = deadlines.graded(db, course_id, learner).get((learner, lesson), [])
-    held = exams.holding(db, learner).get(lesson)
-    if held is not None:
-        entries = [(raw, at) for raw, at in entries if at < held[0]]
-    return late_policy.best_counted(entries, deadline, deadlines.policy(db, course_id))
+    return deadlines.counted_scores(db, course_id, [user], [item])[(learner, lesson)].score
 
 
 def backoff_s(tries: int) -> int:
