@@ -135,9 +135,14 @@ COMPILER_MODULES = (
     "torch.utils.cpp_extension",
     "torch.utils.serialization",
 )
-COMPILER_REGISTRIES = (
+# What the first compile works out once per process: the registries it fills, and the hash of PyTorch's own
+# source that every cache key holds (0.2-0.35 s: it reads inductor's files). Not the CPU's vector instructions
+# (cpu_vec_isa.pick_vec_isa, 0.3 s): its probe is a C++ file that a blank, whose compile folder is still empty,
+# would compile with g++ (2.7 s); once the lesson's trusted cache is in, the compiled probe is there to load.
+COMPILER_FIRST_CALLS = (
     ("torch._dynamo.backends.registry", "_lazy_import"),  # every backend's module, for the backend's name
     ("torch._inductor.codegen.common", "init_backend_registration"),  # every device's code generator
+    ("torch._inductor.codecache", "torch_key"),
 )
 
 
@@ -152,10 +157,10 @@ def load_compiler() -> None:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - a module of another PyTorch build (no distributed, say): left out
             pass
-    for name, function in COMPILER_REGISTRIES:
+    for name, function in COMPILER_FIRST_CALLS:
         try:
             getattr(importlib.import_module(name), function)()
-        except Exception:  # noqa: BLE001 - a registry of another PyTorch: filled on first use, as without this
+        except Exception:  # noqa: BLE001 - another PyTorch's: worked out on first use, as without this
             pass
 
 
