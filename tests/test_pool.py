@@ -10,6 +10,7 @@ import pytest
 from conftest import TEST_LIMITS
 
 from grader import runner
+from grader.judge.workers import loads_compiler_first
 from grader.lesson.loader import load_exercise
 from grader.sandboxes.kinds import make_launcher, unavailable_reason
 from grader.sandboxes.launcher import LocalLauncher
@@ -123,3 +124,14 @@ def test_a_compile_lessons_blank_has_loaded_the_compiler_before_its_code_arrives
         assert pool.cold_starts == (0 if compiler else 1), "a blank of the other kind was handed out"
     finally:
         pool.close()
+
+
+def test_a_trusted_run_being_computed_starts_without_the_compiler_loaded():
+    """What a trusted run measures bounds a learner's whole grading: it must include loading the compiler, as a
+    learner's worker that did not load it first (a cold start, a forked worker) pays for it too."""
+    compiling = load_exercise("compile_autocast")
+    learners = LocalLauncher(TEST_LIMITS)
+    assert loads_compiler_first(learners, compiling, "any learner's code")
+    assert not loads_compiler_first(learners.trusted(), compiling, compiling.reference)
+    assert not loads_compiler_first(learners, compiling, compiling.baseline)
+    assert not loads_compiler_first(learners, AUTOCAST, "any learner's code")

@@ -32,13 +32,21 @@ def spawn_worker(
     try:
         cache = str(compile_cache_of(exercise, device, launcher))
         spec = WorkerSpec(code, filename, public, device, trace=trace, ranks=ranks, compile_cache=cache)
-        worker = launcher.start(replace(spec, compiler=exercise.compiles and code != exercise.baseline))
+        worker = launcher.start(replace(spec, compiler=loads_compiler_first(launcher, exercise, code)))
     except (OSError, subprocess.SubprocessError) as exc:
         raise EnvironmentProblem(f"the {launcher.name} sandbox could not start a worker: {exc}") from None
     worker.ranks = ranks
     worker.limits = lesson_limits(worker.limits, exercise)
     worker.params_limit = params_reply_limit(starting_point(exercise, device).state, ranks)
     return worker
+
+
+def loads_compiler_first(launcher, exercise: Exercise, code: str) -> bool:
+    """A learner's worker for a lesson that compiles loads the compiler before its code arrives (WorkerSpec.compiler):
+    seconds off its first step. A trusted run being computed (Launcher.trusted) does not: what it measures bounds a
+    learner's whole grading (grader/judge/budget.py, 8x the reference's time), and a learner's worker that did not
+    load it first (a cold start, a forked one, code that compiles where the reference does not) must still fit."""
+    return exercise.compiles and code != exercise.baseline and not launcher.writes_compile_cache
 
 
 def compile_cache_of(exercise: Exercise, device: str, launcher) -> Path:
