@@ -236,7 +236,7 @@ class BwrapLauncher(Launcher):
                 group.remove()
             raise
 
-    def _start(self, device: str, workdir: Path, group, compiler: bool) -> WorkerProcess:
+    def _start(self, device: str, workdir: Path, group, compiler: bool = False) -> WorkerProcess:
         limit = rlimits(self.limits, device, processes=True, idle=self.idle)
 
         def prepare():

@@ -303,7 +303,7 @@ class DockerLauncher(Launcher):
             shutil.rmtree(workdir, ignore_errors=True)
             raise
 
-    def _start(self, device: str, workdir: Path, compiler: bool) -> WorkerProcess:
+    def _start(self, device: str, workdir: Path, compiler: bool = False) -> WorkerProcess:
         import docker
 
         device_requests = None

@@ -24,7 +24,7 @@ import traceback
 import warnings
 from contextlib import nullcontext as _null
 
-from grader.worker import phases
+from grader.worker import lazy_dynamo, phases
 from grader.worker.channel import Channel
 from grader.worker.errors import StepError, call_failure, describe_exception
 from grader.worker.lines_run import LinesRun
@@ -385,7 +385,7 @@ def preload():
     import torch.nn.functional as F
     import torch.utils.checkpoint
 
-    from grader.worker import census, compiling, lazy_dynamo, lines_run, memory, tracing, workload  # noqa: F401
+    from grader.worker import census, compiling, lines_run, memory, tracing, workload  # noqa: F401
 
     lazy_dynamo.install(compiling.install, lines_run.unseen_by_dynamo)
 
@@ -406,9 +406,8 @@ def main():
 
 
 def ready_process(compiler: bool = False):
-    """Everything a worker does before it says it is ready (grader/worker/zygote.py does it once, then forks).
-    `compiler`: the worker is for a lesson whose code compiles, and loads torch.compile's machinery too
-    (grader/worker/lazy_dynamo.py's `load_compiler`)."""
+    """Everything a worker does before it says it is ready (grader/worker/zygote.py does it once, then forks);
+    `compiler`: torch.compile's machinery too, for a lesson that compiles (lazy_dynamo.load_compiler)."""
     faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
     # torch warns on import when NumPy is absent (the grading image has none); the learner's output
     # should hold only what their code printed.
@@ -418,8 +417,6 @@ def ready_process(compiler: bool = False):
     quiet_import_warnings()  # torchao's lines about its missing CUDA extensions, should the code import it
     preload()
     if compiler:
-        from grader.worker import lazy_dynamo
-
         lazy_dynamo.load_compiler()
 
 
