@@ -47,6 +47,18 @@ def counted_score(db, learner: str, course_id: int, lesson: str) -> float | None
     return deadlines.counted_scores(db, course_id, [user], [item])[(learner, lesson)].score
 
 
+def counted_for(db, course_id: int, rows: list) -> dict[tuple[str, str], float | None]:
+    """(learner, lesson) -> counted score for rows with user_id, learner and lesson: counted_score for many, in
+    one deadlines.counted_scores (a fixed number of queries, not a few per row); None for a lesson not in the
+    course."""
+    people = list({r["user_id"]: {"id": r["user_id"], "learner": r["learner"]} for r in rows}.values())
+    wanted = {r["lesson"] for r in rows}
+    items = [x for x in classroom.lessons(db, course_id) if x["lesson"] in wanted]
+    if not people or not items:
+        return {}
+    return {key: c.score for key, c in deadlines.counted_scores(db, course_id, people, items).items()}
+
+
 def backoff_s(tries: int) -> int:
     """How long a pending score waits after its n-th failed try: 2, 4, 8 ... seconds, at most an hour."""
     return min(2 ** max(tries, 1), MAX_WAIT_S)
@@ -136,11 +148,11 @@ def recount(db, queue: ScoreQueue, course_id: int, lessons: list[str] | None) ->
         "WHERE sub.learner = u.learner AND sub.lesson = cl.lesson AND sub.score IS NOT NULL)",
         (course_id,),
     ).fetchall()
+    targets = [t for t in targets if lessons is None or t["lesson"] in lessons]
+    counted = counted_for(db, course_id, targets)
     queued = 0
     for t in targets:
-        if lessons is not None and t["lesson"] not in lessons:
-            continue
-        score = counted_score(db, t["learner"], course_id, t["lesson"])
+        score = counted.get((t["learner"], t["lesson"]))
         if score is None or (score == t["known"] and t["state"] in ("sent", "pending")):
             continue
         mark_pending(db, t["context_ref"], t["user_id"], t["lesson"], score)
@@ -156,8 +168,9 @@ def send_all_again(db, config, course_id: int) -> int:
         "ON c.id = s.context_ref JOIN users u ON u.id = s.user_id WHERE c.course_id = ?",
         (course_id,),
     ).fetchall()
+    counted = counted_for(db, course_id, rows)
     for r in rows:
-        score = counted_score(db, r["learner"], course_id, r["lesson"])
+        score = counted.get((r["learner"], r["lesson"]))
         mark_pending(db, r["context_ref"], r["user_id"], r["lesson"], score or 0.0)
         score_queue(config).enqueue(r["context_ref"], r["user_id"], r["lesson"])
     return len(rows)
