@@ -31,8 +31,10 @@ def spawn_worker(
     public = exercise.public(workload_kind(exercise, device))
     try:
         cache = str(compile_cache_of(exercise, device, launcher))
-        spec = WorkerSpec(code, filename, public, device, trace=trace, ranks=ranks, compile_cache=cache)
-        worker = launcher.start(replace(spec, compiler=loads_compiler_first(launcher, exercise, code)))
+        compiler = loads_compiler_first(launcher, exercise, code)
+        worker = launcher.start(
+            WorkerSpec(code, filename, public, device, trace=trace, ranks=ranks, compile_cache=cache, compiler=compiler)
+        )
     except (OSError, subprocess.SubprocessError) as exc:
         raise EnvironmentProblem(f"the {launcher.name} sandbox could not start a worker: {exc}") from None
     worker.ranks = ranks
