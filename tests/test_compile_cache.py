@@ -33,6 +33,37 @@ def test_a_compiled_grading_loads_the_kernels_the_grader_compiled_for_the_refere
     assert "autograd_cache_hit" in said and "autograd_cache_miss" not in said, said
 
 
+ON_THE_WAY = """import torch
+from torch.nn import functional
+
+
+def prepare(model):
+    compiled = torch.compile(model)
+    return compiled
+
+
+def train_step(model, optimizer, inputs, targets, device_type, amp_dtype):
+    optimizer.zero_grad(set_to_none=True)
+    logits = model(inputs)
+    loss = functional.cross_entropy(logits, targets)
+    loss.backward()
+    optimizer.step()
+    return loss
+"""
+
+
+def test_a_learner_on_the_way_loads_the_graphs_of_the_lessons_compile_warmup(exercises, grade):
+    """compile_autocast's warm-up is its first TODO done (compiled, no autocast yet): a learner's code at that step,
+    written otherwise, compiles the same graphs, and loads them from the lesson's cache instead of compiling them."""
+    lesson = exercises["compile_autocast"]
+    assert lesson.compile_warmups and ON_THE_WAY not in [w.code for w in lesson.compile_warmups]
+    result = grade("compile_autocast", ON_THE_WAY.replace("\n    return loss", COUNTERS))
+    assert result.status == "fail" and result.check("coverage").status == "fail", result.to_dict()
+    said = next(line for line in result.output.splitlines() if line.startswith("inductor counters:"))
+    assert "fxgraph_cache_hit" in said and "fxgraph_cache_miss" not in said, said
+    assert "autograd_cache_hit" in said and "autograd_cache_miss" not in said, said
+
+
 def _plant(lesson, launcher) -> Path:
     folder = compile_cache_of(lesson, "cpu", launcher)
     (folder / "ab").mkdir(parents=True)

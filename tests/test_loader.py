@@ -167,3 +167,27 @@ def test_a_starter_translation_that_changes_the_code_names_the_language_and_the_
     else:
         assert lines[problems[0].line - 2 : problems[0].line] == ["starter_translations:", "  it: |"]
     assert says in problems[0].message
+
+
+def test_a_compile_warmup_that_would_warm_nothing_names_its_line_and_field(tmp_path):
+    text = (ROOT / "exercises" / "compile_autocast.yaml").read_text()
+    compiled = "          return torch.compile(model)\n\n\n      def train_step"
+    assert text.count(compiled) == 1
+    for edit, says in (
+        ("          return torch.compile(model\n\n\n      def train_step", "not valid Python (line 6"),
+        ("          return model\n\n\n      def train_step", "never calls torch.compile"),
+    ):
+        path = tmp_path / "compile_autocast.yaml"
+        path.write_text(text.replace(compiled, edit))
+        exercise, problems = parse_exercise(path)
+        assert exercise is None
+        assert [p.field for p in problems] == ["compile_warmups[0].code"] and says in problems[0].message, problems
+        assert text.splitlines()[problems[0].line - 1].strip() == "code: |", problems
+
+
+def test_compile_warmups_on_a_lesson_that_never_compiles_are_refused(tmp_path):
+    warmup = "compile_warmups:\n  - why: the model compiled\n    code: |\n      import torch\n      torch.compile\n"
+    exercise, problems = parse_exercise(_copy(tmp_path, lambda text: text + warmup))
+    assert exercise is None
+    assert [p.field for p in problems] == ["compile_warmups"], problems
+    assert "the reference never calls torch.compile" in problems[0].message

@@ -4,6 +4,7 @@ error with its line, not a silently ignored key."""
 
 from __future__ import annotations
 
+import ast
 from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -132,6 +133,15 @@ class Example(Strict):
     devices: DeviceKinds = devices_field()
 
 
+class CompileWarmup(Strict):
+    """Code the grader compiles ahead, as it compiles the reference, into the lesson's trusted compile cache: a
+    wrong step many learners take on the way (the model compiled, autocast still to add) then loads its kernels
+    instead of spending a grading on compiling them (grader/judge/compile_warm.py)."""
+
+    why: str = Field(description="the step on the way it stands for (for authors; learners never see it)")
+    code: str
+
+
 class Exercise(Strict):
     id: str = Field(pattern=r"^[a-z][a-z0-9_-]*$")
     order: int = 0
@@ -154,6 +164,10 @@ class Exercise(Strict):
     checks: list[CheckSpec] = Field(min_length=1)
     mutants: MutantSettings = MutantSettings()
     examples: list[Example] = Field(default_factory=list, description="solutions with the verdict each must get")
+    compile_warmups: list[CompileWarmup] = Field(
+        default_factory=list,
+        description="a compile lesson's common wrong steps, compiled by the grader into its trusted compile cache",
+    )
 
     _en = field_validator("title", "summary", "lesson", "task")(require_english)
 
@@ -239,6 +253,21 @@ class Exercise(Strict):
                 "workload.move_models: false leaves the models on the CPU for the learner to move, which "
                 "needs a function that runs before the steps: add entrypoint.prepare"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _warmups_compile(self):
+        if self.compile_warmups and not self.compiles:
+            raise ValueError("compile_warmups: the reference never calls torch.compile, so nothing would use them")
+        for i, warmup in enumerate(self.compile_warmups):
+            try:
+                ast.parse(warmup.code)
+            except SyntaxError as exc:
+                raise ValueError(
+                    f"compile_warmups[{i}].code: not valid Python (line {exc.lineno}: {exc.msg})"
+                ) from None
+            if "torch.compile" not in warmup.code:
+                raise ValueError(f"compile_warmups[{i}].code: never calls torch.compile, so it would warm nothing")
         return self
 
     @model_validator(mode="after")
