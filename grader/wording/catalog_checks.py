@@ -14,6 +14,10 @@ CHECKS: dict[str, str | dict[str, str]] = {
     "no_autocast": "no torch.autocast region was entered during the step, so everything ran in float32",
     "no_autocast.fix": "wrap the forward pass and the loss in `with torch.autocast(device_type=device_type, "
     "dtype=amp_dtype):`",
+    "no_autocast.disabled": "torch.autocast was entered, but with enabled=False (its enabled argument was false in "
+    "this run), so it cast nothing and everything ran in float32",
+    "no_autocast.fix_disabled": "leave enabled out (it defaults to True), or make it true whenever this step should "
+    "run in mixed precision",
     "autocast_wrong_device": "autocast was entered for device_type={device!r}, but the model runs on {expected!r}, "
     "so it had no effect",
     "autocast_wrong_device.fix": "pass the device_type argument: torch.autocast(device_type=device_type, "
