@@ -190,10 +190,12 @@ class Recorder:
         autograd_backward = torch.autograd.backward
 
         def record(tensors):
-            first = tensors[0] if isinstance(tensors, (list, tuple)) else tensors
+            given = list(tensors) if isinstance(tensors, (list, tuple)) else [tensors]
+            first = given[0] if given else None
             if isinstance(first, torch.Tensor) and rec.active:  # reading the value waits for the GPU: only traced
                 value = float(first.detach().float().sum()) if first.numel() else None
-                rec.emit("backward", scaled=first in rec._scaled, autocast=rec.autocast_on(), value=value)
+                scaled = all(t in rec._scaled for t in given)  # one unscaled loss among them underflows alike
+                rec.emit("backward", scaled=scaled, autocast=rec.autocast_on(), value=value)
 
         @watching(tensor_backward)
         def backward(self_, *args, **kwargs):

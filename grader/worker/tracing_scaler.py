@@ -49,13 +49,16 @@ def install(rec) -> list[tuple[object, str]]:
     @watching(scale)
     def scale_w(self_, outputs):
         result = scale(self_, outputs)
-        if isinstance(outputs, torch.Tensor):
+        pairs = list(_given_and_scaled(outputs, result))
+        if pairs:
             enabled = bool(self_.is_enabled())  # a disabled scaler returns the loss itself: not scaled
             if rec.active:  # reading the value waits for the GPU: only in traced steps, never timed ones
-                value = float(outputs.detach().float().sum()) if outputs.numel() else None
+                first = pairs[0][0]
+                value = float(first.detach().float().sum()) if first.numel() else None
                 rec.emit("scale", value=value, enabled=enabled, scaler=number(self_))
             if enabled:
-                rec._scaled.add(result)
+                for _, scaled in pairs:
+                    rec._scaled.add(scaled)
         return result
 
     @watching(unscale_)
@@ -90,6 +93,17 @@ def install(rec) -> list[tuple[object, str]]:
 
     cls.scale, cls.unscale_, cls.step, cls.update = scale_w, unscale_w, step_w, update_w
     return [(cls, "scale"), (cls, "unscale_"), (cls, "step"), (cls, "update")]
+
+
+def _given_and_scaled(outputs, result):
+    """The tensors a scale call was given and those it returned, side by side. GradScaler.scale takes a loss or a
+    list or tuple of losses (nested too: `torch.autograd.backward(scaler.scale([loss_1, loss_2]))`) and returns
+    the same shape, each one scaled."""
+    if isinstance(outputs, torch.Tensor):
+        yield outputs, result
+    elif isinstance(outputs, (list, tuple)) and isinstance(result, (list, tuple)):
+        for given, scaled in zip(outputs, result):
+            yield from _given_and_scaled(given, scaled)
 
 
 def _norms(optimizers: dict) -> dict[int, float]:
