@@ -266,6 +266,12 @@ CHECKS: dict[str, str | dict[str, str]] = {
     "finite: the scaler can skip such steps, not mend them",
     "not_recovered": "after the overflowed step {step}, none of the {later} later steps changed any weight: the "
     "inf stayed in the gradients, so the scaler skipped every step after it",
+    "not_recovered.own": "after the overflowed step {step}, none of the {later} later steps changed any weight, "
+    "and on step {own} the loss that went into backward was itself inf or NaN: the run overflows on its own, so the "
+    "scaler skipped those steps",
+    "not_recovered.fix_own": "find what makes the loss itself inf or NaN on that step (compare it with the loss of "
+    "the steps before: something in it grows without bound) and keep it finite: the scaler can skip such steps, "
+    "not mend them",
     "not_recovered.fix": "clear every optimizer's gradients before each backward (optimizer.zero_grad("
     "set_to_none=True) for each optimizer, also after a skipped step), so that one overflow "
     "costs one step",
