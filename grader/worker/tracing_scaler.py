@@ -59,6 +59,8 @@ def install(rec) -> list[tuple[object, str]]:
             if enabled:
                 for _, scaled in pairs:
                     rec._scaled.add(scaled)
+                    if rec.active and scaled.grad_fn is not None:
+                        rec._scaled_nodes[id(scaled.grad_fn)] = scaled.grad_fn
         return result
 
     @watching(unscale_)
@@ -93,6 +95,32 @@ def install(rec) -> list[tuple[object, str]]:
 
     cls.scale, cls.unscale_, cls.step, cls.update = scale_w, unscale_w, step_w, update_w
     return [(cls, "scale"), (cls, "unscale_"), (cls, "step"), (cls, "update")]
+
+
+MAX_NODES = 100_000  # a graph walked to tell a scaled loss: past this, the loss counts as unscaled (as before)
+
+
+def scaled(rec, tensor) -> bool:
+    """Whether a backward of `tensor` back-propagates a scaled loss: the very tensor a GradScaler returned, or one
+    computed from scaled losses alone (`scaler.scale(loss).div(n)`, `scaler.scale(a) + scaler.scale(b)`): every
+    path of its autograd graph from it to a parameter passes through a scaled loss's node. A path around them
+    (`scaler.scale(a) + b`) reaches a parameter unscaled."""
+    if tensor in rec._scaled:
+        return True
+    marks, root = rec._scaled_nodes, getattr(tensor, "grad_fn", None)
+    if not marks or root is None:
+        return False
+    todo, seen = [root], set()
+    while todo:
+        node = todo.pop()
+        if id(node) in marks or id(node) in seen:
+            continue
+        seen.add(id(node))
+        nexts = [n for n, _ in getattr(node, "next_functions", ()) if n is not None]
+        if hasattr(node, "variable") or len(seen) > MAX_NODES:  # AccumulateGrad: a parameter reached unscaled
+            return False
+        todo.extend(nexts)
+    return True
 
 
 def _given_and_scaled(outputs, result):
