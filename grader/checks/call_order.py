@@ -272,8 +272,9 @@ def _undivided_loss(events, n) -> list[Finding]:
 
 def deprecated_spelling(events, ctx) -> list[Finding]:
     e = first(events, "autocast_enter", deprecated=True)
-    if e:
-        return [finding("deprecated_api", e["line"], severity="info")]
+    if e:  # the device's own module: torch.cpu.amp.autocast is always a CPU region, torch.cuda.amp's a CUDA one
+        name = "torch.cpu.amp.autocast" if e["device_type"] == "cpu" else "torch.cuda.amp.autocast"
+        return [finding("deprecated_api", e["line"], severity="info", name=name)]
     return []
 
 

@@ -115,9 +115,9 @@ CHECKS: dict[str, str | dict[str, str]] = {
     "while the others were divided by {n}, so in the accumulated gradient each of them weighs {n}x a divided one",
     "loss_not_divided.fix": "divide each micro-batch loss by the number of micro-batches (loss / {n}) before "
     "scaling it",
-    "deprecated_api": "torch.cuda.amp.autocast / torch.cuda.amp.GradScaler are deprecated spellings",
-    "deprecated_api.fix": "write torch.autocast(device_type=..., dtype=...) and torch.amp.GradScaler(device_type) "
-    "instead",
+    "deprecated_api": "{name} is a deprecated spelling",
+    "deprecated_api.fix": "write torch.autocast(device_type=..., dtype=...), torch.amp.GradScaler(device_type) and "
+    "torch.amp.custom_fwd / custom_bwd(device_type=...) instead",
     "scaler_step_missing": "the optimizer never stepped during the training step",
     "scaler_step_missing.fix": "call scaler.step(optimizer) after the backward pass",
     "step_missing": "the optimizer never stepped during the training step",
