@@ -204,3 +204,14 @@ def test_a_backward_into_unscaled_gradients_is_named_at_the_unscale():
 def test_a_weight_far_from_both_1_and_1_over_n_is_not_an_undivided_loss():
     events = accumulated([2.0] * 4, [2.0 / 4 * 1024] * 4, reached=1.0)  # never unscaled: another mistake's
     assert "loss_not_divided" not in ids(events, micro_batches=4)
+
+
+def test_a_deprecated_autocast_is_named_by_the_spelling_its_device_has():
+    def said(device_type):
+        found = call_order.diagnose(
+            [{"events": [ev("autocast_enter", 7, device_type=device_type, deprecated=True)], "param_dtypes": []}],
+            {**CTX, "device_type": device_type},
+        )
+        return next(f.message for f in found if f.id == "deprecated_api")
+
+    assert said("cpu").startswith("torch.cpu.amp.autocast is") and said("cuda").startswith("torch.cuda.amp.autocast is")

@@ -119,3 +119,16 @@ def test_an_and_with_a_cuda_term_runs_on_cuda_only_but_the_host_syncs_check_does
                 torch.cuda.synchronize()
     """)
     assert found == []
+
+
+def test_a_deprecated_spelling_is_named_as_written():
+    import ast
+
+    from grader.judge.static import visited
+
+    source = "from torch.cuda.amp import GradScaler\nimport torch\nwith torch.cpu.amp.autocast():\n    pass\n"
+    said = {f.line: f.message for f in visited(ast.parse(source)) if f.id == "deprecated_api"}
+    assert said == {
+        1: "torch.cuda.amp.GradScaler is a deprecated spelling",
+        3: "torch.cpu.amp.autocast is a deprecated spelling",
+    }

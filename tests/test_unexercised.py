@@ -92,6 +92,19 @@ def test_a_scaled_name_or_a_library_backward_is_not_called_unscaled():
     assert not any(k == "not_exercised.unscaled" for k, _ in found)
 
 
+def test_a_float16_branch_that_divides_its_scaled_loss_is_not_called_unscaled():
+    source = FP16.replace("        loss.backward()\n", "        scaler.scale(loss).div(4).backward()\n")
+    found = _keys(notes(source, {2, 7, 8, 9, 10, 11}, "cpu", "bfloat16"))
+    assert ("not_exercised.if", 3) in found
+    assert not any(k == "not_exercised.unscaled" for k, _ in found)
+
+
+def test_one_line_that_did_not_run_is_said_as_one_line():
+    source = "def f(x, flag):\n    if flag:\n        x = x + 1\n    return x\n"
+    (found,) = notes(source, {2, 4}, "cpu", "bfloat16")
+    assert found.message.startswith("line 3 of f never ran") and "it is under `if flag:`" in found.message
+
+
 def test_an_update_anywhere_in_the_file_is_an_update():
     source = FP16 + "\n\ndef finish(scaler):\n    scaler.update()\n"
     assert not any(k == "not_exercised.no_update" for k, _ in _keys(notes(source, {2, 7, 8, 9, 10, 11}, "cpu", "bf16")))

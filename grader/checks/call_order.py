@@ -29,7 +29,7 @@ def autocast_usage(events, ctx) -> list[Finding]:
     if wrong and not entered:
         entered = [wrong]
     if not entered:
-        return [finding("no_autocast")]
+        return [_autocast_off(events, ctx)]
     out = []
     for e in entered:
         if e["device_type"] != ctx["device_type"]:
@@ -47,6 +47,24 @@ def autocast_usage(events, ctx) -> list[Finding]:
                 )
             )
     return out
+
+
+def _autocast_off(events, ctx) -> Finding:
+    """No region with autocast on. One entered with enabled=False (a flag, an expression that was False here) was
+    entered all the same: the learner wrote it, so saying none was entered would be false; name it and its line.
+    PyTorch itself turns off a region whose dtype it does not cast to (float32): that dtype is the mistake."""
+    off = next((e for e in every(events, "autocast_enter") if e["device_type"] == ctx["device_type"]), None)
+    if off is None:
+        return finding("no_autocast")
+    if off["dtype"] not in ("float16", "bfloat16"):
+        return finding(
+            "autocast_wrong_dtype",
+            off["line"],
+            dtype=off["dtype"],
+            device=ctx["device_type"],
+            expected=ctx["amp_dtype"],
+        )
+    return finding("no_autocast", off["line"], key="no_autocast.disabled", fix_key="no_autocast.fix_disabled")
 
 
 def autocast_scope(events, ctx) -> list[Finding]:
@@ -254,8 +272,9 @@ def _undivided_loss(events, n) -> list[Finding]:
 
 def deprecated_spelling(events, ctx) -> list[Finding]:
     e = first(events, "autocast_enter", deprecated=True)
-    if e:
-        return [finding("deprecated_api", e["line"], severity="info")]
+    if e:  # the device's own module: torch.cpu.amp.autocast is always a CPU region, torch.cuda.amp's a CUDA one
+        name = "torch.cpu.amp.autocast" if e["device_type"] == "cpu" else "torch.cuda.amp.autocast"
+        return [finding("deprecated_api", e["line"], severity="info", name=name)]
     return []
 
 

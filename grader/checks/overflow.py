@@ -31,13 +31,21 @@ def changed(before: dict, after: dict, untrained=frozenset()) -> list[str]:
 
 
 def check(
-    spec, overflows: list[dict], final: dict, steps: int, untrained=frozenset(), scales=(), growth=(2000, 2.0)
+    spec,
+    overflows: list[dict],
+    final: dict,
+    steps: int,
+    untrained=frozenset(),
+    scales=(),
+    growth=(2000, 2.0),
+    blew_up=frozenset(),
 ) -> CheckResult:
     """`overflows` are the submission's overflowed steps (grader/judge/drive.py), in order: each with its weights
     and scale before and after, or the error it raised; `final` the weights after the last of the `steps`
     compared steps. A run cut at one of them ends its list there. `untrained` are the tensors no optimizer trains,
     by name; `scales` the scale after each step and `growth` the grader's GradScaler's (growth_interval,
-    growth_factor), which bound how fast a backed-off scale may climb again."""
+    growth_factor), which bound how fast a backed-off scale may climb again; `blew_up` the steps whose loss went
+    into backward already inf or NaN (they overflowed on their own, whatever the forced inf left behind)."""
     raised = next((o for o in overflows if o.get("error")), None)
     if raised is not None:
         return _raised(spec, raised["step"], raised["error"])
@@ -47,14 +55,14 @@ def check(
         later = overflows[i + 1] if i + 1 < len(overflows) else None
         next_seen = later["before"] if later else final
         last = (later["step"] if later else steps) - 1
-        found, figures = _one_step(o, next_seen, last, untrained)
+        found, figures = _one_step(o, next_seen, last, untrained, blew_up)
         found += _backoff_undone(o, scales, last, growth)
         said += found
         if shown is None and (found or i == len(overflows) - 1):
             shown = figures if found else _one_step(overflows[0], final, -1, untrained)[1]
     measured = {**shown, "steps": [o["step"] for o in overflows]}
     if said:
-        findings = [finding(s.key.split(".")[0], key=s.key, **s.params) for s in said]
+        findings = [finding(s.key.split(".")[0], key=s.key, fix_key=FIXES.get(s.key), **s.params) for s in said]
         return CheckResult(
             "overflow", FAIL, say("overflow.fail", findings=said), measured, None, findings, weight=spec.weight
         )
@@ -69,9 +77,13 @@ def check(
     )
 
 
-def _one_step(o: dict, next_seen: dict, last: int, untrained=frozenset()) -> tuple[list, dict]:
+FIXES = {"not_recovered.own": "not_recovered.fix_own"}
+
+
+def _one_step(o: dict, next_seen: dict, last: int, untrained=frozenset(), blew_up=frozenset()) -> tuple[list, dict]:
     """What is wrong with one overflowed step: weights it changed, a scale that did not back off, and no step
-    up to `last` (the step before the weights are next looked at, as `next_seen`) that trained again."""
+    up to `last` (the step before the weights are next looked at, as `next_seen`) that trained again: because
+    the inf stayed, unless a later step's own loss was already inf or NaN (then that is what the trace shows)."""
     step = o["step"]
     moved = changed(o["before"], o["after"], untrained)
     nan = [k for k in moved if k in o["after"] and not bool(torch.isfinite(o["after"][k]).all())]
@@ -92,7 +104,9 @@ def _one_step(o: dict, next_seen: dict, last: int, untrained=frozenset()) -> tup
     elif not scale_after < scale_before:
         said.append(say("scale_not_backed_off", scale=scale_after))
     if not moved and step < last and not changed(o["after"], next_seen, untrained):
-        said.append(say("not_recovered", step=step, later=last - step))
+        own = min((s for s in blew_up if step <= s <= last), default=None)  # only some steps are traced
+        key = "not_recovered" if own is None else "not_recovered.own"
+        said.append(say(key, step=step, later=last - step, own=own))
     return said, measured
 
 

@@ -84,6 +84,17 @@ def nonfinite_line(events: list[dict], traces: list[dict], step) -> int | None:
     return bad[-1].get("line") if bad else None
 
 
+def blown_up_steps(traces: list[dict]) -> frozenset[int]:
+    """The steps whose loss went into backward already inf or NaN: such a step overflows on its own, so a run
+    that trains no more after the grader's overflow is not said to keep the grader's inf."""
+    return frozenset(
+        t["step"]
+        for t in traces
+        if isinstance(t.get("step"), int)
+        and any(isinstance(e.get("value"), float) and not math.isfinite(e["value"]) for e in backwards(t["events"]))
+    )
+
+
 def judged(decide, result: GradingResult, exercise: Exercise) -> list[CheckResult]:
     """The evidence came from an untrusted process: if deciding on it fails, that is the submission's
     error, not an exception out of run()."""
@@ -251,6 +262,7 @@ def evaluate(
                     ev.untrained,
                     sub.scales,
                     (amp.growth_interval, amp.growth_factor),
+                    blown_up_steps(sub.traces),
                 )
             )
         elif cut_at_overflow(sub) and spec.id in ("speedup", "step_time"):

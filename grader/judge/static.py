@@ -73,7 +73,8 @@ class Visitor(ast.NodeVisitor):
 
     def visit_ImportFrom(self, node: ast.ImportFrom):
         if node.module in ("torch.cuda.amp", "torch.cpu.amp"):
-            self.findings.append(finding("deprecated_api", node.lineno, severity="info"))
+            name = f"{node.module}.{node.names[0].name}" if len(node.names) == 1 else f"{node.module}.*"
+            self.findings.append(finding("deprecated_api", node.lineno, severity="info", name=name))
 
     def _dropped_micro_batches(self, node: ast.Subscript | ast.BinOp):
         if _drops_micro_batches(node):
@@ -85,7 +86,7 @@ class Visitor(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call):
         name = dotted(node.func)
         if name in DEPRECATED:
-            self.findings.append(finding("deprecated_api", node.lineno, severity="info"))
+            self.findings.append(finding("deprecated_api", node.lineno, severity="info", name=name))
         if (name.endswith(".backward") or name in AUTOGRAD_GRAD) and self._autocast_depth:
             self.findings.append(
                 finding("backward_inside_autocast", node.lineno, key="backward_inside_autocast.static")

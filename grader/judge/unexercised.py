@@ -195,9 +195,12 @@ def _float16_mistakes(tree: ast.Module, block: Skipped) -> list[tuple[int, str]]
     for call in calls:
         func = call.func
         if isinstance(func, ast.Attribute) and func.attr == "backward" and not call.args:  # tensor.backward()
-            receiver = func.value
-            scaled = (isinstance(receiver, ast.Call) and dotted(receiver.func).endswith(".scale")) or (
-                isinstance(receiver, ast.Name) and receiver.id in scaled_names
+            # a scaled loss anywhere in what is back-propagated (`scaler.scale(loss).div(n)`): not said unscaled,
+            # since a note must never be false (the trace judges the mix where it runs)
+            scaled = any(
+                (isinstance(n, ast.Call) and dotted(n.func).endswith(".scale"))
+                or (isinstance(n, ast.Name) and n.id in scaled_names)
+                for n in ast.walk(func.value)
             )
             if not scaled:
                 out.append((call.lineno, "unscaled"))

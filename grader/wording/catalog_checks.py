@@ -14,6 +14,10 @@ CHECKS: dict[str, str | dict[str, str]] = {
     "no_autocast": "no torch.autocast region was entered during the step, so everything ran in float32",
     "no_autocast.fix": "wrap the forward pass and the loss in `with torch.autocast(device_type=device_type, "
     "dtype=amp_dtype):`",
+    "no_autocast.disabled": "torch.autocast was entered, but with enabled=False (its enabled argument was false in "
+    "this run), so it cast nothing and everything ran in float32",
+    "no_autocast.fix_disabled": "leave enabled out (it defaults to True), or make it true whenever this step should "
+    "run in mixed precision",
     "autocast_wrong_device": "autocast was entered for device_type={device!r}, but the model runs on {expected!r}, "
     "so it had no effect",
     "autocast_wrong_device.fix": "pass the device_type argument: torch.autocast(device_type=device_type, "
@@ -111,9 +115,9 @@ CHECKS: dict[str, str | dict[str, str]] = {
     "while the others were divided by {n}, so in the accumulated gradient each of them weighs {n}x a divided one",
     "loss_not_divided.fix": "divide each micro-batch loss by the number of micro-batches (loss / {n}) before "
     "scaling it",
-    "deprecated_api": "torch.cuda.amp.autocast / torch.cuda.amp.GradScaler are deprecated spellings",
-    "deprecated_api.fix": "write torch.autocast(device_type=..., dtype=...) and torch.amp.GradScaler(device_type) "
-    "instead",
+    "deprecated_api": "{name} is a deprecated spelling",
+    "deprecated_api.fix": "write torch.autocast(device_type=..., dtype=...), torch.amp.GradScaler(device_type) and "
+    "torch.amp.custom_fwd / custom_bwd(device_type=...) instead",
     "scaler_step_missing": "the optimizer never stepped during the training step",
     "scaler_step_missing.fix": "call scaler.step(optimizer) after the backward pass",
     "step_missing": "the optimizer never stepped during the training step",
@@ -262,6 +266,12 @@ CHECKS: dict[str, str | dict[str, str]] = {
     "finite: the scaler can skip such steps, not mend them",
     "not_recovered": "after the overflowed step {step}, none of the {later} later steps changed any weight: the "
     "inf stayed in the gradients, so the scaler skipped every step after it",
+    "not_recovered.own": "after the overflowed step {step}, none of the {later} later steps changed any weight, "
+    "and on step {own} the loss that went into backward was itself inf or NaN: the run overflows on its own, so the "
+    "scaler skipped those steps",
+    "not_recovered.fix_own": "find what makes the loss itself inf or NaN on that step (compare it with the loss of "
+    "the steps before: something in it grows without bound) and keep it finite: the scaler can skip such steps, "
+    "not mend them",
     "not_recovered.fix": "clear every optimizer's gradients before each backward (optimizer.zero_grad("
     "set_to_none=True) for each optimizer, also after a skipped step), so that one overflow "
     "costs one step",

@@ -17,11 +17,22 @@ OTHER_DEVICES: dict[str, str | dict[str, str]] = {
     "hardcoded_device.fix": "use the device_type argument the grader passes instead of a literal "
     "(torch.autocast(device_type=device_type, ...), Float8LinearConfig(emulate=device_type != 'cuda')), so the same "
     "code is right on a CPU and on a GPU",
-    "not_exercised": "lines {lines} of {function} never ran in this grading ({device}, {dtype}), so no check saw them",
-    "not_exercised.if": "lines {lines} of {function} never ran in this grading ({device}, {dtype}): they are under "
-    "`if {condition}:`, which was false here, so no check saw them",
-    "not_exercised.else": "lines {lines} of {function} never ran in this grading ({device}, {dtype}): they are in "
-    "the else of `if {condition}:`, which was true here, so no check saw them",
+    "not_exercised": {
+        "one": "line {lines} of {function} never ran in this grading ({device}, {dtype}), so no check saw it",
+        "other": "lines {lines} of {function} never ran in this grading ({device}, {dtype}), so no check saw them",
+    },
+    "not_exercised.if": {
+        "one": "line {lines} of {function} never ran in this grading ({device}, {dtype}): it is under "
+        "`if {condition}:`, which was false here, so no check saw it",
+        "other": "lines {lines} of {function} never ran in this grading ({device}, {dtype}): they are under "
+        "`if {condition}:`, which was false here, so no check saw them",
+    },
+    "not_exercised.else": {
+        "one": "line {lines} of {function} never ran in this grading ({device}, {dtype}): it is in the else of "
+        "`if {condition}:`, which was true here, so no check saw it",
+        "other": "lines {lines} of {function} never ran in this grading ({device}, {dtype}): they are in the else "
+        "of `if {condition}:`, which was true here, so no check saw them",
+    },
     "not_exercised.function": "{function} (lines {lines}) was never called in this grading ({device}, {dtype}), so "
     "no check saw it",
     "not_exercised.more": {

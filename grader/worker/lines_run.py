@@ -4,7 +4,8 @@ saw run (grader/judge/unexercised.py words that). Python's line tracing sees the
 torch.compile traced runs as a compiled graph afterwards, so the lines dynamo read while tracing it are counted
 too (dynamo's own `starts_line`, wrapped once dynamo is loaded).
 
-Only the graded (traced) steps and prepare are watched: timed steps run without a trace function. What the
+The module's load (a helper object built at import runs its __init__ then), prepare and the graded (traced)
+steps are watched: timed steps run without a trace function. What the
 learner's process reports here is as trusted as the trace: it only decides which lines a note names, never a
 check's status."""
 
@@ -34,7 +35,8 @@ class LinesRun:
         if frame.f_code.co_filename != self.path:
             return None
         _watch_dynamo(self)
-        self.lines.add(frame.f_lineno)
+        if frame.f_lineno > 0:  # a module's frame starts at line 0 (its load is watched too)
+            self.lines.add(frame.f_lineno)
         return self._local
 
     def __enter__(self):

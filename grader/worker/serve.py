@@ -39,7 +39,7 @@ class Worker:
 
         self.spec = spec
         self.path = os.path.abspath(spec["code_path"])
-        self.lines_run = LinesRun(self.path)  # the learner's lines that ran in prepare and the traced steps
+        self.lines_run = LinesRun(self.path)  # the learner's lines that ran at load, in prepare and traced steps
         self.rank, self.world_size = rank, world_size
         # A lesson with ranks has a process group in every worker (the FP32 baseline's is a group of one).
         self.distributed = spec["exercise"]["workload"].get("ranks", 1) > 1
@@ -195,7 +195,8 @@ class Worker:
         spec = importlib.util.spec_from_file_location("submission", self.path)
         module = importlib.util.module_from_spec(spec)
         try:
-            spec.loader.exec_module(module)
+            with self.lines_run:  # a function the module calls as it loads (an object built at import) ran
+                spec.loader.exec_module(module)
         except BaseException as exc:  # noqa: BLE001 - a learner's import-time failure is data
             if isinstance(exc, SystemExit):
                 raise StepError.worded("exit", "error.exit_import") from None

@@ -28,6 +28,7 @@ class Recorder:
         self.events: list[dict] = []
         self.active = False
         self._scaled = tracing_scaler.TensorIds()  # what a GradScaler returned: scaled losses
+        self._scaled_nodes = {}  # id -> the autograd node of a scaled loss, until the next backward
         self._depth = 0  # nesting of wrapped calls, so inner library calls are not double counted
         self._in_scaler_step = False
         self._in_backward = False
@@ -190,10 +191,13 @@ class Recorder:
         autograd_backward = torch.autograd.backward
 
         def record(tensors):
-            first = tensors[0] if isinstance(tensors, (list, tuple)) else tensors
+            given = list(tensors) if isinstance(tensors, (list, tuple)) else [tensors]
+            first = given[0] if given else None
             if isinstance(first, torch.Tensor) and rec.active:  # reading the value waits for the GPU: only traced
                 value = float(first.detach().float().sum()) if first.numel() else None
-                rec.emit("backward", scaled=first in rec._scaled, autocast=rec.autocast_on(), value=value)
+                scaled = all(tracing_scaler.scaled(rec, t) for t in given)  # one unscaled loss underflows alike
+                rec.emit("backward", scaled=scaled, autocast=rec.autocast_on(), value=value)
+            rec._scaled_nodes.clear()  # a backward used them: holding them longer would hold their graphs
 
         @watching(tensor_backward)
         def backward(self_, *args, **kwargs):
@@ -235,7 +239,7 @@ class Recorder:
             if isinstance(first, torch.Tensor) and not rec._in_backward:
                 rec.emit(
                     "autograd_grad",
-                    scaled=first in rec._scaled,
+                    scaled=tracing_scaler.scaled(rec, first),
                     autocast=rec.autocast_on(),
                     create_graph=bool(kwargs.get("create_graph", args[2] if len(args) > 2 else False)),
                 )

@@ -49,13 +49,18 @@ def install(rec) -> list[tuple[object, str]]:
     @watching(scale)
     def scale_w(self_, outputs):
         result = scale(self_, outputs)
-        if isinstance(outputs, torch.Tensor):
+        pairs = list(_given_and_scaled(outputs, result))
+        if pairs:
             enabled = bool(self_.is_enabled())  # a disabled scaler returns the loss itself: not scaled
             if rec.active:  # reading the value waits for the GPU: only in traced steps, never timed ones
-                value = float(outputs.detach().float().sum()) if outputs.numel() else None
+                first = pairs[0][0]
+                value = float(first.detach().float().sum()) if first.numel() else None
                 rec.emit("scale", value=value, enabled=enabled, scaler=number(self_))
             if enabled:
-                rec._scaled.add(result)
+                for _, scaled in pairs:
+                    rec._scaled.add(scaled)
+                    if rec.active and scaled.grad_fn is not None:
+                        rec._scaled_nodes[id(scaled.grad_fn)] = scaled.grad_fn
         return result
 
     @watching(unscale_)
@@ -90,6 +95,43 @@ def install(rec) -> list[tuple[object, str]]:
 
     cls.scale, cls.unscale_, cls.step, cls.update = scale_w, unscale_w, step_w, update_w
     return [(cls, "scale"), (cls, "unscale_"), (cls, "step"), (cls, "update")]
+
+
+MAX_NODES = 100_000  # a graph walked to tell a scaled loss: past this, the loss counts as unscaled (as before)
+
+
+def scaled(rec, tensor) -> bool:
+    """Whether a backward of `tensor` back-propagates a scaled loss: the very tensor a GradScaler returned, or one
+    computed from scaled losses alone (`scaler.scale(loss).div(n)`, `scaler.scale(a) + scaler.scale(b)`): every
+    path of its autograd graph from it to a parameter passes through a scaled loss's node. A path around them
+    (`scaler.scale(a) + b`) reaches a parameter unscaled."""
+    if tensor in rec._scaled:
+        return True
+    marks, root = rec._scaled_nodes, getattr(tensor, "grad_fn", None)
+    if not marks or root is None:
+        return False
+    todo, seen = [root], set()
+    while todo:
+        node = todo.pop()
+        if id(node) in marks or id(node) in seen:
+            continue
+        seen.add(id(node))
+        nexts = [n for n, _ in getattr(node, "next_functions", ()) if n is not None]
+        if hasattr(node, "variable") or len(seen) > MAX_NODES:  # AccumulateGrad: a parameter reached unscaled
+            return False
+        todo.extend(nexts)
+    return True
+
+
+def _given_and_scaled(outputs, result):
+    """The tensors a scale call was given and those it returned, side by side. GradScaler.scale takes a loss or a
+    list or tuple of losses (nested too: `torch.autograd.backward(scaler.scale([loss_1, loss_2]))`) and returns
+    the same shape, each one scaled."""
+    if isinstance(outputs, torch.Tensor):
+        yield outputs, result
+    elif isinstance(outputs, (list, tuple)) and isinstance(result, (list, tuple)):
+        for given, scaled in zip(outputs, result):
+            yield from _given_and_scaled(given, scaled)
 
 
 def _norms(optimizers: dict) -> dict[int, float]:

@@ -26,7 +26,7 @@ def scheduler_classes() -> list[type]:
 
 def install(rec) -> list[tuple[object, str]]:
     """Wraps the schedulers' step(); returns the (owner, attribute) pairs it replaced, for the tamper check."""
-    from torch.optim.optimizer import register_optimizer_step_post_hook
+    from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
     steps_run: dict[int, int] = {}  # id(optimizer) -> times its step() ran to the end (a skipped step never starts)
     numbers: dict[int, int] = {}  # id(scheduler) -> 0, 1, ... in order of first step
@@ -35,7 +35,25 @@ def install(rec) -> list[tuple[object, str]]:
     def counted(optimizer, args, kwargs):
         steps_run[id(optimizer)] = steps_run.get(id(optimizer), 0) + 1
 
-    register_optimizer_step_post_hook(counted)
+    def own_count(optimizer) -> bool:  # a copy of an optimizer (copy.deepcopy) copies its hooks too
+        return counted in getattr(optimizer, "_optimizer_step_post_hooks", {}).values()
+
+    def counted_last(optimizer, args, kwargs):
+        if not own_count(optimizer):
+            counted(optimizer, args, kwargs)
+
+    def count_first(optimizer, args, kwargs):
+        """An optimizer runs its own post hooks before the global ones: a learner's hook that steps the scheduler
+        once the step is done (`register_step_post_hook`) would see it uncounted. The count goes first among the
+        optimizer's own hooks instead, where PyTorch keeps them in order (the global hook counts elsewhere)."""
+        hooks = getattr(optimizer, "_optimizer_step_post_hooks", None)
+        if not hasattr(hooks, "move_to_end") or own_count(optimizer):
+            return
+        handle = optimizer.register_step_post_hook(counted)
+        hooks.move_to_end(handle.id, last=False)
+
+    register_optimizer_step_pre_hook(count_first)
+    register_optimizer_step_post_hook(counted_last)
 
     def record(scheduler):
         optimizer = scheduler.optimizer
