@@ -204,3 +204,23 @@ def test_a_backward_into_unscaled_gradients_is_named_at_the_unscale():
 def test_a_weight_far_from_both_1_and_1_over_n_is_not_an_undivided_loss():
     events = accumulated([2.0] * 4, [2.0 / 4 * 1024] * 4, reached=1.0)  # never unscaled: another mistake's
     assert "loss_not_divided" not in ids(events, micro_batches=4)
+
+
+def test_stepping_before_the_backward_and_zeroing_after_it_is_diagnosed_at_the_zero_grad():
+    events = [
+        ev("optimizer_step", 9, via_scaler=False, optimizer=0),
+        ev("backward", 10),
+        ev("zero_grad", 11, owner="Optimizer"),
+    ]
+    found = call_order.diagnose([{"events": events, "param_dtypes": []}], CTX)
+    assert [(f.id, f.line) for f in found] == [("zero_grad_before_step", 11)]
+    assert "line 9" in found[0].message
+
+
+def test_a_step_deferred_to_the_next_call_after_zeroing_is_not_this_mistake():
+    events = [
+        ev("optimizer_step", 9, via_scaler=False, optimizer=0),
+        ev("zero_grad", 10, owner="Optimizer"),
+        ev("backward", 11),
+    ]
+    assert "zero_grad_before_step" not in ids(events)

@@ -282,7 +282,21 @@ def zeroed_before_step(events, ctx) -> list[Finding]:
             zeroed = next((z for z in between if z["ev"] == "zero_grad"), None)
             if zeroed and not any(b["ev"] in ("scaler_step", "optimizer_step") for b in between):
                 return [finding("zero_grad_before_step", zeroed["line"])]
-    return []
+    return [] if ctx.get("partial") else _zeroed_before_next_call(events)
+
+
+def _zeroed_before_next_call(events) -> list[Finding]:
+    """The same mistake across calls: every step comes before the first backward and a zero_grad follows the last
+    one, so each call steps on the gradients the previous call already cleared (step, backward, zero_grad)."""
+    marks = [i for i, e in enumerate(events) if e["ev"] == "backward"]
+    steps = [i for i, e in enumerate(events) if e["ev"] in ("scaler_step", "optimizer_step")]
+    zeroed = next((e for e in events[marks[-1] + 1 :] if e["ev"] == "zero_grad"), None) if marks else None
+    if zeroed is None or not steps or steps[-1] > marks[0]:
+        return []
+    key = "zero_grad_before_step.next_call"
+    return [
+        finding("zero_grad_before_step", zeroed["line"], key=key, fix_key=f"{key}_fix", step=events[steps[0]]["line"])
+    ]
 
 
 def copy_trained(events, ctx) -> list[Finding]:
