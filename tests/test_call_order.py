@@ -224,3 +224,19 @@ def test_a_step_deferred_to_the_next_call_after_zeroing_is_not_this_mistake():
         ev("backward", 11),
     ]
     assert "zero_grad_before_step" not in ids(events)
+
+
+def test_a_forward_that_bypasses_the_ddp_wrapper_is_not_said_to_run_in_no_sync():
+    prepare = {"phase": "prepare", "events": [ev("ddp_wrap", 8, param_device="cpu", lesson=True)]}
+    step = [
+        ev("no_sync", 18),
+        ev("forward", 20, copy=False),
+        ev("backward", 21),
+        ev("forward", 20, copy=False),
+        ev("backward", 21),
+        ev("scaler_step", 23, optimizer=0),
+    ]
+    ctx = {**CTX, "ranks": 2, "micro_batches": 2}
+    found = call_order.diagnose([prepare, {"events": step, "param_dtypes": []}], ctx)
+    (unsynced,) = [f for f in found if f.id == "gradients_not_synchronised"]
+    assert unsynced.line == 20 and "no_sync" not in unsynced.message

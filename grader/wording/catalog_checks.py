@@ -140,6 +140,10 @@ CHECKS: dict[str, str | dict[str, str]] = {
     "gradients_not_synchronised.no_sync": "every micro-batch ran inside model.no_sync(), so the gradients were never "
     "all-reduced across the {ranks} ranks: each rank trained on its own share "
     "of the batch, and the ranks drift apart",
+    "gradients_not_synchronised.unwrapped": "the model was called here without its DistributedDataParallel wrapper "
+    "(model.module, or the model as it was before wrapping): only a forward of the wrapper makes its backward "
+    "all-reduce, so the gradients were never averaged across the {ranks} ranks: each rank trained on its own share "
+    "of the batch, and the ranks drift apart",
     "gradients_not_synchronised.fix": "call the DDP-wrapped model (not model.module) and leave the last micro-batch "
     "outside `model.no_sync()`, so that its backward averages the accumulated "
     "gradients across the ranks",
