@@ -240,3 +240,16 @@ def test_a_forward_that_bypasses_the_ddp_wrapper_is_not_said_to_run_in_no_sync()
     found = call_order.diagnose([prepare, {"events": step, "param_dtypes": []}], ctx)
     (unsynced,) = [f for f in found if f.id == "gradients_not_synchronised"]
     assert unsynced.line == 20 and "no_sync" not in unsynced.message
+
+
+def test_an_autocast_entered_but_turned_off_is_named_at_its_line_not_said_to_be_missing():
+    events = [
+        ev("autocast_enter", 7, device_type="cpu", dtype="bfloat16", enabled=False, deprecated=False),
+        ev("forward", 8, autocast=False),
+        ev("autocast_exit", 9, device_type="cpu"),
+        ev("backward", 10),
+        ev("optimizer_step", 11, via_scaler=False, optimizer=0),
+    ]
+    found = call_order.diagnose([{"events": events, "param_dtypes": []}], {**CTX, "autocast": True})
+    (off,) = [f for f in found if f.id == "no_autocast"]
+    assert off.line == 7 and "was entered here, but off" in off.message

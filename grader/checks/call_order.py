@@ -29,7 +29,9 @@ def autocast_usage(events, ctx) -> list[Finding]:
     if wrong and not entered:
         entered = [wrong]
     if not entered:
-        return [finding("no_autocast")]
+        off = first(events, "autocast_enter", device_type=ctx["device_type"])  # entered, but turned off
+        key = "no_autocast.off" if off else None
+        return [finding("no_autocast", off and off["line"], key=key, fix_key=key and f"{key}_fix")]
     out = []
     for e in entered:
         if e["device_type"] != ctx["device_type"]:

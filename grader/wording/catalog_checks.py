@@ -12,6 +12,10 @@ CHECKS: dict[str, str | dict[str, str]] = {
     "master_weights_16bit.submodule": "some of the model's parameters are {dtypes}, the others float32: a submodule was cast to 16-bit (.half(), .bfloat16() or .to(float16)), so the optimizer updates its weights in 16-bit and their small updates are lost",
     "master_weights_16bit.fix": "keep the model in float32 and let torch.autocast cast each op on the fly",
     "no_autocast": "no torch.autocast region was entered during the step, so everything ran in float32",
+    "no_autocast.off": "torch.autocast was entered here, but off (enabled was false, or its dtype is one this "
+    "device's autocast does not take), and no other autocast region was on, so everything ran in float32",
+    "no_autocast.off_fix": "leave autocast on on every device: torch.autocast(device_type=device_type, "
+    "dtype=amp_dtype), with no enabled argument that turns it off here",
     "no_autocast.fix": "wrap the forward pass and the loss in `with torch.autocast(device_type=device_type, "
     "dtype=amp_dtype):`",
     "autocast_wrong_device": "autocast was entered for device_type={device!r}, but the model runs on {expected!r}, "
