@@ -215,3 +215,52 @@ def test_a_deprecated_autocast_is_named_by_the_spelling_its_device_has():
         return next(f.message for f in found if f.id == "deprecated_api")
 
     assert said("cpu").startswith("torch.cpu.amp.autocast is") and said("cuda").startswith("torch.cuda.amp.autocast is")
+
+
+def test_stepping_before_the_backward_and_zeroing_after_it_is_diagnosed_at_the_zero_grad():
+    events = [
+        ev("optimizer_step", 9, via_scaler=False, optimizer=0),
+        ev("backward", 10),
+        ev("zero_grad", 11, owner="Optimizer"),
+    ]
+    found = call_order.diagnose([{"events": events, "param_dtypes": []}], CTX)
+    assert [(f.id, f.line) for f in found] == [("zero_grad_before_step", 11)]
+    assert "line 9" in found[0].message
+
+
+def test_a_step_deferred_to_the_next_call_after_zeroing_is_not_this_mistake():
+    events = [
+        ev("optimizer_step", 9, via_scaler=False, optimizer=0),
+        ev("zero_grad", 10, owner="Optimizer"),
+        ev("backward", 11),
+    ]
+    assert "zero_grad_before_step" not in ids(events)
+
+
+def test_a_forward_that_bypasses_the_ddp_wrapper_is_not_said_to_run_in_no_sync():
+    prepare = {"phase": "prepare", "events": [ev("ddp_wrap", 8, param_device="cpu", lesson=True)]}
+    step = [
+        ev("no_sync", 18),
+        ev("forward", 20, copy=False),
+        ev("backward", 21),
+        ev("forward", 20, copy=False),
+        ev("backward", 21),
+        ev("scaler_step", 23, optimizer=0),
+    ]
+    ctx = {**CTX, "ranks": 2, "micro_batches": 2}
+    found = call_order.diagnose([prepare, {"events": step, "param_dtypes": []}], ctx)
+    (unsynced,) = [f for f in found if f.id == "gradients_not_synchronised"]
+    assert unsynced.line == 20 and "no_sync" not in unsynced.message
+
+
+def test_an_autocast_entered_but_turned_off_is_named_at_its_line_not_said_to_be_missing():
+    events = [
+        ev("autocast_enter", 7, device_type="cpu", dtype="bfloat16", enabled=False, deprecated=False),
+        ev("forward", 8, autocast=False),
+        ev("autocast_exit", 9, device_type="cpu"),
+        ev("backward", 10),
+        ev("optimizer_step", 11, via_scaler=False, optimizer=0),
+    ]
+    found = call_order.diagnose([{"events": events, "param_dtypes": []}], {**CTX, "autocast": True})
+    (off,) = [f for f in found if f.id == "no_autocast"]
+    assert off.line == 7 and "was entered, but with enabled=False" in off.message

@@ -30,6 +30,16 @@ def test_a_loss_that_differs_is_named_by_its_step_number_not_its_place_among_the
     assert result.measured["at_step"] == 5
 
 
+def test_a_loss_off_with_every_update_matching_points_at_the_returned_loss_not_at_the_update():
+    spec = SPEC.model_copy(update={"advice": {"en": "In this lesson the update differs when the loss is divided."}})
+    off = {"w": torch.ones(4) * 2, "v": torch.ones(4)}
+    loss_only = parity.check(spec, "bfloat16", [1.0, 1.5], [1.0, 1.0], BASE, BASE, START)
+    update_too = parity.check(spec, "bfloat16", [1.0, 1.5], [1.0, 1.0], off, BASE, START)
+    assert loss_only.status == update_too.status == "fail"
+    assert "the update differs" not in loss_only.message and "loss the step returns" in loss_only.message
+    assert "the update differs" in update_too.message
+
+
 def test_a_layer_frozen_by_an_optimizer_over_other_tensors_is_not_told_about_checkpointing():
     sub = {"w": torch.ones(4), "v": torch.zeros(4)}  # v never moved
     plain = parity.check(SPEC, "bfloat16", [1.0], [1.0], sub, BASE, START)

@@ -101,6 +101,15 @@ def test_a_device_written_as_a_literal_is_named_outside_a_branch_that_tests_the_
     assert found == [(2, "hardcoded_device.mesh", "cpu"), (4, "hardcoded_device.scaler", "cuda:0")]
 
 
+def test_a_literal_device_on_an_autocast_that_turns_it_off_is_not_said_to_run_the_step_in_float32():
+    from grader.judge.static import hardcoded_devices
+
+    source = "import torch\n@torch.autocast('cpu', enabled=False)\ndef mix(m, h):\n    return m(h.float())\n"
+    (found,) = hardcoded_devices(source)
+    assert (found.line, found.text["message"]["key"]) == (2, "hardcoded_device.autocast_off")
+    assert "float32" not in found.message
+
+
 def test_an_and_with_a_cuda_term_runs_on_cuda_only_but_the_host_syncs_check_does_not_read_it():
     import ast
 

@@ -72,16 +72,16 @@ def _not_synchronised(events, ctx) -> list[Finding]:
     decoy = next((e for e in every(events, "ddp_forward") if not e.get("lesson", True)), None)
     if decoy:
         return [finding("ddp_wraps_other_module", decoy["line"], ranks=ctx["ranks"])]
-    no_sync = first(events, "no_sync")
-    where = no_sync or first(events, "ddp_forward") or backwards(events)[0]
-    return [
-        finding(
-            "gradients_not_synchronised",
-            where["line"],
-            key="gradients_not_synchronised.no_sync" if no_sync else None,
-            ranks=ctx["ranks"],
-        )
-    ]
+    ran = first(events, "ddp_forward")
+    wrapped = first(ctx.get("prepare_events", []), "ddp_wrap", lesson=True) or first(events, "ddp_wrap", lesson=True)
+    inner = first(events, "forward")
+    if wrapped and not ran and inner:  # no micro-batch was in no_sync(): none went through the wrapper at all
+        key, where = "gradients_not_synchronised.unwrapped", inner
+    elif ran and (no_sync := first(events, "no_sync")):
+        key, where = "gradients_not_synchronised.no_sync", no_sync
+    else:
+        key, where = None, ran or backwards(events)[0]
+    return [finding("gradients_not_synchronised", where["line"], key=key, ranks=ctx["ranks"])]
 
 
 # What a rank must do as often as every other rank, and how the learner writes it.

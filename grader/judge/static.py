@@ -283,6 +283,13 @@ def _device_literal(call: ast.Call) -> str | None:
     return None
 
 
+def _turns_off(call: ast.Call) -> bool:
+    """An autocast(enabled=False): on another device it fails the other way, leaving autocast on, not off."""
+    return any(
+        k.arg == "enabled" and isinstance(k.value, ast.Constant) and k.value.value is False for k in call.keywords
+    )
+
+
 def hardcoded_devices(source: str) -> list[Finding]:
     """`hardcoded_device` at each autocast, GradScaler or init_device_mesh given its device as a literal (and each
     torchao Float8LinearConfig told emulate=True, which is the CPU's setting) outside
@@ -300,6 +307,7 @@ def hardcoded_devices(source: str) -> list[Finding]:
         if isinstance(node, ast.Call) and not tested:
             variant = DEVICE_CALLS.get(dotted(node.func).split(".")[-1])
             if variant and (device := _device_literal(node)) is not None:
+                variant += "_off" if variant == "autocast" and _turns_off(node) else ""
                 out.append(finding("hardcoded_device", node.lineno, key=f"hardcoded_device.{variant}", device=device))
             if dotted(node.func).split(".")[-1] == "Float8LinearConfig" and any(
                 k.arg == "emulate" and isinstance(k.value, ast.Constant) and k.value.value is True

@@ -104,6 +104,11 @@ CHECKS: dict[str, str | dict[str, str]] = {
     "without copy.deepcopy, so that the optimizer's parameters are the ones the forward uses",
     "zero_grad_before_step": "gradients were zeroed after the backward pass and before the optimizer step, so the "
     "step had no gradients to apply and the model did not train",
+    "zero_grad_before_step.next_call": "the optimizer step (line {step}) runs before the backward pass, and the "
+    "gradients the backward makes are zeroed here, before the next call's step: every step finds no gradients to "
+    "apply and the model does not train",
+    "zero_grad_before_step.next_call_fix": "step after the backward pass, in this order: loss.backward(), "
+    "optimizer.step(), then optimizer.zero_grad() (or zero_grad() first, at the start of the step)",
     "zero_grad_before_step.fix": "call optimizer.zero_grad() at the start of the step (or right after "
     "optimizer.step()), never between backward() and step()",
     "zero_grad_every_micro_batch": "gradients were zeroed between micro-batches, so only the last one counts",
@@ -138,6 +143,10 @@ CHECKS: dict[str, str | dict[str, str]] = {
     "apart",
     "gradients_not_synchronised.no_sync": "every micro-batch ran inside model.no_sync(), so the gradients were never "
     "all-reduced across the {ranks} ranks: each rank trained on its own share "
+    "of the batch, and the ranks drift apart",
+    "gradients_not_synchronised.unwrapped": "the model was called here without its DistributedDataParallel wrapper "
+    "(model.module, or the model as it was before wrapping): only a forward of the wrapper makes its backward "
+    "all-reduce, so the gradients were never averaged across the {ranks} ranks: each rank trained on its own share "
     "of the batch, and the ranks drift apart",
     "gradients_not_synchronised.fix": "call the DDP-wrapped model (not model.module) and leave the last micro-batch "
     "outside `model.no_sync()`, so that its backward averages the accumulated "
@@ -182,6 +191,9 @@ CHECKS: dict[str, str | dict[str, str]] = {
     "parity.advice": "The training step itself differs: check the learning rate and what scales the gradients "
     "(clipping, loss division for accumulation, the loss scale), a missing or doubled step or "
     "zero_grad, and 16-bit weights.",
+    "parity.advice.loss_only": "Every update is within tolerance of the FP32 run's, so look first at the loss the "
+    "step returns: it should be the loss of the whole batch the task names (the mean over the micro-batches, not "
+    "the last one's; not divided, scaled or detached into another value).",
     "parity.pass": "matches the FP32 run within tolerance over {steps} steps (loss {loss:.2%}, update {update:.2%})",
     "parity.pass.skipped": "matches the FP32 run within tolerance over {steps} steps (loss {loss:.2%}, over the "
     "{compared} steps that did not overflow; update {update:.2%})",
