@@ -19,6 +19,13 @@ COUNTERS = """
     return loss"""
 
 
+def assert_loaded_not_compiled(result):
+    """What COUNTERS printed: every graph and its autograd entry came from the cache, none was compiled."""
+    said = next(line for line in result.output.splitlines() if line.startswith("inductor counters:"))
+    assert "fxgraph_cache_hit" in said and "fxgraph_cache_miss" not in said, said
+    assert "autograd_cache_hit" in said and "autograd_cache_miss" not in said, said
+
+
 def test_a_compiled_grading_loads_the_kernels_the_grader_compiled_for_the_reference(exercises, grade):
     """The first grading of compile_autocast fills the lesson's cache (the reference, run as a submission is);
     a right answer's graphs then hit it: no graph is compiled again."""
@@ -28,9 +35,7 @@ def test_a_compiled_grading_loads_the_kernels_the_grader_compiled_for_the_refere
     assert (folder / COMPLETE).exists() and (folder / "fxgraph").is_dir(), sorted(p.name for p in folder.glob("*"))
     source = lesson.reference.replace("\n    return loss", COUNTERS)
     result = grade("compile_autocast", source)
-    said = next(line for line in result.output.splitlines() if line.startswith("inductor counters:"))
-    assert "fxgraph_cache_hit" in said and "fxgraph_cache_miss" not in said, said
-    assert "autograd_cache_hit" in said and "autograd_cache_miss" not in said, said
+    assert_loaded_not_compiled(result)
 
 
 ON_THE_WAY = """import torch
@@ -59,9 +64,7 @@ def test_a_learner_on_the_way_loads_the_graphs_of_the_lessons_compile_warmup(exe
     assert lesson.compile_warmups and ON_THE_WAY not in [w.code for w in lesson.compile_warmups]
     result = grade("compile_autocast", ON_THE_WAY.replace("\n    return loss", COUNTERS))
     assert result.status == "fail" and result.check("coverage").status == "fail", result.to_dict()
-    said = next(line for line in result.output.splitlines() if line.startswith("inductor counters:"))
-    assert "fxgraph_cache_hit" in said and "fxgraph_cache_miss" not in said, said
-    assert "autograd_cache_hit" in said and "autograd_cache_miss" not in said, said
+    assert_loaded_not_compiled(result)
 
 
 def _plant(lesson, launcher) -> Path:

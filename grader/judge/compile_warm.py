@@ -2,10 +2,12 @@
 read it: the lesson's reference, run by the grader exactly as a submission is run (traced, under the
 submission's file name, every compared step), in a trusted worker whose compiled graphs and kernels the host
 keeps. The trusted reference run alone would not do: the grader's tracing is part of what dynamo sees, so a
-traced submission's graphs hash to other cache entries than an untraced run's. Then the lesson's `compile_warmups` (grader/lesson/schema.py), each the same way: the wrong
-steps many learners take on the way (the model compiled, autocast not yet added), whose graphs a learner's code
-then loads too, instead of spending its grading compiling them (30 s of a 35 s grading on a 2-core CPU). Each
-is run once per cache, whether it compiles or fails (a failure is logged, not retried at every grading).
+traced submission's graphs hash to other cache entries than an untraced run's.
+
+Then the lesson's `compile_warmups` (grader/lesson/schema.py), each the same way: the wrong steps many learners
+take on the way (the model compiled, autocast not yet added), whose graphs a learner's code then loads too,
+instead of spending its grading compiling them (30 s of a 35 s grading on a 2-core CPU). Each is run once per
+cache, whether it compiles or fails (a failure is logged, not retried at every grading).
 
 Done where trusted runs are computed ahead of learners (`amp-dojo warm`, the web worker's background warm) and
 on a lesson's first grading on this machine, before the learner's code starts; never from a learner's code."""
@@ -45,7 +47,8 @@ def warmup_marker(warmup) -> str:
 
 def warm_compile_cache(exercise: Exercise, device: str, launcher, cancel: threading.Event | None = None) -> bool:
     """Runs the reference as a submission in a trusted worker and keeps what it compiled, then the lesson's
-    warm-ups not run yet; True when the reference's is kept. A failure is logged and leaves the cache as it was (gradings then compile for themselves); a cancel raises.
+    warm-ups not run yet; True when the reference's is kept. A failure is logged and leaves the cache as it was
+    (gradings then compile for themselves); a cancel raises.
     One process fills a lesson's cache at a time (the suite's xdist workers, two first gradings): the other waits
     and finds it filled. A background warm holding the lock gives way to a grading within a poll."""
     folder = compile_cache_of(exercise, device, launcher)
@@ -54,18 +57,18 @@ def warm_compile_cache(exercise: Exercise, device: str, launcher, cancel: thread
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not needed(exercise, device, launcher):
             return False
-        filled = (folder / COMPLETE).exists() or _run_as_submission(
-            exercise, exercise.reference, device, launcher, cancel
-        )
-        if filled:
+        if not (folder / COMPLETE).exists():
+            if not _run_as_submission(exercise, exercise.reference, device, launcher, cancel):
+                return False
             folder.mkdir(parents=True, exist_ok=True)
             (folder / COMPLETE).touch()
             log.info("the compile cache of %s is filled", exercise.id)
-            for warmup in exercise.compile_warmups:
-                if not (folder / warmup_marker(warmup)).exists():
-                    _run_as_submission(exercise, warmup.code, device, launcher, cancel)
-                    (folder / warmup_marker(warmup)).touch()
-        return filled
+        for warmup in exercise.compile_warmups:
+            marker = folder / warmup_marker(warmup)
+            if not marker.exists():
+                _run_as_submission(exercise, warmup.code, device, launcher, cancel)
+                marker.touch()
+        return True
 
 
 def _run_as_submission(exercise: Exercise, code: str, device: str, launcher, cancel) -> bool:

@@ -40,11 +40,12 @@ def counted_score(db, learner: str, course_id: int, lesson: str) -> float | None
     """The score of the learner's lesson that the course's gradebook counts (webapp/deadlines.py counted_scores:
     the same number as every page's). A verdict an exam holds back is not in it until the window closes, when
     `on_released` counts the course's scores again and sends those that changed."""
-    user = db.execute("SELECT id, learner FROM users WHERE learner = ?", (learner,)).fetchone()
-    item = next((x for x in classroom.lessons(db, course_id) if x["lesson"] == lesson), None)
-    if user is None or item is None:
+    user = db.execute("SELECT id FROM users WHERE learner = ?", (learner,)).fetchone()
+    if user is None:
         return None
-    return deadlines.counted_scores(db, course_id, [user], [item])[(learner, lesson)].score
+    return counted_for(db, course_id, [{"user_id": user["id"], "learner": learner, "lesson": lesson}]).get(
+        (learner, lesson)
+    )
 
 
 def counted_for(db, course_id: int, rows: list) -> dict[tuple[str, str], float | None]:
