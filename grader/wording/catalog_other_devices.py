@@ -7,8 +7,8 @@ OTHER_DEVICES: dict[str, str | dict[str, str]] = {
     "hardcoded_device.autocast": "torch.autocast is given the device {device!r} as a literal: where the model runs "
     "on another kind of device this autocast does nothing, and the step runs in float32",
     "hardcoded_device.autocast_off": "torch.autocast(enabled=False) is given the device {device!r} as a literal: "
-    "where the model runs on another kind of device it does not turn that device's autocast off, so the ops under "
-    "it still run under the autocast around them",
+    "where the model runs on another kind of device it does not turn that device's autocast off, so under an "
+    "autocast of that device around it, the ops it should keep out of autocast still run in 16-bit",
     "hardcoded_device.scaler": "the GradScaler is made for the device {device!r}, written as a literal: on another "
     "kind of device it is disabled or refuses the gradients, so the loss is not scaled",
     "hardcoded_device.mesh": "init_device_mesh is given the device {device!r} as a literal: on another kind of "
