@@ -240,9 +240,9 @@ def run(
         hold.release()
         result.output += "".join(phase_outputs)
         for w in (sub_worker, base_worker, *spawned):
-            if w is not None:
-                result.output += w.output() if w is sub_worker and not getattr(w, "output_kept", False) else ""
+            if w is not None:  # closed first: what it printed is all read only once its pipe is closed
                 w.close()
+                result.output += w.output() if w is sub_worker and not getattr(w, "output_kept", False) else ""
     if result.error is not None and result.error.kind == "cancelled":
         return _finish(result, exercise, started, progress)
     trusted = {role: future.result() for role, future in futures.items()}  # a failed baseline is the platform's

@@ -2,6 +2,8 @@
 and a fresh worker resumes from it with new objects; the resumed run is judged against an uninterrupted one. The
 gradings reuse the session's cache: resume_training's lesson mutant is graded by test_lesson_mutants too."""
 
+import time
+
 import pytest
 from pydantic import ValidationError
 
@@ -97,4 +99,22 @@ def test_a_resume_that_raises_is_the_learners_error_at_its_line_and_earlier_outp
         result.error.line
         == RAISES_ON_RESUME.splitlines().index('    state = torch.load(os.path.join(checkpoint_dir, "missing.pt"))') + 1
     )
+    assert result.output.count("saved in the first phase") == 1
+
+
+def test_what_the_save_function_printed_is_kept_when_the_output_reader_lags(exercises, launcher, monkeypatch):
+    """The print reaches the grader through a reader thread; a reply on the other pipe can arrive first. The
+    output is read once the worker is closed, so a slow reader loses nothing (it lost the line in a loaded CI)."""
+    from grader import runner
+    from grader.sandboxes import process
+
+    lagging = process.OutputBuffer.run
+
+    def run_late(self):
+        time.sleep(1.0)
+        lagging(self)
+
+    monkeypatch.setattr(process.OutputBuffer, "run", run_late)
+    result = runner.run(exercises["resume_training"], RAISES_ON_RESUME, device="cpu", launcher=launcher)
+    assert result.status == "error", result.to_dict()
     assert result.output.count("saved in the first phase") == 1

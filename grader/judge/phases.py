@@ -47,8 +47,8 @@ def drive_phases(
                 files = _saved(current, phase, data)
     except BaseException:
         if current is not worker:  # the caller closes the first one; this one is only known here
+            current.close()  # first: what it printed is all read only once its pipe is closed
             kept.append(current.output())
-            current.close()
         raise
     finally:
         for w in later:
@@ -85,9 +85,9 @@ def _safe(rel) -> bool:
 def _resumed(launcher, old: WorkerProcess, worker: WorkerProcess, phase, files, data: RunData, kept) -> WorkerProcess:
     """Closes the last phase's worker and runs the learner's resume function in the next one. The whole
     grading's budget goes on: the new worker's deadline is the old one's, the time spent loading it aside."""
+    old.close()  # first: what the save function printed is all read only once the worker's pipe is closed
     kept.append(old.output())
     old.output_kept = True  # the caller, which still holds it where a later phase fails, adds it no second time
-    old.close()
     started = time.monotonic()
     worker.cancel = old.cancel
     init_worker(launcher, worker)

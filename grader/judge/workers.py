@@ -89,8 +89,8 @@ def init_worker(launcher, worker: WorkerProcess) -> WorkerProcess:
                 if "trace" in r
             ]
     except StepFailure as exc:
+        worker.close()  # first: what it printed is all read only once its pipe is closed
         exc.payload["output"] = worker.output()  # what the code printed before failing belongs in the result
-        worker.close()
         raise
     except BaseException:
         worker.close()
