@@ -25,6 +25,7 @@ from grader.sandboxes.cgroups import Cgroup
 from grader.sandboxes.launcher import WORKER_PACKAGE, Launcher, make_workdir, rlimits, worker_args, worker_env
 from grader.sandboxes.limits import Limits, scratch_sizes
 from grader.sandboxes.process import ProcessHandle, WorkerProcess, cpu_seconds_of, pids_in_namespace
+from grader.worker.isolation import WORKDIRS
 
 INSIDE = "/sandbox"
 PACKAGE_ROOT = "/opt/amp-dojo"
@@ -87,18 +88,30 @@ def _gpu_binds(device: str) -> list[str]:
     return args
 
 
-def command(
-    device: str, workdir: Path, limits: Limits, writes_compile_cache: bool = False, compiler: bool = False
-) -> list[str]:
+def sandbox_env() -> dict:
     env = worker_env("/tmp", 1, pythonpath=PACKAGE_ROOT)
     env.update(USER="sandbox", LOGNAME="sandbox")
+    return env
+
+
+def command(
+    device: str,
+    workdir: Path,
+    limits: Limits,
+    writes_compile_cache: bool = False,
+    compiler: bool = False,
+    zygote: tuple[int, Path] | None = None,
+) -> list[str]:
+    """`zygote` (socket fd, host folder of the workers' code folders): the sandbox of a zygote whose forks isolate
+    themselves (grader/sandboxes/bwrap_fork.py); they need user namespaces, which every other sandbox is denied."""
+    env = sandbox_env()
     args = [
         bwrap_path(),
         "--unshare-all",
         "--unshare-user",
         "--die-with-parent",
         "--new-session",
-        "--disable-userns",
+        *([] if zygote else ["--disable-userns"]),
         "--uid",
         "65534",
         "--gid",
@@ -145,20 +158,12 @@ def command(
     ]
     if writes_compile_cache:  # a trusted run's (Launcher.trusted): its compile folder is the host's, to collect
         args += ["--bind", str(compile_cache.writable_folder(workdir)), f"/tmp/{compile_cache.WRITES}"]
-    args += [
-        "--remount-ro",
-        "/dev",
-        "--remount-ro",
-        "/",
-        "--chdir",
-        INSIDE,
-        "--",
-        sys.executable,
-        "-m",
-        "grader.worker",
-        *worker_args(compiler),
-    ]
-    return args
+    if zygote:
+        args += ["--ro-bind", str(zygote[1]), WORKDIRS]
+    args += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", INSIDE, "--", sys.executable, "-m"]
+    if zygote:
+        return args + ["grader.worker.zygote", str(zygote[0]), "--isolate", *worker_args(compiler)]
+    return args + ["grader.worker", *worker_args(compiler)]
 
 
 class NamespaceHandle(ProcessHandle):
@@ -224,8 +229,17 @@ class BwrapLauncher(Launcher):
         self.limits = limits or Limits()
         if bwrap_path() is None:
             raise EnvironmentProblem("the bwrap sandbox needs bubblewrap: apt-get install bubblewrap")
+        from grader.sandboxes.bwrap_fork import Forks
+
+        self.forks = Forks(self.limits)
 
     def prepare(self, device: str, compiler: bool = False) -> WorkerProcess:
+        """A learner's CPU worker is forked from a zygote where forks can isolate themselves (bwrap_fork.py);
+        any other starts from nothing."""
+        if device == "cpu" and not (self.writes_compile_cache or self.idle):
+            worker = self.forks.prepare(compiler)
+            if worker is not None:
+                return worker
         workdir = make_workdir()
         group = Cgroup.create(self.limits.processes, self.limits.memory_bytes, self.limits.cpus, self.idle)
         try:
@@ -254,3 +268,6 @@ class BwrapLauncher(Launcher):
             preexec_fn=prepare,
         )
         return WorkerProcess(NamespaceHandle(proc, group), workdir, INSIDE, self.limits)
+
+    def close(self) -> None:
+        self.forks.close()

@@ -70,6 +70,12 @@ class Cgroup:
             with open(path / "cgroup.procs", "w") as fh:
                 fh.write("0")
 
+    def add(self, pid: int):
+        """Moves the host process `pid` in (a worker forked elsewhere, before it starts anything)."""
+        for path in self.paths:
+            with open(path / "cgroup.procs", "w") as fh:
+                fh.write(str(pid))
+
     def remove(self):
         """Its processes were killed just before; the kernel may take a moment to let them go."""
         for path in self.paths:

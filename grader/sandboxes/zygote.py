@@ -29,16 +29,10 @@ class Zygote:
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         home = make_workdir()
         self.home = home
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "grader.worker.zygote", str(theirs.fileno())],
-            pass_fds=(theirs.fileno(),),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            cwd=home,
-            env=worker_env(str(home), 1, pythonpath=str(GRADER_ROOT)),
-            start_new_session=True,
-        )
-        theirs.close()
+        try:
+            self.proc = self._spawn(theirs.fileno(), home)
+        finally:
+            theirs.close()
         self.sock = mine
         self.lock = threading.Lock()  # one request, then its pid, at a time
         self.pids: queue.Queue = queue.Queue()
@@ -46,6 +40,18 @@ class Zygote:
         self.exited = threading.Condition()
         self.closed = False
         threading.Thread(target=self._read, name="zygote-replies", daemon=True).start()
+
+    def _spawn(self, fd: int, home) -> subprocess.Popen:
+        """The zygote's process, given the socket's other end as `fd`."""
+        return subprocess.Popen(
+            [sys.executable, "-m", "grader.worker.zygote", str(fd)],
+            pass_fds=(fd,),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            cwd=home,
+            env=worker_env(str(home), 1, pythonpath=str(GRADER_ROOT)),
+            start_new_session=True,
+        )
 
     def _read(self) -> None:
         while True:
@@ -67,9 +73,11 @@ class Zygote:
                     self.exits[message["exited"]] = message["code"]
                     self.exited.notify_all()
 
-    def fork(self, cwd: str, env: dict, rlimits: dict, fds: list[int], timeout: float) -> int:
+    def fork(self, cwd: str, env: dict, rlimits: dict, fds: list[int], timeout: float, **more) -> int:
+        """The new worker's pid (in the zygote's PID namespace); `more`: what an isolating fork needs too."""
         with self.lock:
-            socket.send_fds(self.sock, [json.dumps({"cwd": cwd, "env": env, "rlimits": rlimits}).encode()], fds)
+            request = {"cwd": cwd, "env": env, "rlimits": rlimits, **more}
+            socket.send_fds(self.sock, [json.dumps(request).encode()], fds)
             try:
                 pid = self.pids.get(timeout=timeout)
             except queue.Empty:

@@ -1,10 +1,15 @@
-"""`python -m grader.worker.zygote FD`: a blank worker that imports PyTorch and everything a grading loads once,
-then forks a fresh worker for each request on the socket FD. Importing PyTorch costs about 2 s of CPU, most of
-what a small grading's worker spends; forked, a worker starts in milliseconds. Only the local, unisolated
-launcher (grader/sandboxes/zygote.py) uses it: a sandbox starts each worker from nothing.
+"""`python -m grader.worker.zygote FD [--isolate] [--compiler]`: a blank worker that imports PyTorch and everything
+a grading loads once (`--compiler`: torch.compile's machinery too), then forks a fresh worker for each request on
+the socket FD. Importing PyTorch costs about 2 s of CPU, most of what a small grading's worker spends (and
+torch.compile's another 3 s); forked, a worker starts in milliseconds. The local, unisolated launcher
+(grader/sandboxes/zygote.py) runs it as a plain process; the bwrap sandbox runs it in a sandbox of its own with
+`--isolate` (grader/sandboxes/bwrap_fork.py), where each fork makes its own namespaces before it serves
+(grader/worker/isolation.py).
 
 A request carries the worker's folder, environment and limits, with its stdin, stdout and stderr as file
-descriptors; the reply is the worker's pid, and later its exit status (this process is its parent)."""
+descriptors; the reply is the worker's pid, and later its exit status (this process is its parent). An isolated
+fork waits for one byte on its stdin before it isolates itself: the launcher sends it once the fork is in its
+control group, so that everything the fork starts is counted there."""
 
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ import tempfile
 import threading
 import time
 
-from grader.worker import serve
+from grader.worker import isolation, serve
 from grader.worker.channel import Channel
 
 MAX_REQUEST = 1 << 20
@@ -25,7 +30,8 @@ MAX_REQUEST = 1 << 20
 
 def main():
     sock = socket.socket(fileno=int(sys.argv[1]))
-    serve.ready_process()
+    isolated = "--isolate" in sys.argv[2:]
+    serve.ready_process(compiler="--compiler" in sys.argv[2:])
     sys.stdout.flush()
     sys.stderr.flush()
     lock = threading.Lock()
@@ -45,7 +51,7 @@ def main():
         with lock:  # never fork while the reaper holds the lock the child would inherit held
             pid = os.fork()
         if pid == 0:
-            _become_worker(sock, json.loads(data), fds)
+            _become_worker(sock, json.loads(data), fds, isolated)
         for fd in fds:
             os.close(fd)
         send({"pid": pid})
@@ -66,9 +72,10 @@ def _reap(send) -> None:
             return
 
 
-def _become_worker(sock: socket.socket, request: dict, fds: list[int]) -> None:
+def _become_worker(sock: socket.socket, request: dict, fds: list[int], isolated: bool = False) -> None:
     """In the fork: the same process `python -m grader.worker` would be, started in `request["cwd"]` with its
     environment, limits and pipes, in a session of its own. Never returns."""
+    started = False
     try:
         sock.close()
         os.setsid()
@@ -77,6 +84,12 @@ def _become_worker(sock: socket.socket, request: dict, fds: list[int]) -> None:
         for fd in fds:
             if fd > 2:
                 os.close(fd)
+        if isolated:
+            if os.read(0, 1) != b"\n":  # the launcher's go: this process is in its control group now
+                os._exit(71)
+            isolation.isolate(request["name"], request["cwd"], request["tmp_bytes"], request["shm_bytes"])
+            if request.get("probe"):  # the launcher asks whether isolating works here: it does
+                os._exit(0)
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
@@ -87,7 +100,11 @@ def _become_worker(sock: socket.socket, request: dict, fds: list[int]) -> None:
             resource.setrlimit(getattr(resource, name), (value, value))
         channel = Channel()
         channel.write({"ok": True, "ready": True})
+        started = True
         serve.serve(channel)
+    except BaseException as exc:  # noqa: BLE001 - it ends the process either way; before learner code, it says why
+        if not started:  # no learner code has run: the launcher's log says why the sandbox did not start
+            os.write(2, f"the forked worker did not start: {exc!r}\n".encode())
     finally:
         os._exit(70)
 
