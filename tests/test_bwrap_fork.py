@@ -17,7 +17,7 @@ from grader.sandboxes.bwrap import BwrapLauncher
 
 pytestmark = pytest.mark.skipif(bwrap.unavailable_reason() is not None, reason="bwrap cannot run here")
 
-TRAIN_STEP = '''
+TRAIN_STEP = """
 import torch
 import torch.nn.functional as F
 
@@ -29,10 +29,11 @@ def train_step(model, optimizer, inputs, targets, device_type, amp_dtype):
     loss.backward()
     optimizer.step()
     return loss
-'''
+"""
 
 # Leaves something in every place a sibling might look, then stays alive while the sibling looks.
-PLANTS = '''
+PLANTS = (
+    """
 import ctypes, os, socket, time
 for folder in ("/tmp", "/dev/shm"):
     with open(f"{folder}/__MARKER__", "w") as fh:
@@ -45,10 +46,13 @@ libc = ctypes.CDLL(None)
 segment = libc.shmget(__KEY__, 4096, 0o1666)
 print("planted", segment)
 time.sleep(8)
-''' + TRAIN_STEP
+"""
+    + TRAIN_STEP
+)
 
 # Looks for the sibling's things, its processes and the other workers' folders; says LEAK for each found.
-LOOKS = '''
+LOOKS = (
+    """
 import ctypes, os, socket
 for folder in ("/tmp", "/dev/shm", "/workdirs", "/proc", "/dev/pts"):
     try:
@@ -84,7 +88,9 @@ if libc.unshare(0x10000000) == 0:
 if libc.umount2(b"/proc", 2) == 0 or libc.umount2(b"/workdirs", 2) == 0:
     print("LEAK: a mount undone")
 print("looked")
-''' + TRAIN_STEP
+"""
+    + TRAIN_STEP
+)
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +109,9 @@ def test_a_forked_worker_finds_nothing_of_a_sibling_forked_beside_it(forking, ex
 
     planted = {}
     planter = threading.Thread(
-        target=lambda: planted.update(result=runner.run(exercises["autocast"], filled(PLANTS), device="cpu", launcher=forking))
+        target=lambda: planted.update(
+            result=runner.run(exercises["autocast"], filled(PLANTS), device="cpu", launcher=forking)
+        )
     )
     planter.start()
     time.sleep(3)  # the planter is in its 8 s sleep, everything planted
