@@ -79,6 +79,26 @@ def install() -> None:
     _STATE["installed"] = True
 
 
+def warm() -> None:
+    """For a zygote whose forks compile (grader/worker/zygote.py --isolate --compiler): one small compile of the
+    grader's own, forward and backward under autocast, so that what inductor sets up on its first compile (its
+    passes' patterns, its C++ toolchain's checks) is done once instead of in every fork's first step (0.7 s of
+    it); then dynamo forgets it, and every count a step reads starts from nothing again. Its kernels went to the
+    zygote's own compile folder, which no fork sees."""
+    import torch
+
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = torch.compile(model)(torch.randn(4, 8))
+    out.float().sum().backward()
+    torch._dynamo.reset()
+    from torch._dynamo.utils import compilation_time_metrics, counters
+
+    counters.clear()
+    compilation_time_metrics.clear()
+    _STATE.update(params=frozenset(), model_runs=0, fullgraph_graphs=0)
+
+
 def counts() -> dict | None:
     """Dynamo's running totals, or None while nothing has compiled. `frames` counts a fullgraph frame by the
     graph it compiled; `model_runs` is how many times a compiled graph holding the lesson model ran."""

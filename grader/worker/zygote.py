@@ -22,7 +22,7 @@ import tempfile
 import threading
 import time
 
-from grader.worker import isolation, serve
+from grader.worker import compiling, isolation, serve
 from grader.worker.channel import Channel
 
 MAX_REQUEST = 1 << 20
@@ -30,8 +30,13 @@ MAX_REQUEST = 1 << 20
 
 def main():
     sock = socket.socket(fileno=int(sys.argv[1]))
-    isolated = "--isolate" in sys.argv[2:]
-    serve.ready_process(compiler="--compiler" in sys.argv[2:])
+    isolated, compiler = "--isolate" in sys.argv[2:], "--compiler" in sys.argv[2:]
+    serve.ready_process(compiler=compiler)
+    if compiler:
+        try:
+            compiling.warm()
+        except Exception as exc:  # noqa: BLE001 - the forks then set inductor up on their first compile, as before
+            print(f"the zygote's warm-up compile failed: {exc!r}", file=sys.stderr)
     sys.stdout.flush()
     sys.stderr.flush()
     lock = threading.Lock()
