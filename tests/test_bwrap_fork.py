@@ -13,7 +13,7 @@ from conftest import TEST_LIMITS
 
 from grader import runner
 from grader.sandboxes import bwrap
-from grader.sandboxes.bwrap import BwrapLauncher
+from grader.sandboxes.bwrap_fork import ForkingBwrapLauncher
 
 pytestmark = pytest.mark.skipif(bwrap.unavailable_reason() is not None, reason="bwrap cannot run here")
 
@@ -95,7 +95,7 @@ print("looked")
 
 @pytest.fixture(scope="module")
 def forking():
-    launcher = BwrapLauncher(replace(TEST_LIMITS, tmp_bytes=64 * 1024**2, processes=128))
+    launcher = ForkingBwrapLauncher(replace(TEST_LIMITS, tmp_bytes=64 * 1024**2, processes=128))
     yield launcher
     launcher.close()
 
@@ -135,10 +135,25 @@ def test_bwrap_workers_start_from_nothing_where_forks_cannot_isolate_themselves(
         return [args_out[0], "--disable-userns", *args_out[1:]] if kwargs.get("zygote") else args_out
 
     monkeypatch.setattr(bwrap, "command", no_userns)
-    launcher = BwrapLauncher(TEST_LIMITS)
+    launcher = ForkingBwrapLauncher(TEST_LIMITS)
     try:
         result = runner.run(exercises["autocast"], TRAIN_STEP, device="cpu", launcher=launcher)
         assert launcher.forks.usable is False and not launcher.forks.zygotes
     finally:
         launcher.close()
     assert result.status == "pass", result.to_dict()
+
+
+def test_a_command_that_grades_once_starts_no_zygote(exercises):
+    """`grader check` without --watch: a zygote would cost what forking from it saves."""
+    from grader.cli.options import warm_launcher
+
+    launcher = ForkingBwrapLauncher(TEST_LIMITS)
+    pool = warm_launcher(launcher, "cpu", again=False)
+    try:
+        result = runner.run(exercises["autocast"], TRAIN_STEP, device="cpu", launcher=pool)
+        assert result.status == "pass", result.to_dict()
+        assert launcher.forks.zygotes == {}
+    finally:
+        pool.close()
+        launcher.close()

@@ -111,6 +111,7 @@ def warm_launcher(launcher, device: str, again: bool = False, compiler: bool = F
     lesson compiles, and so does its blank (Exercise.compiles)."""
     from grader.sandboxes.pool import WarmPool
 
+    launcher.fork = again  # one grading: a zygote would cost what forking from it saves (Launcher.fork)
     return WarmPool(launcher, size=1, devices=(guessed_device(device),), refill=again, compiler=compiler)
 
 

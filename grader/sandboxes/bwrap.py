@@ -229,17 +229,8 @@ class BwrapLauncher(Launcher):
         self.limits = limits or Limits()
         if bwrap_path() is None:
             raise EnvironmentProblem("the bwrap sandbox needs bubblewrap: apt-get install bubblewrap")
-        from grader.sandboxes.bwrap_fork import Forks
-
-        self.forks = Forks(self.limits)
 
     def prepare(self, device: str, compiler: bool = False) -> WorkerProcess:
-        """A learner's CPU worker is forked from a zygote where forks can isolate themselves (bwrap_fork.py);
-        any other starts from nothing."""
-        if device == "cpu" and not (self.writes_compile_cache or self.idle):
-            worker = self.forks.prepare(compiler)
-            if worker is not None:
-                return worker
         workdir = make_workdir()
         group = Cgroup.create(self.limits.processes, self.limits.memory_bytes, self.limits.cpus, self.idle)
         try:
@@ -268,6 +259,3 @@ class BwrapLauncher(Launcher):
             preexec_fn=prepare,
         )
         return WorkerProcess(NamespaceHandle(proc, group), workdir, INSIDE, self.limits)
-
-    def close(self) -> None:
-        self.forks.close()

@@ -39,6 +39,10 @@ log = logging.getLogger("grader.sandboxes.bwrap_fork")
 DISABLED = "AMP_DOJO_BWRAP_FORK"  # "0": every bwrap worker starts from nothing
 
 
+class CannotFork(OSError):
+    """Forks cannot hold a bwrap sandbox's limits on this machine: workers start from nothing instead."""
+
+
 class SandboxZygote(Zygote):
     """A zygote in a bwrap sandbox; the pids it reports are in that sandbox's PID namespace."""
 
@@ -158,6 +162,11 @@ class Forks:
         workdir.chmod(0o755)
         try:
             handle = self._fork(zygote, workdir, probe=False)
+        except CannotFork as exc:
+            shutil.rmtree(workdir, ignore_errors=True)
+            log.warning("bwrap workers start from nothing from now on: %s", exc)
+            self.usable = False
+            return None
         except BaseException:
             shutil.rmtree(workdir, ignore_errors=True)
             raise
@@ -186,7 +195,7 @@ class Forks:
             handle.kill()
             why = handle.stderr.read(4096).decode("utf-8", "replace").strip()
             handle.cleanup()
-        except OSError as exc:
+        except OSError as exc:  # CannotFork included
             code, why = None, str(exc)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -220,7 +229,10 @@ class Forks:
                 raise OSError("the forked worker is not found on the host")
             group = Cgroup.create(self.limits.processes, self.limits.memory_bytes, self.limits.cpus)
             if group is not None:
-                group.add(host)
+                try:
+                    group.add(host)
+                except OSError as exc:  # a group it cannot enter: its limits would not hold, so no forks
+                    raise CannotFork(f"the forked worker cannot enter its control group: {exc}") from None
             handle = IsolatedHandle(zygote, inner, host, group, ours)
         except BaseException:
             for fd in ours:
@@ -239,3 +251,22 @@ class Forks:
             for zygote in self.zygotes.values():
                 zygote.close()
             self.zygotes.clear()
+
+
+class ForkingBwrapLauncher(bwrap.BwrapLauncher):
+    """The bwrap sandbox (`make_launcher("bwrap")`): a learner's CPU worker is forked where forks can isolate
+    themselves here and the launcher is to grade many times (Launcher.fork); any other starts from nothing."""
+
+    def __init__(self, limits: Limits | None = None):
+        super().__init__(limits)
+        self.forks = Forks(self.limits)
+
+    def prepare(self, device: str, compiler: bool = False) -> WorkerProcess:
+        if device == "cpu" and self.fork and not (self.writes_compile_cache or self.idle):
+            worker = self.forks.prepare(compiler)
+            if worker is not None:
+                return worker
+        return super().prepare(device, compiler)
+
+    def close(self) -> None:
+        self.forks.close()

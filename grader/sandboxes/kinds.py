@@ -57,9 +57,9 @@ def _local(limits: Limits | None, allow_local: bool) -> LocalLauncher:
 
 def _isolating(name: str, limits: Limits | None):
     if name == "bwrap":
-        from grader.sandboxes.bwrap import BwrapLauncher
+        from grader.sandboxes.bwrap_fork import ForkingBwrapLauncher
 
-        return BwrapLauncher(limits)
+        return ForkingBwrapLauncher(limits)
     from grader.sandboxes.docker_sandbox import DockerLauncher
 
     return DockerLauncher(limits)

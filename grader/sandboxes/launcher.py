@@ -102,6 +102,9 @@ class Launcher:
     isolated = False
     idle = False  # its workers get the CPU only where nothing else wants it (background())
     writes_compile_cache = False  # its workers' kernels go to the lesson's trusted compile cache (trusted())
+    # Its CPU workers may be forked from a zygote that imported PyTorch once (bwrap: grader/sandboxes/bwrap_fork.py).
+    # Worth it only where a process grades many times: the zygote costs what the one grading would have saved.
+    fork = True
 
     def prepare(self, device: str, compiler: bool = False) -> WorkerProcess:
         """A blank worker for `device`; `compiler`: one that has loaded torch.compile's machinery too
