@@ -157,3 +157,14 @@ def test_a_command_that_grades_once_starts_no_zygote(exercises):
     finally:
         pool.close()
         launcher.close()
+
+
+def test_workers_start_from_nothing_where_python_lives_under_tmp(monkeypatch):
+    """The /tmp a fork mounts for itself would hide an interpreter bound under /tmp (a project cloned there)."""
+    from grader.sandboxes import bwrap_fork
+
+    monkeypatch.delenv(bwrap_fork.DISABLED, raising=False)
+    monkeypatch.setattr(bwrap, "python_binds", lambda: ["--ro-bind", "/tmp/project/.venv", "/tmp/project/.venv"])
+    assert bwrap_fork.Forks(TEST_LIMITS).usable is False
+    monkeypatch.setattr(bwrap, "python_binds", lambda: ["--ro-bind", "/opt/project/.venv", "/opt/project/.venv"])
+    assert bwrap_fork.Forks(TEST_LIMITS).usable is bwrap_fork.isolation.supported()

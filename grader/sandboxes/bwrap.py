@@ -68,7 +68,7 @@ def _system_binds() -> list[str]:
     return args
 
 
-def _python_binds() -> list[str]:
+def python_binds() -> list[str]:
     """The interpreter and its packages (torch), read-only, at the paths they have outside."""
     args, bound = [], []
     for prefix in sorted({sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable))}):
@@ -144,7 +144,7 @@ def command(
         "--tmpfs",
         "/dev/shm",
     ]
-    args += _system_binds() + _python_binds() + _gpu_binds(device)
+    args += _system_binds() + python_binds() + _gpu_binds(device)
     # bwrap's /dev is a tmpfs the sandbox's user owns, as large as half the host's memory: read-only once the
     # device nodes are in, so /tmp and /dev/shm are all it can write, `tmp_bytes` together.
     # The in-sandbox package alone: `grader` is a namespace package in there, and no judge code is within reach.

@@ -149,7 +149,7 @@ class Forks:
     def __init__(self, limits: Limits):
         self.limits = limits
         self.zygotes: dict[bool, SandboxZygote] = {}
-        self.usable = os.environ.get(DISABLED) != "0" and isolation.supported()
+        self.usable = os.environ.get(DISABLED) != "0" and isolation.supported() and not python_under_tmp()
         self.lock = threading.Lock()
 
     def prepare(self, compiler: bool) -> WorkerProcess | None:
@@ -251,6 +251,14 @@ class Forks:
             for zygote in self.zygotes.values():
                 zygote.close()
             self.zygotes.clear()
+
+
+def python_under_tmp() -> bool:
+    """Whether the interpreter or its packages live under /tmp (a project cloned there): bwrap binds them at the
+    same path, over its /tmp, and the /tmp a fork mounts for itself would hide them (and PyTorch's files with
+    them) from the fork. Such a machine's workers start from nothing."""
+    binds = bwrap.python_binds()
+    return any(path == "/tmp" or path.startswith("/tmp/") for path in binds[2::3])
 
 
 class ForkingBwrapLauncher(bwrap.BwrapLauncher):
