@@ -17,23 +17,8 @@ from grader.sandboxes.bwrap_fork import ForkingBwrapLauncher
 
 pytestmark = pytest.mark.skipif(bwrap.unavailable_reason() is not None, reason="bwrap cannot run here")
 
-TRAIN_STEP = """
-import torch
-import torch.nn.functional as F
-
-
-def train_step(model, optimizer, inputs, targets, device_type, amp_dtype):
-    optimizer.zero_grad(set_to_none=True)
-    with torch.autocast(device_type=device_type, dtype=amp_dtype):
-        loss = F.cross_entropy(model(inputs), targets)
-    loss.backward()
-    optimizer.step()
-    return loss
-"""
-
 # Leaves something in every place a sibling might look, then stays alive while the sibling looks.
-PLANTS = (
-    """
+PLANTS = """
 import ctypes, os, socket, time
 for folder in ("/tmp", "/dev/shm"):
     with open(f"{folder}/__MARKER__", "w") as fh:
@@ -47,12 +32,9 @@ segment = libc.shmget(__KEY__, 4096, 0o1666)
 print("planted", segment)
 time.sleep(8)
 """
-    + TRAIN_STEP
-)
 
 # Looks for the sibling's things, its processes and the other workers' folders; says LEAK for each found.
-LOOKS = (
-    """
+LOOKS = """
 import ctypes, os, socket
 for folder in ("/tmp", "/dev/shm", "/workdirs", "/proc", "/dev/pts"):
     try:
@@ -89,8 +71,6 @@ if libc.umount2(b"/proc", 2) == 0 or libc.umount2(b"/workdirs", 2) == 0:
     print("LEAK: a mount undone")
 print("looked")
 """
-    + TRAIN_STEP
-)
 
 
 @pytest.fixture(scope="module")
@@ -104,8 +84,9 @@ def test_a_forked_worker_finds_nothing_of_a_sibling_forked_beside_it(forking, ex
     marker = f"amp-dojo-sibling-{secrets.token_hex(6)}"
     port, key = 20000 + secrets.randbelow(20000), 0x5A000000 + secrets.randbelow(1 << 16)
 
-    def filled(text):
-        return text.replace("__MARKER__", marker).replace("__PORT__", str(port)).replace("__KEY__", str(key))
+    def filled(text):  # the probe at module load, then the lesson's reference, whose grading passes
+        probe = text.replace("__MARKER__", marker).replace("__PORT__", str(port)).replace("__KEY__", str(key))
+        return probe + "\n" + exercises["autocast"].reference
 
     planted = {}
     planter = threading.Thread(
@@ -137,7 +118,7 @@ def test_bwrap_workers_start_from_nothing_where_forks_cannot_isolate_themselves(
     monkeypatch.setattr(bwrap, "command", no_userns)
     launcher = ForkingBwrapLauncher(TEST_LIMITS)
     try:
-        result = runner.run(exercises["autocast"], TRAIN_STEP, device="cpu", launcher=launcher)
+        result = runner.run(exercises["autocast"], exercises["autocast"].reference, device="cpu", launcher=launcher)
         assert launcher.forks.usable is False and not launcher.forks.zygotes
     finally:
         launcher.close()
@@ -151,7 +132,7 @@ def test_a_command_that_grades_once_starts_no_zygote(exercises):
     launcher = ForkingBwrapLauncher(TEST_LIMITS)
     pool = warm_launcher(launcher, "cpu", again=False)
     try:
-        result = runner.run(exercises["autocast"], TRAIN_STEP, device="cpu", launcher=pool)
+        result = runner.run(exercises["autocast"], exercises["autocast"].reference, device="cpu", launcher=pool)
         assert result.status == "pass", result.to_dict()
         assert launcher.forks.zygotes == {}
     finally:

@@ -166,13 +166,34 @@ def command(
     return args + ["grader.worker", *worker_args(compiler)]
 
 
-class NamespaceHandle(ProcessHandle):
-    """Signals reach every process in the sandbox's PID namespace, even one that
-    left the process group (setsid): freezing for timing must stop them all."""
+def child_namespace(pid: int) -> str | None:
+    """The PID namespace of host process `pid`'s first child: the sandbox's, for bwrap's process or a fork that made
+    one (None once it has gone)."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        return os.readlink(f"/proc/{children[0]}/ns/pid")
+    except (OSError, IndexError):
+        return None
 
-    def __init__(self, proc: subprocess.Popen, group: Cgroup | None):
-        super().__init__(proc)
-        self.group = group
+
+def namespace_members(ns: str) -> list[tuple[int, list[int]]]:
+    """(host pid, its pids from the host's namespace inwards: NSpid) of each process in the PID namespace `ns`."""
+    found = []
+    for pid in pids_in_namespace(ns):
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        found.append((pid, next((ln.split()[1:] for ln in status.splitlines() if ln.startswith("NSpid:")), [])))
+    return found
+
+
+class InOwnNamespace:
+    """A handle whose processes are those of the PID namespace of its process's first child (`self.pid`: bwrap's
+    process, or a fork that isolated itself), whatever process group they left for (setsid): freezing for
+    timing must stop them all. `group`: its control group, removed with it."""
+
+    group: Cgroup | None = None
 
     def cleanup(self):
         super().cleanup()
@@ -180,44 +201,39 @@ class NamespaceHandle(ProcessHandle):
             self.group.remove()
 
     def _sandbox_pids(self) -> list[tuple[int, int]]:
-        """(host pid, pid inside) of each process in the sandbox, found through bwrap's child."""
-        ns = self._namespace()
+        """(host pid, pid inside) of each process in the sandbox."""
+        ns = child_namespace(self.pid)
         if ns is None:
             return []
-        found = []
-        for pid in pids_in_namespace(ns):
-            try:
-                status = Path(f"/proc/{pid}/status").read_text()
-            except OSError:
-                continue
-            nspids = next((ln.split()[1:] for ln in status.splitlines() if ln.startswith("NSpid:")), [])
-            found.append((pid, int(nspids[-1]) if nspids else 0))
-        return found
-
-    def _namespace(self) -> str | None:
-        """The sandbox's PID namespace, found through bwrap's child (None once it has gone)."""
-        try:
-            children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()
-            return os.readlink(f"/proc/{children[0]}/ns/pid")
-        except (OSError, IndexError):
-            return None
+        return [(pid, int(nspids[-1]) if nspids else 0) for pid, nspids in namespace_members(ns)]
 
     def cpu_seconds(self) -> float | None:
         """Every process in the sandbox's PID namespace, one that left the process group too."""
-        ns = self._namespace()
+        ns = child_namespace(self.pid)
         return cpu_seconds_of(pids_in_namespace(ns)) if ns is not None else None
 
     def signal_worker(self, sig):
         for host, inside in self._sandbox_pids():
-            if inside == 2:  # bwrap's init is 1; the worker it started is 2
+            if inside == 2:  # the sandbox's init is 1; the worker it started is 2
                 os.kill(host, sig)
 
-    def signal_all(self, sig):
+    def _signal_sandbox(self, sig):
         for host, _inside in self._sandbox_pids():
             try:
                 os.kill(host, sig)
             except OSError:
                 pass
+
+
+class NamespaceHandle(InOwnNamespace, ProcessHandle):
+    """bwrap's process and its sandbox."""
+
+    def __init__(self, proc: subprocess.Popen, group: Cgroup | None):
+        super().__init__(proc)
+        self.group = group
+
+    def signal_all(self, sig):
+        self._signal_sandbox(sig)
         super().signal_all(sig)
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from grader.sandboxes import bwrap
 from grader.sandboxes.cgroups import Cgroup
 from grader.sandboxes.limits import Limits, scratch_sizes
-from grader.sandboxes.process import WorkerProcess, cpu_seconds_of, pids_in_namespace
+from grader.sandboxes.process import WorkerProcess
 from grader.sandboxes.zygote import ForkedHandle, Zygote
 from grader.worker import isolation
 
@@ -68,27 +68,16 @@ class SandboxZygote(Zygote):
 
     def host_pid(self, inner: int) -> int | None:
         """The host pid of the zygote's child `inner` (its pid in the zygote's namespace)."""
-        try:
-            children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()
-            namespace = os.readlink(f"/proc/{children[0]}/ns/pid")
-        except (OSError, IndexError):
-            return None
-        for pid in pids_in_namespace(namespace):
-            try:
-                status = Path(f"/proc/{pid}/status").read_text()
-            except OSError:
-                continue
-            nspids = next((ln.split()[1:] for ln in status.splitlines() if ln.startswith("NSpid:")), [])
-            if len(nspids) == 2 and int(nspids[1]) == inner:
-                return pid
-        return None
+        ns = bwrap.child_namespace(self.proc.pid)
+        members = bwrap.namespace_members(ns) if ns is not None else []
+        return next((pid for pid, nspids in members if len(nspids) == 2 and int(nspids[1]) == inner), None)
 
     def close(self) -> None:
         super().close()
         shutil.rmtree(self.workdirs, ignore_errors=True)
 
 
-class IsolatedHandle(ForkedHandle):
+class IsolatedHandle(bwrap.InOwnNamespace, ForkedHandle):
     """A forked worker: its exit status comes from the zygote, its processes are those of its own PID namespace
     (found through the zygote's child, as NamespaceHandle finds bwrap's), its limits in its own control group."""
 
@@ -101,45 +90,12 @@ class IsolatedHandle(ForkedHandle):
             self.code = self.zygote.wait(self.inner, timeout)
         return self.code
 
-    def _sandbox_pids(self) -> list[tuple[int, int]]:
-        try:
-            children = Path(f"/proc/{self.pid}/task/{self.pid}/children").read_text().split()
-            namespace = os.readlink(f"/proc/{children[0]}/ns/pid")
-        except (OSError, IndexError):
-            return []
-        found = []
-        for pid in pids_in_namespace(namespace):
-            try:
-                status = Path(f"/proc/{pid}/status").read_text()
-            except OSError:
-                continue
-            nspids = next((ln.split()[1:] for ln in status.splitlines() if ln.startswith("NSpid:")), [])
-            found.append((pid, int(nspids[-1]) if nspids else 0))
-        return found
-
-    def cpu_seconds(self) -> float | None:
-        return cpu_seconds_of([host for host, _ in self._sandbox_pids()])
-
-    def signal_worker(self, sig):
-        for host, inside in self._sandbox_pids():
-            if inside == 2:  # its init is 1; the worker is 2, as in bwrap
-                os.kill(host, sig)
-
     def signal_all(self, sig):
-        for host, _inside in self._sandbox_pids():
-            try:
-                os.kill(host, sig)
-            except OSError:
-                pass
+        self._signal_sandbox(sig)
         try:
             os.kill(self.pid, sig)
         except OSError:
             pass
-
-    def cleanup(self):
-        super().cleanup()
-        if self.group is not None:
-            self.group.remove()
 
 
 class Forks:
