@@ -32,7 +32,7 @@ from grader.sandboxes import bwrap
 from grader.sandboxes.cgroups import Cgroup
 from grader.sandboxes.limits import Limits, scratch_sizes
 from grader.sandboxes.process import WorkerProcess
-from grader.sandboxes.zygote import ForkedHandle, Zygote
+from grader.sandboxes.zygote import ForkedHandle, Zygote, add_pipes, fork_rlimits
 from grader.worker import isolation
 
 log = logging.getLogger("grader.sandboxes.bwrap_fork")
@@ -168,16 +168,13 @@ class Forks:
     def _fork(self, zygote: SandboxZygote, workdir: Path, probe: bool) -> IsolatedHandle:
         tmp, shm = scratch_sizes(self.limits)
         request = {"name": workdir.name, "tmp_bytes": tmp, "shm_bytes": shm, "probe": probe}
-        limits = {"RLIMIT_CORE": 0, "RLIMIT_FSIZE": self.limits.file_bytes, "RLIMIT_AS": self.limits.memory_bytes}
+        limits = fork_rlimits(self.limits)
         if not probe:
             limits["RLIMIT_NPROC"] = self.limits.processes
         ours, theirs = [], []
         group = None
         try:
-            for reading in (False, True, True):  # stdin, stdout, stderr, as the worker sees them
-                r, w = os.pipe()
-                ours.append(r if reading else w)
-                theirs.append(w if reading else r)
+            add_pipes(ours, theirs)
             env = bwrap.sandbox_env()
             inner = zygote.fork(bwrap.INSIDE, env, limits, theirs, timeout=self.limits.init_timeout_s, **request)
             host = zygote.host_pid(inner)

@@ -111,6 +111,20 @@ class Zygote:
             shutil.rmtree(self.home, ignore_errors=True)
 
 
+def add_pipes(ours: list[int], theirs: list[int]) -> None:
+    """A forked worker's stdin, stdout and stderr: the launcher's ends to `ours`, the worker's to `theirs` (filled
+    as they are made, so that a caller's cleanup closes whatever was made before a failure)."""
+    for reading in (False, True, True):  # stdin, stdout, stderr, as the worker sees them
+        r, w = os.pipe()
+        ours.append(r if reading else w)
+        theirs.append(w if reading else r)
+
+
+def fork_rlimits(limits) -> dict:
+    """The rlimits a forked CPU worker sets on itself (as `launcher.rlimits` sets a started one's)."""
+    return {"RLIMIT_CORE": 0, "RLIMIT_FSIZE": limits.file_bytes, "RLIMIT_AS": limits.memory_bytes}
+
+
 def _running(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -196,14 +210,14 @@ class ForkLauncher(LocalLauncher):
         workdir = make_workdir()
         ours, theirs = [], []
         try:
-            for reading in (False, True, True):  # stdin, stdout, stderr, as the worker sees them
-                r, w = os.pipe()
-                ours.append(r if reading else w)
-                theirs.append(w if reading else r)
-            limits = {"RLIMIT_CORE": 0, "RLIMIT_FSIZE": self.limits.file_bytes, "RLIMIT_AS": self.limits.memory_bytes}
+            add_pipes(ours, theirs)
             zygote = self.zygote()
             pid = zygote.fork(
-                str(workdir), worker_env(str(workdir), 1), limits, theirs, timeout=self.limits.init_timeout_s
+                str(workdir),
+                worker_env(str(workdir), 1),
+                fork_rlimits(self.limits),
+                theirs,
+                timeout=self.limits.init_timeout_s,
             )
         except BaseException:
             for fd in ours:
